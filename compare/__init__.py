@@ -1,0 +1,1 @@
+"""compare stage of recallkit."""

@@ -1,0 +1,1 @@
+"""empirics stage of recallkit."""

@@ -1,0 +1,1 @@
+"""theory stage of recallkit."""

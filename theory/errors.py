@@ -1,0 +1,18 @@
+"""Errors shared by every stage.
+
+``theory`` is the leftmost package, so the base classes live here and the others import them.
+The CLI catches :class:`RecallkitError` and prints its message as one line, exit status 2.
+"""
+from __future__ import annotations
+
+
+class RecallkitError(Exception):
+    """Base class of every error the toolkit raises on purpose. Its message is one line."""
+
+
+class InputError(RecallkitError, ValueError):
+    """Bad user input: a malformed file, an unknown key, a bad flag value.
+
+    The message names the file, field or flag and what was expected, e.g.
+    ``theory/packs/x.toml: terms[2].expr: unknown symbol 'Q' (allowed: V, N, d)``.
+    """
