@@ -1,0 +1,399 @@
+"""Run configs: one flat JSON dict per trained model, validated into dataclasses.
+
+A run config is a flat dict (docs/ARCHITECTURE.md): ``task``, ``model``, ``trainer``, ``seed`` plus
+the numbers of the task and trainer. :func:`parse_config` splits it into a :class:`RunConfig` holding
+a task dataclass and a trainer dataclass; both validate themselves in ``__post_init__`` and every
+error is one line naming the key (``d: expected a positive integer <= 16384, got -3``).
+
+Keys (defaults in brackets):
+
+- ``token_retrieval`` (SPEC A): ``V``, ``d``, ``L``, ``N`` (training samples), ``m`` (attention-mlp
+  width; attention-only has none), ``features`` [``relu``] one of ``relu`` | ``relu_centred``
+  (subtract each sample's mean over the m units) | ``relu_normalised`` (centred, then divided by
+  each sample's standard deviation over the units), ``n_eval`` [4096] fresh samples for the
+  population accuracy. Models: ``attention-only``, ``attention-mlp``.
+- ``fact_bijections`` (SPEC B): ``N`` subjects (= attributes), ``R`` relations, ``d``, ``m`` [4*d].
+  Models: ``learned`` (all embeddings trained), ``frozen-subjects`` (subject embeddings fixed random
+  on the sphere).
+- ``assoc_memory`` (SPEC C): ``N``, ``d``, ``m`` (mlp only). Models: ``linear``, ``mlp``.
+- trainer ``three_step`` (token_retrieval only): ``eta``, ``gamma``.
+- trainers ``adam`` / ``adamw``: ``lr``, exactly one of ``epochs`` (passes over the N training
+  items in minibatches) or ``steps`` (minibatch steps), ``batch_size`` [full batch],
+  ``early_stop`` [none] (stop a model once its training accuracy is > this value),
+  ``weight_decay`` [0; adamw only, decoupled as in torch.optim.AdamW].
+
+``eta``, ``gamma``, ``lr`` and ``batch_size`` may be numbers or expression strings in
+``V, N, d, L, m, R`` (parsed by ``theory.expr``; never evaluated as Python). ``batch_size``
+expressions are floored: ``"floor(N/16)"`` and ``"N/16"`` mean the same.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from theory.errors import InputError
+
+MAX_D = 16384
+MAX_M = 1 << 20
+MAX_V = 10_000_000
+MAX_N = 100_000_000
+MAX_L = 100_000
+MAX_R = 100_000
+FEATURES = ("relu", "relu_centred", "relu_normalised")
+EXPRESSION_SYMBOLS = ("V", "N", "d", "L", "m", "R")
+
+
+def _where(where: str, key: str) -> str:
+    return f"{where}: {key}" if where else key
+
+
+def _positive_int(value: Any, key: str, limit: int, where: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(value, float) and not value.is_integer():
+        raise InputError(f"{_where(where, key)}: expected a positive integer <= {limit}, got {value!r}")
+    value = int(value)
+    if value <= 0 or value > limit:
+        raise InputError(f"{_where(where, key)}: expected a positive integer <= {limit}, got {value}")
+    return value
+
+
+def _number_or_expression(value: Any, key: str, where: str = "", positive: bool = True) -> float | str:
+    if isinstance(value, str):
+        _parse(value, key, where)  # syntax and symbols are checked now, the value when sizes are known
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{_where(where, key)}: expected a number or an expression string, got {value!r}")
+    if positive and value <= 0:
+        raise InputError(f"{_where(where, key)}: expected a positive number, got {value}")
+    return float(value)
+
+
+def _parse(text: str, key: str, where: str):
+    """Parse an expression with theory.expr (a whitelist parser: nothing is executed)."""
+    stripped = text.strip()
+    if stripped.startswith("floor(") and stripped.endswith(")"):
+        stripped = stripped[len("floor(") : -1]  # the caller floors; theory.expr has no floor
+    try:
+        from theory.expr import parse_expression
+    except ImportError as exc:  # pragma: no cover - theory.expr is built in parallel
+        raise InputError(f"{_where(where, key)}: expression strings need theory.expr, which is not available; give a number") from exc
+    try:
+        return parse_expression(stripped, symbols=EXPRESSION_SYMBOLS)
+    except InputError as exc:
+        raise InputError(f"{_where(where, key)}: {exc}") from None
+
+
+def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:
+    """The number a config value stands for: numbers pass through, expressions are evaluated at ``sizes``."""
+    if not isinstance(value, str):
+        return float(value)
+    expression = _parse(value, key, "")
+    missing = sorted(str(s) for s in expression.free_symbols if str(s) not in sizes)
+    if missing:
+        raise InputError(f"{key}: expression {value!r} uses {', '.join(missing)}, which this task does not have")
+    number = float(expression.subs({s: sizes[str(s)] for s in expression.free_symbols}).evalf())
+    if not math.isfinite(number) or number <= 0:
+        raise InputError(f"{key}: expression {value!r} evaluates to {number}, expected a positive number")
+    return number
+
+
+# ----------------------------------------------------------------------------------- tasks
+
+
+@dataclass(frozen=True)
+class TokenRetrievalConfig:
+    """SPEC A: one informative token among L, label Pi*(x_l), random unit-sphere embeddings."""
+
+    model: str
+    V: int
+    d: int
+    L: int
+    N: int
+    m: int | None = None
+    features: str = "relu"
+    n_eval: int = 4096
+    MODELS: ClassVar[tuple[str, ...]] = ("attention-only", "attention-mlp")
+
+    def __post_init__(self) -> None:
+        _check_model(self)
+        for key, limit in (("V", MAX_V), ("d", MAX_D), ("L", MAX_L), ("N", MAX_N), ("n_eval", MAX_N)):
+            object.__setattr__(self, key, _positive_int(getattr(self, key), key, limit))
+        if self.model == "attention-mlp":
+            if self.m is None:
+                raise InputError("m: the attention-mlp model needs the MLP width m (a positive integer)")
+            object.__setattr__(self, "m", _positive_int(self.m, "m", MAX_M))
+        elif self.m is not None:
+            raise InputError("m: attention-only has no MLP width; remove m (its parameter count is d**2)")
+        if self.features not in FEATURES:
+            raise InputError(f"features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
+
+    @property
+    def width(self) -> int:
+        """Columns of the trained value matrix V: m for attention-mlp, d for attention-only."""
+        return self.m if self.m is not None else self.d
+
+    @property
+    def param_count(self) -> int:
+        """The paper's count, m*d (d**2 for attention-only): the trained value matrix."""
+        return self.width * self.d
+
+    @property
+    def trainable_params(self) -> int:
+        """Everything a trainer updates: the value matrix plus W_KQ (d x d)."""
+        return self.width * self.d + self.d * self.d
+
+    @property
+    def n_train(self) -> int:
+        return self.N
+
+    def sizes(self) -> dict[str, int]:
+        return {"V": self.V, "N": self.N, "d": self.d, "L": self.L, "m": self.width}
+
+
+@dataclass(frozen=True)
+class FactBijectionsConfig:
+    """SPEC B: R random bijections pi_r on N subjects; query (s, r) -> pi_r(s)."""
+
+    model: str
+    N: int
+    R: int
+    d: int
+    m: int | None = None
+    MODELS: ClassVar[tuple[str, ...]] = ("learned", "frozen-subjects")
+
+    def __post_init__(self) -> None:
+        _check_model(self)
+        for key, limit in (("N", MAX_N), ("R", MAX_R), ("d", MAX_D)):
+            object.__setattr__(self, key, _positive_int(getattr(self, key), key, limit))
+        object.__setattr__(self, "m", _positive_int(4 * self.d if self.m is None else self.m, "m", MAX_M))
+
+    @property
+    def param_count(self) -> int:
+        """Trainable parameters: E_s (learned only), E_r, W1, b1, W2, U."""
+        subjects = self.N * self.d if self.model == "learned" else 0
+        return subjects + self.R * self.d + 2 * self.m * self.d + self.m + self.N * self.d
+
+    trainable_params = param_count
+
+    @property
+    def n_train(self) -> int:
+        return self.N * self.R
+
+    def sizes(self) -> dict[str, int]:
+        return {"N": self.N, "R": self.R, "d": self.d, "m": self.m}
+
+
+@dataclass(frozen=True)
+class AssocMemoryConfig:
+    """SPEC C: store f*(i) = i for N items with unit-norm Gaussian input/output embeddings."""
+
+    model: str
+    N: int
+    d: int
+    m: int | None = None
+    MODELS: ClassVar[tuple[str, ...]] = ("linear", "mlp")
+
+    def __post_init__(self) -> None:
+        _check_model(self)
+        for key, limit in (("N", MAX_N), ("d", MAX_D)):
+            object.__setattr__(self, key, _positive_int(getattr(self, key), key, limit))
+        if self.model == "mlp":
+            if self.m is None:
+                raise InputError("m: the mlp model needs the width m (a positive integer)")
+            object.__setattr__(self, "m", _positive_int(self.m, "m", MAX_M))
+        elif self.m is not None:
+            raise InputError("m: the linear model has no width; remove m (its parameter count is d**2)")
+
+    @property
+    def param_count(self) -> int:
+        """The anchor's count: d**2 (linear) or m*d (mlp)."""
+        return self.d * self.d if self.model == "linear" else self.m * self.d
+
+    @property
+    def trainable_params(self) -> int:
+        return self.d * self.d if self.model == "linear" else 2 * self.m * self.d + self.m
+
+    @property
+    def n_train(self) -> int:
+        return self.N
+
+    def sizes(self) -> dict[str, int]:
+        sizes = {"N": self.N, "d": self.d}
+        if self.m is not None:
+            sizes["m"] = self.m
+        return sizes
+
+
+def _check_model(task_config) -> None:
+    if task_config.model not in task_config.MODELS:
+        raise InputError(f"model: expected one of {', '.join(task_config.MODELS)}, got {task_config.model!r}")
+
+
+TASKS: dict[str, type] = {
+    "token_retrieval": TokenRetrievalConfig,
+    "fact_bijections": FactBijectionsConfig,
+    "assoc_memory": AssocMemoryConfig,
+}
+
+# --------------------------------------------------------------------------------- trainers
+
+
+@dataclass(frozen=True)
+class ThreeStepConfig:
+    """SPEC A's three full-batch gradient steps from zero init (step sizes eta, gamma)."""
+
+    eta: float | str
+    gamma: float | str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "eta", _number_or_expression(self.eta, "eta"))
+        object.__setattr__(self, "gamma", _number_or_expression(self.gamma, "gamma"))
+
+
+@dataclass(frozen=True)
+class AdamConfig:
+    """Adam / AdamW with minibatches, optional per-model early stop on training accuracy."""
+
+    lr: float | str
+    epochs: int | None = None
+    steps: int | None = None
+    batch_size: int | str | None = None
+    early_stop: float | None = None
+    weight_decay: float = 0.0
+    decoupled: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lr", _number_or_expression(self.lr, "lr"))
+        if (self.epochs is None) == (self.steps is None):
+            raise InputError("epochs/steps: give exactly one of epochs or steps (a positive integer)")
+        for key in ("epochs", "steps"):
+            if getattr(self, key) is not None:
+                object.__setattr__(self, key, _positive_int(getattr(self, key), key, 100_000_000))
+        if self.batch_size is not None:
+            if isinstance(self.batch_size, str):
+                _number_or_expression(self.batch_size, "batch_size")
+            else:
+                object.__setattr__(self, "batch_size", _positive_int(self.batch_size, "batch_size", MAX_N))
+        if self.early_stop is not None:
+            if isinstance(self.early_stop, bool) or not isinstance(self.early_stop, (int, float)) or not 0 <= self.early_stop <= 1:
+                raise InputError(f"early_stop: expected an accuracy in [0, 1], got {self.early_stop!r}")
+            object.__setattr__(self, "early_stop", float(self.early_stop))
+        if isinstance(self.weight_decay, bool) or not isinstance(self.weight_decay, (int, float)) or self.weight_decay < 0:
+            raise InputError(f"weight_decay: expected a number >= 0, got {self.weight_decay!r}")
+        object.__setattr__(self, "weight_decay", float(self.weight_decay))
+        if self.weight_decay and not self.decoupled:
+            raise InputError("weight_decay: only the adamw trainer takes weight_decay")
+
+    def resolved_batch_size(self, sizes: dict[str, int], n_train: int) -> int:
+        if self.batch_size is None:
+            return n_train
+        value = int(math.floor(evaluate(self.batch_size, "batch_size", sizes)))
+        if value < 1:
+            raise InputError(f"batch_size: {self.batch_size!r} gives {value}, expected at least 1")
+        return min(value, n_train)
+
+
+TRAINERS: dict[str, type] = {"three_step": ThreeStepConfig, "adam": AdamConfig, "adamw": AdamConfig}
+TRAINER_TASKS = {"three_step": ("token_retrieval",)}
+
+
+# --------------------------------------------------------------------------------- run config
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    task: str
+    model: str
+    trainer: str
+    seed: int
+    task_config: Any
+    trainer_config: Any
+
+    @classmethod
+    def from_dict(cls, raw: dict, where: str = "") -> "RunConfig":
+        """Validate a flat config dict; ``where`` prefixes errors (e.g. a file name)."""
+        try:
+            return _from_dict(raw)
+        except InputError as exc:
+            if where:
+                raise InputError(f"{where}: {exc}") from None
+            raise
+
+    def to_dict(self) -> dict:
+        """The flat dict with every default filled in (the canonical form that is hashed)."""
+        flat = {"task": self.task, "model": self.model, "trainer": self.trainer, "seed": self.seed}
+        for part in (self.task_config, self.trainer_config):
+            for f in dataclasses.fields(part):
+                if f.name in ("model", "decoupled"):
+                    continue
+                value = getattr(part, f.name)
+                if value is not None and not (f.name == "weight_decay" and self.trainer != "adamw"):
+                    flat[f.name] = value
+        return flat
+
+    @property
+    def param_count(self) -> int:
+        return self.task_config.param_count
+
+
+def _from_dict(raw: dict) -> RunConfig:
+    if not isinstance(raw, dict):
+        raise InputError(f"config: expected a dict of keys to values, got {type(raw).__name__}")
+    values = dict(raw)
+    for key in ("task", "model", "trainer"):
+        if not isinstance(values.get(key), str):
+            raise InputError(f"{key}: required, expected a string, got {values.get(key)!r}")
+    task, model, trainer = values.pop("task"), values.pop("model"), values.pop("trainer")
+    if task not in TASKS:
+        raise InputError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    if trainer not in TRAINERS:
+        raise InputError(f"trainer: expected one of {', '.join(TRAINERS)}, got {trainer!r}")
+    if task not in TRAINER_TASKS.get(trainer, (task,)):
+        raise InputError(f"trainer: {trainer} applies only to {', '.join(TRAINER_TASKS[trainer])}, not {task}")
+    seed = values.pop("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"seed: expected an integer >= 0, got {seed!r}")
+    task_cls, trainer_cls = TASKS[task], TRAINERS[trainer]
+    task_keys = {f.name for f in dataclasses.fields(task_cls)} - {"model"}
+    trainer_keys = {f.name for f in dataclasses.fields(trainer_cls)} - {"decoupled"}
+    unknown = sorted(set(values) - task_keys - trainer_keys)
+    if unknown:
+        allowed = ", ".join(sorted(task_keys | trainer_keys | {"seed"}))
+        raise InputError(f"{unknown[0]}: unknown key for task {task} with trainer {trainer} (allowed: {allowed})")
+    task_args = {k: v for k, v in values.items() if k in task_keys}
+    trainer_args = {k: v for k, v in values.items() if k in trainer_keys}
+    for f in dataclasses.fields(task_cls):
+        if f.default is dataclasses.MISSING and f.name != "model" and f.name not in task_args:
+            raise InputError(f"{f.name}: required for task {task}")
+    for f in dataclasses.fields(trainer_cls):
+        if f.default is dataclasses.MISSING and f.name not in trainer_args:
+            raise InputError(f"{f.name}: required for trainer {trainer}")
+    if trainer == "adamw":
+        trainer_args["decoupled"] = True
+    task_config = task_cls(model=model, **task_args)
+    trainer_config = trainer_cls(**trainer_args)
+    if isinstance(trainer_config, ThreeStepConfig):
+        for key in ("eta", "gamma"):
+            evaluate(getattr(trainer_config, key), key, task_config.sizes())
+    return RunConfig(task, model, trainer, seed, task_config, trainer_config)
+
+
+def parse_config(raw: dict | RunConfig, where: str = "") -> RunConfig:
+    return raw if isinstance(raw, RunConfig) else RunConfig.from_dict(raw, where)
+
+
+def config_hash(cfg: dict | RunConfig) -> str:
+    """sha256 of the canonical JSON (defaults filled in, sorted keys) -> first 16 hex digits."""
+    canonical = json.dumps(parse_config(cfg).to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def shape_key(cfg: RunConfig) -> str:
+    """Configs with equal keys train together: everything but the per-model numbers."""
+    flat = cfg.to_dict()
+    for key in ("seed", "lr", "eta", "gamma", "early_stop", "weight_decay"):
+        flat.pop(key, None)
+    return json.dumps(flat, sort_keys=True)

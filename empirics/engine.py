@@ -1,0 +1,130 @@
+"""The batched engine: train many run configs, batching those that share a shape.
+
+``run_configs(configs, device=None, progress=True) -> list[dict]`` (docs/ARCHITECTURE.md) groups
+configs by :func:`empirics.config.shape_key` (everything but seed, lr, eta, gamma, early_stop,
+weight_decay), builds one problem per group with a leading model axis, trains it with one trainer
+call and returns one metrics dict per config, in the input order. A group too large for memory is
+split into chunks; since each model's data, initial weights and minibatch order come from its own
+seeded streams and its gradient is its own, the split changes no result beyond float rounding.
+
+Metrics: ``accuracy`` (fresh samples for token_retrieval; all items for the memorisation tasks),
+``train_accuracy``, ``loss`` (final mean training cross-entropy), ``param_count`` (the paper's
+count), ``trainable_params``, ``steps_run``, ``wall_time_s`` (the chunk's wall time divided by its
+number of models), ``batch_wall_time_s``, ``batched_models``, ``device``, ``threads``,
+``torch_version``, ``config_hash``; token_retrieval adds ``attention_mass`` (mean attention on the
+informative position over the fresh samples, with the final W_KQ) and ``eval_loss``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+from empirics.config import AdamConfig, RunConfig, ThreeStepConfig, config_hash, evaluate, parse_config, shape_key
+from empirics.device import describe, resolve_device
+from empirics.tasks import build_problem
+
+MEMORY_BUDGET_BYTES = 1 << 31  # per chunk of models; a rough bound on the largest activations
+
+
+def _bytes_per_model(cfg: RunConfig) -> int:
+    """Rough size of one model's largest training activations (floats x 4 bytes x autograd copies)."""
+    t = cfg.task_config
+    tc = cfg.trainer_config
+    if cfg.task == "token_retrieval":
+        n = t.N
+        if isinstance(tc, AdamConfig):
+            n = tc.resolved_batch_size(t.sizes(), t.n_train)
+        per_item = t.V * 3 + t.L * 4 + t.width * 3 + t.d * 3
+        data = (t.N + t.n_eval) * (t.L * 2 + 3) + t.V * t.d * 2 + (t.m or 0) * t.d
+    elif cfg.task == "assoc_memory":
+        n = tc.resolved_batch_size(t.sizes(), t.n_train)
+        per_item = t.N * 3 + (t.m or 0) * 3 + t.d * 3
+        data = t.N * t.d * 2 + (t.m or t.d) * t.d * 4
+    else:
+        n = tc.resolved_batch_size(t.sizes(), t.n_train)
+        per_item = t.N * 3 + t.m * 3 + t.d * 4
+        data = t.n_train * 2 + t.N * t.d * 8 + t.m * t.d * 8
+    return 4 * (n * per_item + data)
+
+
+def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
+    start = time.perf_counter()
+    problem = build_problem(cfgs, device)
+    first = cfgs[0]
+    sizes = first.task_config.sizes()
+    tc = first.trainer_config
+    if isinstance(tc, ThreeStepConfig):
+        from empirics.trainers import three_step
+
+        params, extra = three_step(
+            problem,
+            eta=[evaluate(c.trainer_config.eta, "eta", sizes) for c in cfgs],
+            gamma=[evaluate(c.trainer_config.gamma, "gamma", sizes) for c in cfgs],
+        )
+    else:
+        from empirics.trainers import adam
+
+        params, extra = adam(
+            problem,
+            lr=[evaluate(c.trainer_config.lr, "lr", sizes) for c in cfgs],
+            batch_size=tc.resolved_batch_size(sizes, first.task_config.n_train),
+            epochs=tc.epochs,
+            steps=tc.steps,
+            early_stop=[c.trainer_config.early_stop for c in cfgs],
+            weight_decay=[c.trainer_config.weight_decay for c in cfgs],
+            seeds=[c.seed for c in cfgs],
+            decoupled=tc.decoupled,
+        )
+    metrics = problem.evaluate(params)
+    metrics.update(extra)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elapsed = time.perf_counter() - start
+    shared = {
+        "device": describe(device),
+        "threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "batch_wall_time_s": elapsed,
+        "batched_models": len(cfgs),
+        "wall_time_s": elapsed / len(cfgs),
+    }
+    host = {k: v.detach().cpu().tolist() for k, v in metrics.items()}
+    results = []
+    for k, cfg in enumerate(cfgs):
+        row = {name: float(values[k]) for name, values in host.items()}
+        row["steps_run"] = int(row["steps_run"])
+        row.update(shared)
+        row["param_count"] = cfg.task_config.param_count
+        row["trainable_params"] = cfg.task_config.trainable_params
+        row["config_hash"] = config_hash(cfg)
+        results.append(row)
+    return results
+
+
+def run_configs(configs: list, device=None, progress: bool = True) -> list[dict]:
+    """Train every config (dicts or RunConfigs); one metrics dict per config, in input order."""
+    parsed = [parse_config(c, where=f"configs[{i}]") for i, c in enumerate(configs)]
+    target = resolve_device(device)
+    groups: dict[str, list[int]] = {}
+    for i, cfg in enumerate(parsed):
+        groups.setdefault(shape_key(cfg), []).append(i)
+    chunks = []
+    for indices in groups.values():
+        per_chunk = max(1, MEMORY_BUDGET_BYTES // max(1, _bytes_per_model(parsed[indices[0]])))
+        chunks += [indices[s : s + per_chunk] for s in range(0, len(indices), per_chunk)]
+    results: list[dict | None] = [None] * len(parsed)
+    from tqdm import tqdm
+
+    with tqdm(total=len(parsed), desc="training", unit="model", file=sys.stderr, disable=not progress) as bar:
+        for indices in chunks:
+            for i, row in zip(indices, _train_chunk([parsed[i] for i in indices], target)):
+                results[i] = row
+            bar.update(len(indices))
+    return results
+
+
+def run_config(config, device=None) -> dict:
+    """Train one config alone (no batching with others); its metrics dict."""
+    return run_configs([config], device=device, progress=False)[0]

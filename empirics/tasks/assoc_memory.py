@@ -1,0 +1,77 @@
+"""SPEC C (anchor: Nichani, Lee, Bietti, ICLR 2025): linear and MLP associative memories.
+
+N inputs e_i and N outputs u_i, unit-norm Gaussian embeddings in R^d (the ``"instance"`` stream:
+E then U); target f*(i) = i; loss = mean cross-entropy of softmax(U f(e_i)) over all N items.
+- linear: f(x) = W x, W in R^{d x d};
+- mlp: f(x) = W2 relu(W1 x + b), W1 in R^{m x d}, b in R^m, W2 in R^{d x m}.
+Initial weights (the ``"init"`` stream): W, W1 entries N(0, 1/d), W2 entries N(0, 1/m), b = 0.
+Accuracy is over all N items, so ``accuracy`` and ``train_accuracy`` are the same number.
+"""
+from __future__ import annotations
+
+import torch
+
+from empirics.tasks import cross_entropy_and_accuracy, generator, unit_sphere
+
+EVAL_CHUNK_ELEMENTS = 1 << 25
+
+
+class AssocMemory:
+    def __init__(self, configs, device: torch.device):
+        task = configs[0].task_config
+        self.N, self.d, self.m, self.model = task.N, task.d, task.m, task.model
+        self.device = device
+        embeddings = []
+        for c in configs:
+            gen = generator(c.seed, "instance")
+            embeddings.append((unit_sphere(task.N, task.d, gen), unit_sphere(task.N, task.d, gen)))
+        self.E = torch.stack([e for e, _ in embeddings]).to(device)
+        self.U = torch.stack([u for _, u in embeddings]).to(device)
+        inits = [self._init(c.seed) for c in configs]
+        self.params = {k: torch.stack([p[k] for p in inits]).to(device) for k in inits[0]}
+        self.labels = torch.arange(task.N, device=device).expand(len(configs), task.N)
+        self.n_train = task.N
+
+    def _init(self, seed: int) -> dict[str, torch.Tensor]:
+        gen = generator(seed, "init")
+        d, m = self.d, self.m
+        if self.model == "linear":
+            return {"W": torch.randn(d, d, generator=gen) / d**0.5}
+        return {
+            "W1": torch.randn(m, d, generator=gen) / d**0.5,
+            "b": torch.zeros(m),
+            "W2": torch.randn(d, m, generator=gen) / m**0.5,
+        }
+
+    def forward(self, params, x: torch.Tensor) -> torch.Tensor:
+        """x [M, n, d] -> logits [M, n, N]."""
+        if self.model == "linear":
+            out = torch.einsum("mnd,mkd->mnk", x, params["W"])
+        else:
+            hidden = torch.relu(torch.einsum("mnd,mkd->mnk", x, params["W1"]) + params["b"][:, None, :])
+            out = torch.einsum("mnk,mdk->mnd", hidden, params["W2"])
+        return torch.bmm(out, self.U.transpose(1, 2))
+
+    def loss(self, params, idx: torch.Tensor | None = None):
+        if idx is None:
+            return cross_entropy_and_accuracy(self.forward(params, self.E), self.labels)
+        x = self.E.gather(1, idx[..., None].expand(*idx.shape, self.d))
+        return cross_entropy_and_accuracy(self.forward(params, x), idx)
+
+    @torch.no_grad()
+    def evaluate(self, params) -> dict[str, torch.Tensor]:
+        M = self.E.shape[0]
+        chunk = max(1, EVAL_CHUNK_ELEMENTS // (M * max(self.N, self.m or 0)))
+        loss_sum = torch.zeros(M, device=self.device)
+        correct = torch.zeros(M, device=self.device)
+        for start in range(0, self.N, chunk):
+            part = slice(start, start + chunk)
+            loss, accuracy = cross_entropy_and_accuracy(self.forward(params, self.E[:, part]), self.labels[:, part])
+            size = self.E[:, part].shape[1]
+            loss_sum += loss * size
+            correct += accuracy * size
+        accuracy = correct / self.N
+        return {"accuracy": accuracy, "train_accuracy": accuracy, "loss": loss_sum / self.N}
+
+    def train_accuracy(self, params) -> torch.Tensor:
+        return self.evaluate(params)["accuracy"]

@@ -1,0 +1,94 @@
+"""SPEC B (reconstructed, derived-here): R random bijections on N subjects, one-layer recall.
+
+Fact (s, r) -> pi_r(s) in [N]; fact index i = r * N + s. The bijections are R uniform random
+permutations (the ``"instance"`` stream, drawn first). Model: x = E_s + E_r (the attention layer
+bringing the subject to the relation position is the sum, the SPEC's default), logits =
+U (x + W2 relu(W1 x + b1)), MLP width m.
+Initial weights (``"instance"`` stream after the bijections, for the frozen subject embeddings;
+``"init"`` for the rest): E_s, E_r and the rows of U uniform on the unit sphere, W1 entries
+N(0, 1/d), b1 = 0, W2 entries N(0, 1/m).
+- ``learned``: E_s, E_r, W1, b1, W2, U all trained.
+- ``frozen-subjects``: E_s stays at its random initial value (the control).
+Success is 100% accuracy over all N*R facts; ``accuracy`` = ``train_accuracy`` over them.
+"""
+from __future__ import annotations
+
+import torch
+
+from empirics.tasks import cross_entropy_and_accuracy, generator, unit_sphere
+
+EVAL_CHUNK_ELEMENTS = 1 << 25
+
+
+class FactBijections:
+    def __init__(self, configs, device: torch.device):
+        task = configs[0].task_config
+        self.N, self.R, self.d, self.m, self.model = task.N, task.R, task.d, task.m, task.model
+        self.device = device
+        bijections, subjects, inits = [], [], []
+        for c in configs:
+            gen = generator(c.seed, "instance")
+            bijections.append(torch.stack([torch.randperm(task.N, generator=gen) for _ in range(task.R)]))
+            subjects.append(unit_sphere(task.N, task.d, gen))
+            inits.append(self._init(c.seed))
+        self.bijections = torch.stack(bijections).to(device)  # [M, R, N]
+        self.params = {k: torch.stack([p[k] for p in inits]).to(device) for k in inits[0]}
+        subjects = torch.stack(subjects).to(device)
+        if self.model == "learned":
+            self.params["Es"] = subjects
+            self.frozen_subjects = None
+        else:
+            self.frozen_subjects = subjects
+        n = task.N * task.R
+        self.subject_of = (torch.arange(n) % task.N).to(device)
+        self.relation_of = (torch.arange(n) // task.N).to(device)
+        self.labels = self.bijections.reshape(len(configs), n)  # labels[:, r*N + s] = pi_r(s)
+        self.n_train = n
+
+    def _init(self, seed: int) -> dict[str, torch.Tensor]:
+        gen = generator(seed, "init")
+        d, m = self.d, self.m
+        return {
+            "Er": unit_sphere(self.R, d, gen),
+            "W1": torch.randn(m, d, generator=gen) / d**0.5,
+            "b1": torch.zeros(m),
+            "W2": torch.randn(d, m, generator=gen) / m**0.5,
+            "U": unit_sphere(self.N, d, gen),
+        }
+
+    def forward(self, params, facts: torch.Tensor) -> torch.Tensor:
+        """facts [M, n] fact indices -> logits [M, n, N]."""
+        subjects = params["Es"] if self.frozen_subjects is None else self.frozen_subjects
+        s, r = facts % self.N, facts // self.N
+        x = subjects.gather(1, s[..., None].expand(*s.shape, self.d)) + params["Er"].gather(
+            1, r[..., None].expand(*r.shape, self.d)
+        )
+        hidden = torch.relu(torch.einsum("mnd,mkd->mnk", x, params["W1"]) + params["b1"][:, None, :])
+        h = x + torch.einsum("mnk,mdk->mnd", hidden, params["W2"])
+        return torch.bmm(h, params["U"].transpose(1, 2))
+
+    def _all_facts(self) -> torch.Tensor:
+        M = self.labels.shape[0]
+        return torch.arange(self.n_train, device=self.device).expand(M, self.n_train)
+
+    def loss(self, params, idx: torch.Tensor | None = None):
+        facts = self._all_facts() if idx is None else idx
+        return cross_entropy_and_accuracy(self.forward(params, facts), self.labels.gather(1, facts))
+
+    @torch.no_grad()
+    def evaluate(self, params) -> dict[str, torch.Tensor]:
+        M = self.labels.shape[0]
+        facts = self._all_facts()
+        chunk = max(1, EVAL_CHUNK_ELEMENTS // (M * max(self.N, self.m)))
+        loss_sum = torch.zeros(M, device=self.device)
+        correct = torch.zeros(M, device=self.device)
+        for start in range(0, self.n_train, chunk):
+            part = facts[:, start : start + chunk]
+            loss, accuracy = cross_entropy_and_accuracy(self.forward(params, part), self.labels.gather(1, part))
+            loss_sum += loss * part.shape[1]
+            correct += accuracy * part.shape[1]
+        accuracy = correct / self.n_train
+        return {"accuracy": accuracy, "train_accuracy": accuracy, "loss": loss_sum / self.n_train}
+
+    def train_accuracy(self, params) -> torch.Tensor:
+        return self.evaluate(params)["accuracy"]

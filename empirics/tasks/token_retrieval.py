@@ -1,0 +1,146 @@
+"""SPEC A: token retrieval under random (non-orthogonal) embeddings, attention-only and attention-MLP.
+
+The reconstructed model of SPEC.md A, exactly:
+- e_1..e_V, u_1..u_V, z_trig, z_EOS i.i.d. uniform on the unit sphere of R^d; Pi* a uniform
+  permutation of [V] (all from the model's ``"instance"`` stream, drawn in that order);
+- a sample: tokens x_1..x_L i.i.d. uniform on [V], informative position l uniform on [L] (the
+  ``"train"`` / ``"eval"`` streams: first all tokens [n, L], then all positions [n]);
+  h_j = e_{x_j} + [j = l] z_trig, label y = Pi*(x_l);
+- attention a = softmax_j(h_j . (W_KQ z_EOS)), o = sum_j a_j h_j;
+- attention-only logits U V o (V in R^{d x d}); attention-mlp logits U V phi(o),
+  phi(o) = relu(W1 o), W1 in R^{m x d} fixed with rows N(0, I/d) (the ``"instance"`` stream, after Pi*),
+  V in R^{d x m}. Feature options (config key ``features``): ``relu`` (as written), ``relu_centred``
+  (phi minus its mean over the m units of the same sample, which removes the common mean that acts
+  like a mean-bias term), ``relu_normalised`` (centred, then divided by the sample's standard
+  deviation over the units).
+Trained parameters: ``W`` (= W_KQ, d x d) and ``V``; both start at zero.
+
+o is computed without materialising h: o = sum_v c_v e_v + a_l z_trig with c_v the attention
+mass on token value v (a scatter-add), so memory is n*V per model instead of n*L*d.
+"""
+from __future__ import annotations
+
+import torch
+
+from empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, unit_sphere
+
+EVAL_CHUNK_ELEMENTS = 1 << 25  # bound on M * chunk * V floats held at once while evaluating
+
+
+def draw_instance(seed: int, V: int, d: int, m: int | None) -> dict[str, torch.Tensor]:
+    """One model's embeddings, permutation and (attention-mlp) fixed first layer."""
+    gen = generator(seed, "instance")
+    instance = {
+        "E": unit_sphere(V, d, gen),
+        "U": unit_sphere(V, d, gen),
+        "z_trig": unit_sphere(1, d, gen)[0],
+        "z_eos": unit_sphere(1, d, gen)[0],
+        "perm": torch.randperm(V, generator=gen),
+    }
+    if m is not None:
+        instance["W1"] = torch.randn(m, d, generator=gen) / d**0.5
+    return instance
+
+
+def draw_samples(seed: int, stream: str, n: int, V: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """n samples: tokens [n, L] and informative positions [n]."""
+    gen = generator(seed, stream)
+    tokens = torch.randint(V, (n, L), generator=gen)
+    positions = torch.randint(L, (n,), generator=gen)
+    return tokens, positions
+
+
+class TokenRetrieval:
+    def __init__(self, configs, device: torch.device):
+        task = configs[0].task_config
+        self.V, self.d, self.L, self.N = task.V, task.d, task.L, task.N
+        self.m = task.m
+        self.features = task.features
+        self.model = task.model
+        self.n_eval = task.n_eval
+        self.device = device
+        instances = [draw_instance(c.seed, task.V, task.d, task.m) for c in configs]
+        for key in instances[0]:
+            setattr(self, key, torch.stack([inst[key] for inst in instances]).to(device))
+        self.train = self._samples(configs, "train", task.N)
+        self.eval = self._samples(configs, "eval", task.n_eval)
+        M = len(configs)
+        self.params = {
+            "W": torch.zeros(M, task.d, task.d, device=device),
+            "V": torch.zeros(M, task.d, task.width, device=device),
+        }
+        self.n_train = task.N
+
+    def _samples(self, configs, stream: str, n: int) -> dict[str, torch.Tensor]:
+        drawn = [draw_samples(c.seed, stream, n, self.V, self.L) for c in configs]
+        tokens = torch.stack([t for t, _ in drawn]).to(self.device)
+        positions = torch.stack([p for _, p in drawn]).to(self.device)
+        informative = tokens.gather(2, positions.unsqueeze(-1)).squeeze(-1)
+        labels = self.perm.gather(1, informative)
+        return {"tokens": tokens, "positions": positions, "labels": labels}
+
+    def forward(self, params, tokens: torch.Tensor, positions: torch.Tensor):
+        """tokens [M, n, L], positions [M, n] -> logits [M, n, V], attention on position l [M, n]."""
+        M, n, L = tokens.shape
+        query = torch.einsum("mij,mj->mi", params["W"], self.z_eos)  # W_KQ z_EOS
+        token_scores = torch.einsum("mvd,md->mv", self.E, query)  # e_v . query
+        trigger_score = torch.einsum("md,md->m", self.z_trig, query)
+        scores = token_scores.gather(1, tokens.reshape(M, n * L)).reshape(M, n, L)
+        is_informative = torch.nn.functional.one_hot(positions, L).to(scores.dtype)
+        scores = scores + is_informative * trigger_score[:, None, None]
+        attention = torch.softmax(scores, dim=-1)
+        mass_per_token = torch.zeros(M, n, self.V, device=tokens.device, dtype=attention.dtype)
+        mass_per_token = mass_per_token.scatter_add(2, tokens, attention)
+        attention_informative = (attention * is_informative).sum(-1)
+        o = torch.bmm(mass_per_token, self.E) + attention_informative[..., None] * self.z_trig[:, None, :]
+        features = o if self.m is None else self._mlp_features(o)
+        hidden = torch.einsum("mnk,mdk->mnd", features, params["V"])
+        logits = torch.bmm(hidden, self.U.transpose(1, 2))
+        return logits, attention_informative
+
+    def _mlp_features(self, o: torch.Tensor) -> torch.Tensor:
+        phi = torch.relu(torch.einsum("mnd,mkd->mnk", o, self.W1))
+        if self.features == "relu":
+            return phi
+        phi = phi - phi.mean(dim=-1, keepdim=True)
+        if self.features == "relu_centred":
+            return phi
+        return phi / (phi.std(dim=-1, keepdim=True) + 1e-12)  # relu_normalised
+
+    def loss(self, params, idx: torch.Tensor | None = None):
+        tokens = gather_items(self.train["tokens"], idx)
+        positions = gather_items(self.train["positions"], idx)
+        labels = gather_items(self.train["labels"], idx)
+        logits, _ = self.forward(params, tokens, positions)
+        return cross_entropy_and_accuracy(logits, labels)
+
+    @torch.no_grad()
+    def _metrics_on(self, params, samples) -> dict[str, torch.Tensor]:
+        M, n, _ = samples["tokens"].shape
+        chunk = max(1, EVAL_CHUNK_ELEMENTS // (M * max(self.V, self.L, self.m or 0)))
+        loss_sum = torch.zeros(M, device=self.device)
+        correct = torch.zeros(M, device=self.device)
+        mass = torch.zeros(M, device=self.device)
+        for start in range(0, n, chunk):
+            part = slice(start, start + chunk)
+            logits, attention_informative = self.forward(params, samples["tokens"][:, part], samples["positions"][:, part])
+            loss, accuracy = cross_entropy_and_accuracy(logits, samples["labels"][:, part])
+            size = logits.shape[1]
+            loss_sum += loss * size
+            correct += accuracy * size
+            mass += attention_informative.sum(1)
+        return {"loss": loss_sum / n, "accuracy": correct / n, "attention_mass": mass / n}
+
+    def evaluate(self, params) -> dict[str, torch.Tensor]:
+        fresh = self._metrics_on(params, self.eval)
+        train = self._metrics_on(params, self.train)
+        return {
+            "accuracy": fresh["accuracy"],
+            "train_accuracy": train["accuracy"],
+            "loss": train["loss"],
+            "eval_loss": fresh["loss"],
+            "attention_mass": fresh["attention_mass"],
+        }
+
+    def train_accuracy(self, params) -> torch.Tensor:
+        return self._metrics_on(params, self.train)["accuracy"]
