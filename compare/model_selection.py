@@ -1,0 +1,255 @@
+"""Log against power: which functional form describes d_min(N)?
+
+SPEC.md B (paper-reported): the minimal dimension of learned embeddings fits a + b log2 N, that
+of frozen random subject embeddings a power law c N^p.  This module fits both forms to the same
+points and says which fits better.
+
+Estimators (stated, because the choice matters):
+* log form ``d = a + b log2 N``: statsmodels OLS on the d scale, HC3 errors, Student-t intervals.
+* power form ``d = c N^p``: least squares on the same d scale (scipy ``curve_fit``, started from
+  the log-log OLS), so both forms minimise the same loss and their residual sums are comparable;
+  the interval on p is the t interval from the least-squares covariance.  The log-log OLS slope
+  (statsmodels, HC3, t) is reported too as ``p_loglog``, the usual exponent estimate.
+* AIC with Gaussian errors, n ln(RSS/n) + 2(k+1); both forms have k = 2, so Delta AIC is the
+  log-ratio of residual sums.
+* Leave-one-N-out cross-validation: all points at one N are left out together (seeds at one N
+  are not independent evidence about the form), the rest refitted, the left-out points
+  predicted; reported as root mean squared error.  Leaving out the end points is extrapolation,
+  which is where the two forms differ most.
+* Optional bootstrap over seeds: the fraction of resamples in which the log form has the lower AIC.
+
+Verdict rule: ``preferred`` is the form with lower AIC when Delta AIC >= ``min_delta_aic``
+(default 2) and the lower cross-validated error agrees; otherwise ``inconclusive``.
+With a ``predicted`` form, ``verdict`` is consistent / inconsistent / inconclusive.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from theory.errors import InputError
+
+FORMS = ("log", "power")
+DEFAULT_ALPHA = 0.05
+DEFAULT_MIN_DELTA_AIC = 2.0
+
+
+def _check_arrays(n_values: Sequence[float], d_values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    n = np.asarray(n_values, dtype=float)
+    d = np.asarray(d_values, dtype=float)
+    if n.shape != d.shape or n.ndim != 1:
+        raise InputError(f"model selection: N and d must be 1-D of equal length, got {n.shape} and {d.shape}")
+    if not (np.all(np.isfinite(n)) and np.all(np.isfinite(d))) or np.any(n <= 1) or np.any(d <= 0):
+        raise InputError("model selection: expected N > 1 and d > 0, all finite")
+    if len(np.unique(n)) < 3:
+        raise InputError(f"model selection: need at least 3 distinct N to tell log from power, got {len(np.unique(n))}")
+    return n, d
+
+
+def _ols(x: np.ndarray, y: np.ndarray):
+    import statsmodels.api as sm
+
+    model = sm.OLS(y, sm.add_constant(x))
+    return model.fit(cov_type="HC3", use_t=True)
+
+
+def _fit_log(n: np.ndarray, d: np.ndarray) -> tuple[float, float]:
+    slope, intercept = np.polyfit(np.log2(n), d, 1)
+    return float(intercept), float(slope)
+
+
+def _fit_power(n: np.ndarray, d: np.ndarray) -> tuple[float, float, np.ndarray | None]:
+    from scipy.optimize import curve_fit
+
+    slope, intercept = np.polyfit(np.log(n), np.log(d), 1)
+    start = (math.exp(intercept), slope)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            params, cov = curve_fit(lambda x, c, p: c * x**p, n, d, p0=start, maxfev=20000)
+        return float(params[0]), float(params[1]), cov
+    except RuntimeError:  # no convergence: keep the log-log start, say nothing about its covariance
+        return float(start[0]), float(start[1]), None
+
+
+def _predict(form: str, params: tuple[float, float], n: np.ndarray) -> np.ndarray:
+    if form == "log":
+        return params[0] + params[1] * np.log2(n)
+    return params[0] * n ** params[1]
+
+
+def _fit_form(form: str, n: np.ndarray, d: np.ndarray) -> tuple[float, float]:
+    if form == "log":
+        return _fit_log(n, d)
+    c, p, _ = _fit_power(n, d)
+    return c, p
+
+
+def _aic(rss: float, n_points: int, n_params: int = 2) -> float:
+    rss = max(rss, 1e-12 * n_points)  # an exact fit would give -inf; floor it so the comparison stays finite
+    return n_points * math.log(rss / n_points) + 2 * (n_params + 1)
+
+
+def _leave_one_n_out_rmse(form: str, n: np.ndarray, d: np.ndarray) -> float:
+    errors = []
+    for held_out in np.unique(n):
+        train = n != held_out
+        if len(np.unique(n[train])) < 2:
+            continue
+        params = _fit_form(form, n[train], d[train])
+        errors.extend((_predict(form, params, n[~train]) - d[~train]) ** 2)
+    return float(math.sqrt(np.mean(errors)))
+
+
+def _compare(n: np.ndarray, d: np.ndarray) -> tuple[float, float, float]:
+    """(AIC log, AIC power, Delta AIC = power - log) for one sample of points."""
+    rss = {form: float(np.sum((_predict(form, _fit_form(form, n, d), n) - d) ** 2)) for form in FORMS}
+    aic_log, aic_power = _aic(rss["log"], len(n)), _aic(rss["power"], len(n))
+    return aic_log, aic_power, aic_power - aic_log
+
+
+def select_log_or_power(
+    n_values: Sequence[float],
+    d_values: Sequence[float],
+    seeds: Sequence[int] | None = None,
+    predicted: str | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    min_delta_aic: float = DEFAULT_MIN_DELTA_AIC,
+    n_bootstrap: int = 200,
+    bootstrap_seed: int = 0,
+) -> dict[str, Any]:
+    """Fit a + b log2 N and c N^p to (N, d) points and say which form fits better.
+
+    Returns a JSON-serialisable dict:
+    ``{"n_points", "N_values", "log": {"a", "a_ci", "b", "b_ci", "rss", "aic", "loo_rmse", "r2"},
+    "power": {"c", "p", "p_ci", "p_loglog", "p_loglog_ci", "rss", "aic", "loo_rmse"},
+    "delta_aic" (power minus log: > 0 favours log), "cv_ratio" (power / log LOO RMSE),
+    "bootstrap_fraction_log" (None without >= 2 seeds), "preferred": "log"|"power"|"inconclusive",
+    "preferred_reason", "predicted", "verdict", "verdict_reason", "alpha", "estimator"}``.
+    """
+    from scipy import stats
+
+    n, d = _check_arrays(n_values, d_values)
+    if predicted is not None and predicted not in FORMS:
+        raise InputError(f"model selection: predicted: expected one of {FORMS}, got {predicted!r}")
+    if not 0 < alpha < 1:
+        raise InputError(f"model selection: alpha: expected a number in (0, 1), got {alpha!r}")
+    n_points = len(n)
+
+    log_fit = _ols(np.log2(n), d)
+    a, b = (float(v) for v in log_fit.params)
+    a_ci, b_ci = (list(map(float, row)) for row in log_fit.conf_int(alpha))
+    rss_log = float(np.sum(log_fit.resid**2))
+
+    c, p, cov = _fit_power(n, d)
+    t_crit = float(stats.t.ppf(1 - alpha / 2, max(n_points - 2, 1)))
+    p_se = float(math.sqrt(cov[1, 1])) if cov is not None and np.isfinite(cov[1, 1]) else float("nan")
+    p_ci = [p - t_crit * p_se, p + t_crit * p_se] if math.isfinite(p_se) else [None, None]
+    loglog = _ols(np.log(n), np.log(d))
+    rss_power = float(np.sum((c * n**p - d) ** 2))
+
+    aic_log, aic_power = _aic(rss_log, n_points), _aic(rss_power, n_points)
+    delta_aic = aic_power - aic_log
+    loo_log, loo_power = _leave_one_n_out_rmse("log", n, d), _leave_one_n_out_rmse("power", n, d)
+    cv_ratio = loo_power / loo_log if loo_log > 0 else (math.inf if loo_power > 0 else 1.0)
+
+    bootstrap_fraction_log = None
+    if seeds is not None and len(set(seeds)) >= 2 and n_bootstrap > 0:
+        seeds_arr = np.asarray(seeds)
+        unique_seeds = np.unique(seeds_arr)
+        rng = np.random.default_rng(bootstrap_seed)
+        wins = total = 0
+        for _ in range(n_bootstrap):
+            chosen = rng.choice(unique_seeds, size=len(unique_seeds), replace=True)
+            idx = np.concatenate([np.flatnonzero(seeds_arr == s) for s in chosen])
+            if len(np.unique(n[idx])) < 3:
+                continue
+            wins += _compare(n[idx], d[idx])[2] > 0
+            total += 1
+        bootstrap_fraction_log = wins / total if total else None
+
+    aic_winner = "log" if delta_aic > 0 else "power"
+    cv_winner = "log" if loo_log < loo_power else "power"
+    if abs(delta_aic) >= min_delta_aic and aic_winner == cv_winner:
+        preferred = aic_winner
+        reason = (f"{aic_winner} has lower AIC by {abs(delta_aic):.2f} (>= {min_delta_aic}) and lower "
+                  f"leave-one-N-out RMSE ({min(loo_log, loo_power):.3g} vs {max(loo_log, loo_power):.3g})")
+    else:
+        preferred = "inconclusive"
+        reason = (f"Delta AIC (power - log) = {delta_aic:.2f}, threshold {min_delta_aic}; AIC favours {aic_winner}, "
+                  f"cross-validation favours {cv_winner} (RMSE log {loo_log:.3g}, power {loo_power:.3g})")
+
+    if predicted is None:
+        verdict, verdict_reason = None, None
+    elif preferred == "inconclusive":
+        verdict, verdict_reason = "inconclusive", reason
+    else:
+        verdict = "consistent" if preferred == predicted else "inconsistent"
+        verdict_reason = f"predicted {predicted}, data prefer {preferred}: {reason}"
+
+    return {
+        "n_points": n_points,
+        "N_values": sorted(float(v) for v in np.unique(n)),
+        "log": {"a": a, "a_ci": a_ci, "b": b, "b_ci": b_ci, "rss": rss_log, "aic": aic_log,
+                "loo_rmse": loo_log, "r2": float(log_fit.rsquared)},
+        "power": {"c": c, "p": p, "p_ci": p_ci, "p_loglog": float(loglog.params[1]),
+                  "p_loglog_ci": list(map(float, loglog.conf_int(alpha)[1])), "rss": rss_power,
+                  "aic": aic_power, "loo_rmse": loo_power},
+        "delta_aic": delta_aic,
+        "cv_ratio": cv_ratio,
+        "bootstrap_fraction_log": bootstrap_fraction_log,
+        "preferred": preferred,
+        "preferred_reason": reason,
+        "predicted": predicted,
+        "verdict": verdict,
+        "verdict_reason": verdict_reason,
+        "alpha": alpha,
+        "estimator": "least squares on the d scale for both forms; OLS HC3 t-intervals (statsmodels) for a, b and "
+                     "p_loglog; t-interval from the least-squares covariance for p; AIC and leave-one-N-out RMSE",
+    }
+
+
+def select_by_group(
+    points: Iterable[Mapping[str, Any]],
+    group_key: str = "R",
+    size_key: str = "d",
+    predicted: str | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Run :func:`select_log_or_power` on boundary points grouped by ``group_key`` (e.g. R).
+
+    ``points`` are boundary-point dicts (keys N, ``size_key``, seed, ``group_key``, censored).
+    Censored points are not fitted; they are counted and listed per group so the report shows them.
+    Returns ``{"group_key", "groups": [{group_key: value, **selection, "censored": [...]}],
+    "b_per_group": [[value, b, b_lo, b_hi]...], "p_per_group": [...]}``; a group that cannot be
+    fitted (too few distinct N) appears with ``"preferred": "inconclusive"`` and an ``"error"``.
+    """
+    by_group: dict[Any, list[Mapping[str, Any]]] = {}
+    for i, point in enumerate(points):
+        for key in ("N", size_key, group_key):
+            if key not in point:
+                raise InputError(f"model selection: point {i}: missing key {key!r} (keys: {sorted(point)})")
+        by_group.setdefault(point[group_key], []).append(point)
+    groups, b_rows, p_rows = [], [], []
+    for value in sorted(by_group):
+        rows = by_group[value]
+        ok = [p for p in rows if not p.get("censored") and p.get(size_key) is not None]
+        censored = [dict(p) for p in rows if p.get("censored") or p.get(size_key) is None]
+        entry: dict[str, Any] = {group_key: value, "censored": censored}
+        try:
+            selection = select_log_or_power(
+                [p["N"] for p in ok], [p[size_key] for p in ok],
+                seeds=[p.get("seed", 0) for p in ok], predicted=predicted, **kwargs)
+        except InputError as error:
+            entry.update({"preferred": "inconclusive", "verdict": "inconclusive" if predicted else None,
+                          "error": str(error), "n_points": len(ok)})
+        else:
+            entry.update(selection)
+            b_rows.append([value, selection["log"]["b"], *selection["log"]["b_ci"]])
+            p_rows.append([value, selection["power"]["p"], *selection["power"]["p_ci"]])
+        groups.append(entry)
+    return {"group_key": group_key, "size_key": size_key, "groups": groups,
+            "b_per_group": b_rows, "p_per_group": p_rows}

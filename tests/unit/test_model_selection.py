@@ -1,0 +1,67 @@
+"""Log-versus-power model selection: it must pick the form that generated the data."""
+import json
+
+import numpy as np
+import pytest
+
+from compare.model_selection import select_by_group, select_log_or_power
+from theory.errors import InputError
+
+
+def _grid(n_seeds=3):
+    n = np.repeat(2.0 ** np.arange(4, 11), n_seeds)
+    seeds = np.tile(np.arange(n_seeds), 7)
+    return n, seeds
+
+
+def test_picks_log_on_log_data_and_recovers_b():
+    n, seeds = _grid()
+    rng = np.random.default_rng(1)
+    d = 4 + 6 * np.log2(n) + rng.normal(0, 1.0, len(n))
+    result = select_log_or_power(n, d, seeds, predicted="log")
+    assert result["preferred"] == "log", result["preferred_reason"]
+    assert result["verdict"] == "consistent"
+    assert result["delta_aic"] > 2 and result["cv_ratio"] > 1
+    lo, hi = result["log"]["b_ci"]
+    assert lo < 6 < hi and hi - lo < 1.5
+    json.dumps(result)  # plain JSON for the report
+
+
+def test_picks_power_on_power_data_and_recovers_p():
+    n, seeds = _grid()
+    rng = np.random.default_rng(2)
+    d = 1.5 * n**0.5 * np.exp(rng.normal(0, 0.05, len(n)))
+    result = select_log_or_power(n, d, seeds, predicted="log")
+    assert result["preferred"] == "power", result["preferred_reason"]
+    assert result["verdict"] == "inconsistent"
+    lo, hi = result["power"]["p_ci"]
+    assert lo < 0.5 < hi
+    assert result["bootstrap_fraction_log"] < 0.1
+
+
+def test_noise_only_data_is_inconclusive():
+    # A flat line with noise: neither form is meaningfully better.
+    n, seeds = _grid()
+    rng = np.random.default_rng(3)
+    d = 20 + rng.normal(0, 1.0, len(n))
+    result = select_log_or_power(n, d, seeds)
+    assert result["preferred"] == "inconclusive"
+
+
+def test_too_few_distinct_n_is_an_input_error():
+    with pytest.raises(InputError, match="3 distinct N"):
+        select_log_or_power([16, 16, 32, 32], [5, 6, 7, 8])
+
+
+def test_by_group_keeps_censored_points_and_reports_b_per_group():
+    n, seeds = _grid(2)
+    points = []
+    for r in (1, 2):
+        for ni, si in zip(n, seeds):
+            points.append({"N": ni, "d": 2 + 3 * r * np.log2(ni) + 0.3 * si, "seed": int(si), "R": r, "censored": False})
+    points.append({"N": 4096.0, "d": None, "seed": 0, "R": 2, "censored": True, "censor_reason": "no d in grid"})
+    out = select_by_group(points, predicted="log")
+    assert [g["R"] for g in out["groups"]] == [1, 2]
+    assert len(out["groups"][1]["censored"]) == 1
+    (r1, b1, *_), (r2, b2, *_) = out["b_per_group"]
+    assert b2 == pytest.approx(2 * b1, rel=0.05)
