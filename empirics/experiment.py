@@ -1,0 +1,515 @@
+"""Experiment files: one declarative TOML file per reproduced figure or table.
+
+Schema (every key below is checked; an unknown key is an error)::
+
+    name = "tr_fig2_attention_only"       # identifier, used as the experiment name in the store
+    description = "SPEC A Fig 2 ..."       # free text
+    pack = "token_retrieval"               # theory pack used for the predicted boundary and the verdict
+    task = "token_retrieval"               # empirics task
+    model = "attention-only"               # empirics model
+    trainer = "three_step"                 # empirics trainer
+    kind = "min_size"                      # min_size | max_capacity | grid
+    base = "V"                             # grid variable (default V; d for max_capacity)
+    size = "d"                             # searched variable (default d; N for max_capacity)
+    metric = "accuracy"                    # metric compared with the thresholds (default accuracy)
+    thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t
+
+    [[lines]]                              # one or more lines through the scaling plane
+    scaling = "N=V*log(V), L=V**0.5"       # assignments, evaluated in order, in base, size and earlier names
+    label = "N~V log V, L~V^0.5"           # optional, for tables and plots (default: the scaling)
+    model = "..."                          # optional per-line override of model / trainer / task
+    fixed = { eta = 0.5 }                  # optional per-line overrides of [fixed]
+
+    [fixed]                                # fixed parameters: numbers or expressions in V N d L m R
+    eta = 1.0
+    gamma = "1e7"
+    batch_size = "floor(N/16)"
+
+    [search]                               # bounds and resolution of the search over `size`
+    min = 8                                # smallest size probed
+    max = 2048                             # largest size probed; not reaching by then = censored
+    start = "4*V**0.5"                     # optional first guess at the first base value (expression in base)
+    resolution = 0.0                       # stop when hi <= lo*(1+resolution) (always when hi-lo <= 1)
+    bracket = 1.5                          # first bracket = [guess/bracket, guess*bracket]
+    expand = 2.0                           # factor by which a bracket that missed is widened
+
+    [verdict]                              # handed to compare
+    delta = 0.25                           # equivalence margin on the slope
+    alpha = 0.05
+
+    [presets.quick]                        # presets override the above; `quick` and `paper` are expected
+    V = [128, 256, 512, 1024]              # values of the base variable (key = the base's name)
+    seeds = [0, 1]
+    sizes = [16, 32, 64]                   # kind = "grid" only: the size values of the heatmap
+    thresholds = [...]                     # optional
+    fixed = { eval_samples = 2048 }        # merged over [fixed]
+    search = { resolution = 0.1 }          # merged over [search]
+
+Expressions are parsed by a whitelist parser (numbers, declared symbols, ``+ - * / **``,
+parentheses, and ``log sqrt exp floor ceil Min Max``); nothing in the file is ever executed.
+Integer-valued parameters (sizes, batch size, epochs, steps) are floored after evaluation.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from theory.errors import InputError
+
+KINDS = ("min_size", "max_capacity", "grid")
+# Symbols an expression may name: the sizes of the three SPEC tasks.
+SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")
+# Parameters that are counts; expressions for them are floored to integers.
+INTEGER_PARAMS = {
+    "V", "N", "d", "L", "m", "R", "k", "batch_size", "epochs", "steps", "eval_samples",
+    "train_samples", "max_steps", "eval_every", "n_eval", "heads",
+}
+# Upper limits on sizes: a typo such as d = 1e9 must fail at load time, not allocate terabytes.
+SIZE_LIMITS = {"V": 1 << 22, "N": 1 << 26, "d": 1 << 16, "L": 1 << 16, "m": 1 << 20, "R": 1 << 16}
+_FUNCTIONS = {
+    "log": math.log, "sqrt": math.sqrt, "exp": math.exp, "floor": math.floor, "ceil": math.ceil,
+    "Min": min, "Max": max, "min": min, "max": max,
+}
+_TOP_KEYS = {
+    "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
+    "thresholds", "lines", "fixed", "search", "verdict", "presets",
+}
+_LINE_KEYS = {"scaling", "label", "model", "trainer", "task", "fixed"}
+_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand"}
+_VERDICT_KEYS = {"delta", "alpha"}
+_PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search"}
+
+
+class SafeExpression:
+    """An arithmetic expression over named symbols, parsed with a whitelist and evaluated in floats.
+
+    ``ast.parse`` only parses; every node type is checked against the whitelist before anything
+    is evaluated, and evaluation walks the tree itself, so user text is never executed.
+    """
+
+    def __init__(self, text: str, symbols: set[str] | tuple[str, ...], where: str):
+        self.text = text
+        self.where = where
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError:
+            raise InputError(f"{where}: cannot parse expression {text!r}") from None
+        self.symbols: set[str] = set()
+        self._check(tree.body, set(symbols))
+        self._tree = tree.body
+
+    def _check(self, node: ast.AST, allowed: set[str]) -> None:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise InputError(f"{self.where}: only numbers are allowed as constants, got {node.value!r}")
+        elif isinstance(node, ast.Name):
+            if node.id not in allowed:
+                raise InputError(
+                    f"{self.where}: unknown symbol {node.id!r} in {self.text!r} (allowed: {', '.join(sorted(allowed))})"
+                )
+            self.symbols.add(node.id)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+            self._check(node.left, allowed)
+            self._check(node.right, allowed)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            self._check(node.operand, allowed)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+            if node.keywords or not node.args:
+                raise InputError(f"{self.where}: {node.func.id}() takes positional arguments only, in {self.text!r}")
+            for arg in node.args:
+                self._check(arg, allowed)
+        else:
+            raise InputError(
+                f"{self.where}: {self.text!r} is not allowed (numbers, symbols, + - * / **, "
+                f"parentheses and {', '.join(sorted(set(_FUNCTIONS)))} only)"
+            )
+
+    def evaluate(self, env: dict[str, float]) -> float:
+        try:
+            value = self._eval(self._tree, env)
+        except (ValueError, ZeroDivisionError, OverflowError) as exc:
+            shown = ", ".join(f"{k}={env[k]}" for k in sorted(self.symbols))
+            raise InputError(f"{self.where}: {self.text!r} cannot be evaluated at {shown}: {exc}") from None
+        if not math.isfinite(value):
+            raise InputError(f"{self.where}: {self.text!r} is not finite")
+        return value
+
+    def _eval(self, node: ast.AST, env: dict[str, float]) -> float:
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in env:
+                raise InputError(f"{self.where}: symbol {node.id!r} has no value here (known: {', '.join(sorted(env))})")
+            return float(env[node.id])
+        if isinstance(node, ast.UnaryOp):
+            value = self._eval(node.operand, env)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            left, right = self._eval(node.left, env), self._eval(node.right, env)
+            if isinstance(node.op, ast.Add):
+                return left + right
+            if isinstance(node.op, ast.Sub):
+                return left - right
+            if isinstance(node.op, ast.Mult):
+                return left * right
+            if isinstance(node.op, ast.Div):
+                return left / right
+            return float(left ** right)
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        return float(_FUNCTIONS[node.func.id](*(self._eval(a, env) for a in node.args)))
+
+    def __repr__(self) -> str:
+        return f"SafeExpression({self.text!r})"
+
+
+def _integer(value: float) -> int:
+    # 256**0.5 evaluates to 16.000000000000004 or 15.999999999999998: floor with a tolerance.
+    return int(math.floor(value + 1e-9))
+
+
+@dataclass
+class Line:
+    """One line through the scaling plane: assignments of the dependent sizes in base and size."""
+
+    scaling: str
+    label: str
+    assignments: list[tuple[str, SafeExpression]]
+    overrides: dict[str, str] = field(default_factory=dict)  # task / model / trainer
+    fixed: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchSettings:
+    min: int
+    max: int
+    start: SafeExpression | None = None
+    resolution: float = 0.0
+    bracket: float = 1.5
+    expand: float = 2.0
+
+
+@dataclass
+class Experiment:
+    """A loaded, validated experiment file with one preset applied."""
+
+    path: str
+    name: str
+    description: str
+    pack: str | None
+    task: str
+    model: str
+    trainer: str
+    kind: str
+    base: str
+    size: str
+    metric: str
+    thresholds: list[float]
+    lines: list[Line]
+    fixed: dict[str, Any]
+    search: SearchSettings
+    verdict: dict[str, float]
+    preset: str
+    base_values: list[int]
+    seeds: list[int]
+    sizes: list[int]  # kind = "grid" only
+
+    def build_config(self, line: Line, base_value: int, size_value: int, seed: int) -> dict:
+        """The flat run config (see docs/ARCHITECTURE.md) of one trained model."""
+        env: dict[str, float] = {self.base: base_value, self.size: size_value}
+        config: dict[str, Any] = {
+            "task": line.overrides.get("task", self.task),
+            "model": line.overrides.get("model", self.model),
+            "trainer": line.overrides.get("trainer", self.trainer),
+            "seed": int(seed),
+            self.base: int(base_value),
+            self.size: int(size_value),
+        }
+        for name, expr in line.assignments:
+            value = _integer(expr.evaluate(env))
+            _check_size(value, name, f"{self.path}: line {line.scaling!r}: {name} at {self.base}={base_value}, {self.size}={size_value}")
+            env[name] = value
+            config[name] = value
+        for name, raw in {**self.fixed, **line.fixed}.items():
+            if isinstance(raw, SafeExpression):
+                value = raw.evaluate(env)
+                value = _integer(value) if name in INTEGER_PARAMS else value
+            else:
+                value = raw
+            if name in SIZE_SYMBOLS:
+                env[name] = value
+            config[name] = value
+        return config
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path, "name": self.name, "description": self.description, "pack": self.pack,
+            "task": self.task, "model": self.model, "trainer": self.trainer, "kind": self.kind,
+            "base": self.base, "size": self.size, "metric": self.metric, "thresholds": self.thresholds,
+            "lines": [{"scaling": ln.scaling, "label": ln.label, **ln.overrides,
+                       "fixed": {k: _shown(v) for k, v in ln.fixed.items()}} for ln in self.lines],
+            "fixed": {k: _shown(v) for k, v in self.fixed.items()},
+            "search": {"min": self.search.min, "max": self.search.max,
+                       "start": self.search.start.text if self.search.start else None,
+                       "resolution": self.search.resolution, "bracket": self.search.bracket,
+                       "expand": self.search.expand},
+            "verdict": self.verdict, "preset": self.preset, self.base: self.base_values,
+            "seeds": self.seeds, "sizes": self.sizes,
+        }
+
+
+def _shown(value: Any) -> Any:
+    return value.text if isinstance(value, SafeExpression) else value
+
+
+def _check_size(value: Any, name: str, where: str) -> None:
+    if name in SIZE_LIMITS:
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise InputError(f"{where}: expected a positive integer, got {value!r}")
+        if value > SIZE_LIMITS[name]:
+            raise InputError(f"{where}: {value} is above the limit {SIZE_LIMITS[name]} for {name}")
+
+
+def _unknown_keys(table: dict, allowed: set[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise InputError(f"{where}: unknown key {key!r} (expected one of: {', '.join(sorted(allowed))})")
+
+
+def _string(table: dict, key: str, where: str, default: str | None = None) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _number(value: Any, where: str, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"{where}: expected a number, got {value!r}")
+    if positive and value <= 0:
+        raise InputError(f"{where}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _positive_int_list(value: Any, where: str, name: str | None = None) -> list[int]:
+    if not isinstance(value, list) or not value:
+        raise InputError(f"{where}: expected a non-empty list of positive integers, got {value!r}")
+    for i, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, int) or item <= 0:
+            raise InputError(f"{where}[{i}]: expected a positive integer, got {item!r}")
+        if name is not None:
+            _check_size(item, name, f"{where}[{i}]")
+    return list(value)
+
+
+def _fixed_table(table: Any, where: str, symbols: set[str]) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table of parameters, got {table!r}")
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if not key.isidentifier():
+            raise InputError(f"{where}.{key}: parameter names must be identifiers")
+        if isinstance(value, str):
+            expr = SafeExpression(value, symbols, f"{where}.{key}")
+            # A plain number written as a string ("1e7") is stored as a number.
+            out[key] = expr.evaluate({}) if not expr.symbols else expr
+            if key in INTEGER_PARAMS and not expr.symbols:
+                out[key] = _integer(out[key])
+        elif isinstance(value, bool) or isinstance(value, (int, float)):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InputError(f"{where}.{key}: expected a finite number, got {value!r}")
+            out[key] = value
+        else:
+            raise InputError(f"{where}.{key}: expected a number, a boolean or an expression string, got {value!r}")
+        if key in SIZE_SYMBOLS and not isinstance(out[key], SafeExpression):
+            _check_size(out[key], key, f"{where}.{key}")
+    return out
+
+
+def _parse_scaling(text: str, base: str, size: str, where: str) -> list[tuple[str, SafeExpression]]:
+    known = {base, size}
+    assignments: list[tuple[str, SafeExpression]] = []
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        if part.count("=") != 1:
+            raise InputError(f"{where}: expected assignments such as 'N=V*log(V), L=V**0.5', got {part!r}")
+        name, rhs = (s.strip() for s in part.split("="))
+        if name not in SIZE_SYMBOLS:
+            raise InputError(f"{where}: {name!r} is not a size symbol (expected one of {', '.join(SIZE_SYMBOLS)})")
+        if name in known:
+            raise InputError(f"{where}: {name} is assigned twice or is the base/searched variable")
+        assignments.append((name, SafeExpression(rhs, known, where)))
+        known.add(name)
+    if not assignments:
+        raise InputError(f"{where}: expected at least one assignment such as 'N=V*log(V)'")
+    return assignments
+
+
+def load_experiment(path: str | Path, preset: str = "quick") -> Experiment:
+    """Read, validate and apply ``preset`` to an experiment TOML file; errors are one-line InputErrors."""
+    path = Path(path)
+    shown = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{shown}: no such experiment file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{shown}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{shown}: malformed TOML: {exc}") from None
+    return experiment_from_dict(raw, shown, preset)
+
+
+def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experiment:
+    w = f"{shown}: "
+    _unknown_keys(raw, _TOP_KEYS, shown)
+    name = _string(raw, "name", w)
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise InputError(f"{w}name: expected letters, digits, '_' or '-', got {name!r}")
+    kind = raw.get("kind", "min_size")
+    if kind not in KINDS:
+        raise InputError(f"{w}kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    base = raw.get("base", "d" if kind == "max_capacity" else "V")
+    size = raw.get("size", "N" if kind == "max_capacity" else "d")
+    for key, value in (("base", base), ("size", size)):
+        if value not in SIZE_SYMBOLS:
+            raise InputError(f"{w}{key}: expected one of {', '.join(SIZE_SYMBOLS)}, got {value!r}")
+    if base == size:
+        raise InputError(f"{w}size: must differ from base ({base})")
+    pack = raw.get("pack")
+    if pack is not None and (not isinstance(pack, str) or not pack):
+        raise InputError(f"{w}pack: expected a theory pack name or path, got {pack!r}")
+
+    if not isinstance(raw.get("lines"), list) or not raw["lines"]:
+        raise InputError(f"{w}lines: expected at least one [[lines]] table with a 'scaling'")
+    lines: list[Line] = []
+    for i, table in enumerate(raw["lines"]):
+        where = f"{shown}: lines[{i}]"
+        if not isinstance(table, dict):
+            raise InputError(f"{where}: expected a table")
+        _unknown_keys(table, _LINE_KEYS, where)
+        scaling = _string(table, "scaling", f"{where}.")
+        assignments = _parse_scaling(scaling, base, size, f"{where}.scaling")
+        symbols = set(SIZE_SYMBOLS)
+        lines.append(Line(
+            scaling=scaling,
+            label=_string(table, "label", f"{where}.", scaling),
+            assignments=assignments,
+            overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
+            fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
+        ))
+    if len({ln.label for ln in lines}) != len(lines):
+        raise InputError(f"{w}lines: two lines have the same label; give each a distinct 'label'")
+
+    presets = raw.get("presets")
+    if not isinstance(presets, dict) or not presets:
+        raise InputError(f"{w}presets: expected [presets.quick] and [presets.paper] tables")
+    if preset not in presets:
+        raise InputError(f"{w}presets: no preset {preset!r} (available: {', '.join(sorted(presets))})")
+    chosen = presets[preset]
+    pw = f"{shown}: presets.{preset}"
+    if not isinstance(chosen, dict):
+        raise InputError(f"{pw}: expected a table")
+    for other, table in presets.items():
+        if isinstance(table, dict):
+            _unknown_keys(table, _PRESET_KEYS | {base}, f"{shown}: presets.{other}")
+
+    fixed = _fixed_table(raw.get("fixed", {}), f"{shown}: fixed", set(SIZE_SYMBOLS))
+    fixed.update(_fixed_table(chosen.get("fixed", {}), f"{pw}.fixed", set(SIZE_SYMBOLS)))
+
+    thresholds_raw = chosen.get("thresholds", raw.get("thresholds"))
+    tw = f"{pw}.thresholds" if "thresholds" in chosen else f"{shown}: thresholds"
+    if kind != "grid" or thresholds_raw is not None:
+        if not isinstance(thresholds_raw, list) or not thresholds_raw:
+            raise InputError(f"{tw}: expected a non-empty list of numbers in (0, 1]")
+    thresholds = []
+    for i, t in enumerate(thresholds_raw or []):
+        value = _number(t, f"{tw}[{i}]")
+        if not 0 < value <= 1:
+            raise InputError(f"{tw}[{i}]: expected a number in (0, 1], got {t!r}")
+        thresholds.append(value)
+
+    search_raw = dict(raw.get("search", {}))
+    if not isinstance(search_raw, dict):
+        raise InputError(f"{shown}: search: expected a table")
+    _unknown_keys(search_raw, _SEARCH_KEYS, f"{shown}: search")
+    preset_search = chosen.get("search", {})
+    if not isinstance(preset_search, dict):
+        raise InputError(f"{pw}.search: expected a table")
+    _unknown_keys(preset_search, _SEARCH_KEYS, f"{pw}.search")
+    search_raw.update(preset_search)
+    search = _search_settings(search_raw, kind, size, f"{shown}: search")
+
+    verdict_raw = raw.get("verdict", {})
+    if not isinstance(verdict_raw, dict):
+        raise InputError(f"{shown}: verdict: expected a table")
+    _unknown_keys(verdict_raw, _VERDICT_KEYS, f"{shown}: verdict")
+    verdict = {k: _number(v, f"{shown}: verdict.{k}", positive=True) for k, v in verdict_raw.items()}
+    if "alpha" in verdict and not verdict["alpha"] < 1:
+        raise InputError(f"{shown}: verdict.alpha: expected a number in (0, 1), got {verdict['alpha']}")
+
+    if base not in chosen:
+        raise InputError(f"{pw}.{base}: missing; expected the list of {base} values to sweep")
+    base_values = _positive_int_list(chosen[base], f"{pw}.{base}", base)
+    seeds_raw = chosen.get("seeds")
+    if not isinstance(seeds_raw, list) or not seeds_raw or any(
+        isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds_raw
+    ):
+        raise InputError(f"{pw}.seeds: expected a non-empty list of non-negative integers, got {seeds_raw!r}")
+    sizes: list[int] = []
+    if kind == "grid":
+        if "sizes" not in chosen:
+            raise InputError(f"{pw}.sizes: missing; kind = 'grid' needs the list of {size} values")
+        sizes = _positive_int_list(chosen["sizes"], f"{pw}.sizes", size)
+    elif "sizes" in chosen:
+        raise InputError(f"{pw}.sizes: only used with kind = 'grid' (this experiment is {kind})")
+
+    experiment = Experiment(
+        path=shown, name=name, description=str(raw.get("description", "")), pack=pack,
+        task=_string(raw, "task", w), model=_string(raw, "model", w), trainer=_string(raw, "trainer", w),
+        kind=kind, base=base, size=size, metric=_string(raw, "metric", w, "accuracy"),
+        thresholds=thresholds, lines=lines, fixed=fixed, search=search, verdict=verdict, preset=preset,
+        base_values=base_values, seeds=[int(s) for s in seeds_raw], sizes=sizes,
+    )
+    # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
+    probe_sizes = sizes or [search.min, search.max]
+    for line in lines:
+        for b in (min(base_values), max(base_values)):
+            for s in (min(probe_sizes), max(probe_sizes)):
+                experiment.build_config(line, b, s, experiment.seeds[0])
+    return experiment
+
+
+def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSettings:
+    if kind == "grid" and not table:
+        return SearchSettings(min=1, max=SIZE_LIMITS.get(size, 1 << 16))
+    for key in ("min", "max"):
+        if key not in table:
+            raise InputError(f"{where}.{key}: missing; expected the {'smallest' if key == 'min' else 'largest'} {size} to probe")
+        value = table[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError(f"{where}.{key}: expected a positive integer, got {value!r}")
+        _check_size(value, size, f"{where}.{key}")
+    if table["min"] >= table["max"]:
+        raise InputError(f"{where}.max: expected max > min, got min={table['min']}, max={table['max']}")
+    start = None
+    if "start" in table:
+        start_raw = table["start"]
+        if isinstance(start_raw, (int, float)) and not isinstance(start_raw, bool):
+            start_raw = repr(start_raw)
+        if not isinstance(start_raw, str):
+            raise InputError(f"{where}.start: expected a number or an expression in the base variable")
+        start = SafeExpression(start_raw, set(SIZE_SYMBOLS), f"{where}.start")
+    resolution = _number(table.get("resolution", 0.0), f"{where}.resolution")
+    if resolution < 0:
+        raise InputError(f"{where}.resolution: expected a number >= 0, got {resolution}")
+    bracket = _number(table.get("bracket", 1.5), f"{where}.bracket")
+    expand = _number(table.get("expand", 2.0), f"{where}.expand")
+    if bracket < 1:
+        raise InputError(f"{where}.bracket: expected a number >= 1, got {bracket}")
+    if expand <= 1:
+        raise InputError(f"{where}.expand: expected a number > 1, got {expand}")
+    return SearchSettings(min=table["min"], max=table["max"], start=start, resolution=resolution,
+                          bracket=bracket, expand=expand)
