@@ -1,0 +1,477 @@
+"""Data figures of the report, each built from plain dicts (the JSON shapes of docs/ARCHITECTURE.md).
+
+Conventions taken from compare's FitResult dict: ``points[i].x`` and ``points[i].y`` are the natural
+logs of the regressor (``fit["x"]``, e.g. "log V" or "log(N ln N)") and of the parameter count, so
+``y = intercept + slope * x``. Censored points carry the search bound as their ``y`` (or ``x`` for a
+capacity search): the truth lies beyond it, which the figures show with an open marker and an arrow.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+import numpy as np
+from matplotlib import patheffects
+from matplotlib.figure import Figure
+
+from reports.style import (
+    ACCURACY_CMAP,
+    CYCLE,
+    FIG_SINGLE,
+    FIG_WIDE,
+    MARKERS,
+    PALETTE,
+    new_figure,
+    save_figure,
+    style_context,
+)
+from theory.errors import InputError
+
+__all__ = ["accuracy_heatmap", "fit_plot", "capacity_plot", "dmin_plot", "save_figure", "regressor_label"]
+
+# Marker colours for thresholds drawn over the cividis heatmap (dark blue .. yellow): these stay
+# visible over both ends, and each also gets its own marker shape so colour is never the only cue.
+THRESHOLD_COLOURS = [PALETTE["vermillion"], "#FFFFFF", PALETTE["purple"], PALETTE["sky"], PALETTE["orange"]]
+_OUTLINE = [patheffects.withStroke(linewidth=3.2, foreground="black")]
+
+
+def _require(d: dict, key: str, where: str):
+    if key not in d:
+        raise InputError(f"{where}: missing field '{key}'")
+    return d[key]
+
+
+def regressor_label(x_name: str | None) -> str:
+    """Axis label for the regressor named in a fit dict ("log V" -> "vocabulary size V")."""
+    name = (x_name or "log V").strip()
+    if name.startswith("log(") and name.endswith(")"):
+        inner = name[4:-1]
+    elif name.startswith("log "):
+        inner = name[4:]
+    else:
+        inner = name
+    nice = {"V": "vocabulary size V", "N ln N": "N ln N  (facts x log facts)", "N": "number of facts N"}
+    return nice.get(inner.strip(), inner.strip())
+
+
+def _fmt_ci(ci: Sequence[float] | None) -> str:
+    if not ci or len(ci) != 2 or ci[0] is None or ci[1] is None:
+        return "[n/a]"
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _points_xy(points: Iterable[dict], where: str) -> tuple[np.ndarray, np.ndarray, list]:
+    xs, ys, seeds = [], [], []
+    for i, p in enumerate(points):
+        xs.append(float(_require(p, "x", f"{where}[{i}]")))
+        ys.append(float(_require(p, "y", f"{where}[{i}]")))
+        seeds.append(p.get("seed"))
+    return np.asarray(xs), np.asarray(ys), seeds
+
+
+def _seed_jitter(seeds: list, scale: float) -> np.ndarray:
+    """Deterministic multiplicative jitter per seed so overlapping seeds stay visible."""
+    uniq = sorted({s for s in seeds if s is not None}, key=str)
+    if len(uniq) <= 1:
+        return np.ones(len(seeds))
+    pos = {s: i for i, s in enumerate(uniq)}
+    offsets = np.array([pos.get(s, 0) for s in seeds], dtype=float)
+    offsets = (offsets - (len(uniq) - 1) / 2) / max(len(uniq) - 1, 1)
+    return np.exp(scale * offsets)
+
+
+def _band(fit: dict, x_grid: np.ndarray, x_centre: float) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """Confidence band on log y over ``x_grid``.
+
+    Prefer compare's own band (``fit["confidence_band"] = {"x", "lo", "hi"}``, log units), which accounts for
+    the slope/intercept covariance. Without it, pivot the slope interval about the data's centre,
+    where the intercept uncertainty is smallest: the band of the slope alone, and labelled so.
+    """
+    band = fit.get("confidence_band")  # NB fit["band"] is the equivalence band pred +- delta, not this
+    if band:
+        bx, lo, hi = (np.asarray(band[k], dtype=float) for k in ("x", "lo", "hi"))
+        return bx, lo, hi, "95% confidence band"
+    ci = fit.get("slope_ci")
+    if not ci or ci[0] is None:
+        return None
+    y_centre = fit["intercept"] + fit["slope"] * x_centre
+    lo_line = y_centre + ci[0] * (x_grid - x_centre)
+    hi_line = y_centre + ci[1] * (x_grid - x_centre)
+    return x_grid, np.minimum(lo_line, hi_line), np.maximum(lo_line, hi_line), "slope CI (HC3), pivot at data centre"
+
+
+def _censored_xy(fit: dict) -> list[tuple[float, float, str]]:
+    """(log x, log y, arrow direction) of censored points, in the fit's own coordinates.
+
+    compare lists censored points as raw boundary-point fields (V, N, d, m, seed, ...) at the search
+    bound; x follows the fit's regressor and y = log(param_count), or log(m*d) / log(d^2) when the
+    count is not given. A min-size search missed upwards (arrow up); a capacity search (x built
+    from N) stored more than the bound (arrow right).
+    """
+    x_name = (fit.get("x") or "log V").replace(" ", "")
+    capacity = "N" in x_name
+    out = []
+    for i, c in enumerate(fit.get("censored") or []):
+        if not isinstance(c, dict):
+            continue
+        where = f"fit '{fit.get('experiment')}': censored[{i}]"
+        try:
+            if "x" in c and "y" in c:
+                x, y = float(c["x"]), float(c["y"])
+            else:
+                if x_name == "log(NlnN)":
+                    n = float(c["N"])
+                    x = math.log(n * math.log(n))
+                else:
+                    x = math.log(float(c[x_name[3:].strip("()")]))
+                if c.get("param_count"):
+                    y = math.log(float(c["param_count"]))
+                elif c.get("m") and c.get("d"):
+                    y = math.log(float(c["m"]) * float(c["d"]))
+                else:
+                    y = 2 * math.log(float(c["d"]))
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"{where}: expected x/y, or the regressor's variable and param_count/d") from None
+        out.append((x, y, c.get("direction", "right" if capacity else "up")))
+    return out
+
+
+def _draw_censored(ax, cens: list[tuple[float, float, str]], colour: str, label: str) -> None:
+    if not cens:
+        return
+    xs = np.exp([c[0] for c in cens])
+    ys = np.exp([c[1] for c in cens])
+    ax.scatter(xs, ys, s=46, facecolors="white", edgecolors=colour, linewidths=1.5, zorder=4, label=label)
+    for x, y, direction in cens:
+        X, Y = math.exp(x), math.exp(y)
+        end = (X, Y * 1.45) if direction == "up" else (X * 1.45, Y)
+        ax.annotate("", xy=end, xytext=(X, Y), arrowprops=dict(arrowstyle="->", color=colour, lw=1.3), zorder=4)
+
+
+def fit_plot(fit: dict, title: str | None = None, size=FIG_SINGLE, y_label: str = "parameter count") -> Figure:
+    """Log-log fit: per-seed points, fitted line with band, predicted slope, censored points.
+
+    A fit dict without a slope (compare found too few points) still gets its points, censored
+    points and the verdict reason, so the page says why there is no line.
+    """
+    where = f"fit '{fit.get('experiment', '?')}'"
+    slope = fit.get("slope")
+    intercept = fit.get("intercept")
+    xs, ys, seeds = _points_xy(_require(fit, "points", where), f"{where}.points")
+    cens = _censored_xy(fit)
+    with style_context():
+        fig = new_figure(size)
+        ax = fig.add_subplot()
+        all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
+        if all_x.size == 0:
+            ax.text(0.5, 0.5, "no boundary points", ha="center", va="center", transform=ax.transAxes)
+            _caption(fig, fit)
+            return fig
+        span = max(all_x.max() - all_x.min(), 0.2)
+        grid = np.linspace(all_x.min() - 0.05 * span, all_x.max() + 0.05 * span, 100)
+        x_centre = float(xs.mean()) if xs.size else float(all_x.mean())
+        have_fit = slope is not None and intercept is not None
+        if have_fit:
+            slope, intercept = float(slope), float(intercept)
+            band = _band(fit, grid, x_centre)
+            if band is not None:
+                bx, lo, hi, blabel = band
+                ax.fill_between(np.exp(bx), np.exp(lo), np.exp(hi), color=PALETTE["blue"], alpha=0.18, lw=0,
+                                label=blabel)
+        if xs.size:
+            ax.scatter(np.exp(xs) * _seed_jitter(seeds, 0.04), np.exp(ys), s=22, alpha=0.6,
+                       color=PALETTE["blue"], edgecolors="none", zorder=3,
+                       label=f"boundary points ({len(set(seeds))} seeds, jittered)")
+        if have_fit:
+            ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
+                    label=f"fit: slope {slope:.2f}, HC3 CI {_fmt_ci(fit.get('slope_ci'))}")
+        pred = fit.get("predicted_slope")
+        if pred is not None and xs.size:
+            y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
+            ax.plot(np.exp(grid), np.exp(y_centre + float(pred) * (grid - x_centre)), color=PALETTE["black"],
+                    ls="--", lw=1.5, label=f"theory: slope {float(pred):.2f} (through data centre)")
+        _draw_censored(ax, cens, PALETTE["vermillion"], "censored: beyond the searched range")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(regressor_label(fit.get("x")))
+        ax.set_ylabel(y_label)
+        thr = fit.get("threshold")
+        ax.set_title(title or f"{fit.get('experiment', '')}" + (f", threshold {thr}" if thr is not None else ""))
+        ax.legend(loc="upper left")
+        _major_labels_only(ax)
+        _verdict_box(ax, fit)
+        _caption(fig, fit)
+    return fig
+
+
+def _caption(fig: Figure, fit: dict) -> None:
+    reason = fit.get("verdict_reason")
+    if reason:
+        import textwrap
+
+        width = int(fig.get_figwidth() * 13)
+        fig.get_layout_engine().set(h_pad=0.1)
+        fig.supxlabel(textwrap.fill(str(reason), width), fontsize=8, ha="center", color="0.25")
+
+
+def _verdict_box(ax, fit: dict) -> None:
+    verdict = fit.get("verdict")
+    if not verdict:
+        return
+    lines = [f"verdict: {verdict}"]
+    boot = fit.get("slope_ci_bootstrap")
+    if boot:
+        lines.append(f"bootstrap CI {_fmt_ci(boot)}")
+    if fit.get("delta") is not None:
+        lines.append(f"delta = {fit['delta']:g}, alpha = {fit.get('alpha', 0.05):g}")
+    band = fit.get("band")  # the equivalence band pred +- delta
+    if band and band[0] is not None:
+        lines.append(f"equivalence band {_fmt_ci(band)}")
+    if fit.get("r2") is not None:
+        lines.append(f"R$^2$ = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
+    from reports.style import VERDICT_COLOURS
+
+    ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=9,
+            bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5"))
+
+
+def _major_labels_only(ax) -> None:
+    """Readable log-axis labels: plain numbers at 1-2-5 steps on short axes, decades on long ones.
+
+    matplotlib's default minor labels on a short log axis (3x10^1, 4x10^1, ...) run into each other.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        if axis.get_scale() != "log" or lo <= 0:
+            continue
+        decades = math.log10(hi / lo)
+        subs = (1.0,) if decades > 3 else (1.0, 2.0, 5.0) if decades > 1 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if 1e-3 <= v < 1e6 else f"{v:.0e}"))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _log_edges(values: np.ndarray) -> np.ndarray:
+    """Cell edges halfway (in log) between sorted grid values, so each value sits in its cell centre."""
+    lv = np.log(values)
+    if len(lv) == 1:
+        return np.exp(np.array([lv[0] - 0.5, lv[0] + 0.5]))
+    mids = (lv[1:] + lv[:-1]) / 2
+    return np.exp(np.concatenate([[2 * lv[0] - mids[0]], mids, [2 * lv[-1] - mids[-1]]]))
+
+
+def _size_from_params(points: list[dict]) -> tuple[float, float]:
+    """(u, w) with log d = u + w log(param_count), fitted on the boundary points.
+
+    Exact when param_count = const * d^k (d^2, alpha d^2, d^3, ...), so the heatmap can draw the fitted
+    parameter-count line in the (V, d) plane without knowing the model's formula.
+    """
+    pairs = [(math.log(p["param_count"]), math.log(p["d"])) for p in points
+             if p.get("param_count") and p.get("d")]
+    if len({a for a, _ in pairs}) < 2:
+        return 0.0, 0.5
+    lp, ld = np.array(pairs).T
+    w, u = np.polyfit(lp, ld, 1)
+    return float(u), float(w)
+
+
+def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fits: Sequence[dict] = (),
+                     title: str | None = None, size=FIG_SINGLE) -> Figure:
+    """Accuracy over (V, d) on log axes, minimal-d points per threshold and the fitted line per threshold.
+
+    ``cells``: ``[{"V", "d", "accuracy"}]`` (several entries for one cell, e.g. seeds, are averaged).
+    ``boundary_points``: search.boundary_points dicts of this line. ``fits``: FitResult dicts of this
+    line, one per threshold (legend gives the slope of log parameter count against log V).
+    """
+    if not cells:
+        raise InputError("heatmap.cells: expected a non-empty list of {V, d, accuracy}")
+    acc_sum: dict = defaultdict(float)
+    acc_n: dict = defaultdict(int)
+    for i, c in enumerate(cells):
+        key = (float(_require(c, "V", f"heatmap.cells[{i}]")), float(_require(c, "d", f"heatmap.cells[{i}]")))
+        acc_sum[key] += float(_require(c, "accuracy", f"heatmap.cells[{i}]"))
+        acc_n[key] += 1
+    Vs = np.array(sorted({k[0] for k in acc_sum}))
+    ds = np.array(sorted({k[1] for k in acc_sum}))
+    grid = np.full((len(ds), len(Vs)), np.nan)
+    for (V, d), s in acc_sum.items():
+        grid[np.searchsorted(ds, d), np.searchsorted(Vs, V)] = s / acc_n[(V, d)]
+
+    thresholds = sorted({float(p["threshold"]) for p in boundary_points if p.get("threshold") is not None}
+                        | {float(f["threshold"]) for f in fits if f.get("threshold") is not None})
+    u, w = _size_from_params(list(boundary_points))
+    with style_context():
+        fig = new_figure(size)
+        ax = fig.add_subplot()
+        ax.set_facecolor("0.85")  # cells never trained show as plain grey, not as accuracy 0
+        vmax = max(float(np.nanmax(grid)), 1e-9)
+        mesh = ax.pcolormesh(_log_edges(Vs), _log_edges(ds), np.ma.masked_invalid(grid), cmap=ACCURACY_CMAP,
+                             vmin=0.0, vmax=vmax, shading="flat")
+        cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
+        cbar.set_label("accuracy on fresh samples")
+        for i, thr in enumerate(thresholds):
+            colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]
+            marker = MARKERS[i % len(MARKERS)]
+            pts = [p for p in boundary_points if p.get("threshold") is not None and float(p["threshold"]) == thr]
+            ok = [p for p in pts if not p.get("censored")]
+            by_V: dict = defaultdict(list)
+            for p in ok:
+                by_V[float(p["V"])].append(float(p["d"]))
+            if by_V:
+                vv = np.array(sorted(by_V))
+                med = np.array([np.median(by_V[v]) for v in vv])
+                ax.plot(vv, med, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
+                        label=f"min d reaching acc {thr:g} (median of seeds)")
+            cens = [p for p in pts if p.get("censored")]
+            for p in cens:
+                X, Y = float(p["V"]), float(p["d"])
+                ax.plot([X], [Y], ls="none", marker=marker, ms=7, mfc="none", mec=colour, mew=1.5, zorder=4)
+                ax.annotate("", xy=(X, Y * 1.3), xytext=(X, Y),
+                            arrowprops=dict(arrowstyle="->", color=colour, lw=1.3), zorder=4)
+            fit = next((f for f in fits if f.get("threshold") is not None and float(f["threshold"]) == thr), None)
+            if fit is not None:
+                lv = np.linspace(np.log(Vs[0]), np.log(Vs[-1]), 50)
+                log_d = u + w * (fit["intercept"] + fit["slope"] * lv)
+                ax.plot(np.exp(lv), np.exp(log_d), color=colour, lw=1.8, path_effects=_OUTLINE, zorder=3,
+                        label=f"fit, acc {thr:g}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
+        if any(p.get("censored") for p in boundary_points):
+            ax.plot([], [], ls="none", marker="o", mfc="none", mec="0.3", label="censored (above search range)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(_log_edges(Vs)[0], _log_edges(Vs)[-1])
+        ax.set_ylim(_log_edges(ds)[0], _log_edges(ds)[-1])
+        _major_labels_only(ax)
+        ax.set_xlabel("vocabulary size V")
+        ax.set_ylabel("embedding dimension d")
+        ax.set_title(title or "accuracy over (V, d)")
+        if thresholds:
+            # outside the axes: over the heatmap a legend would hide the cells that matter
+            fig.legend(loc="outside lower center", ncol=2, fontsize=8,
+                       title="slope = fitted slope of log(parameter count) against log V, 95% CI (HC3)",
+                       title_fontsize=8)
+    return fig
+
+
+def _invert_n_log_n(log_value: np.ndarray) -> np.ndarray:
+    """N from log(N ln N) (principal branch of Lambert W: N ln N = y  <=>  N = y / W(y))."""
+    from scipy.special import lambertw
+
+    y = np.exp(np.asarray(log_value, dtype=float))
+    return np.real(y / lambertw(y))
+
+
+def capacity_plot(fits: Sequence[dict], labels: Sequence[str] | None = None, title: str | None = None,
+                  size=FIG_SINGLE) -> Figure:
+    """Capacity law: facts stored N against parameter count (d^2, m*d) with fit, band and the constant C.
+
+    Each fit dict is one series (x = "log(N ln N)"); its ``points`` are per seed. The seeds' spread at
+    one parameter count is drawn as a horizontal bar (min..max N) around the median.
+    """
+    if not fits:
+        raise InputError("capacity: expected at least one fit dict")
+    with style_context():
+        fig = new_figure(size)
+        ax = fig.add_subplot()
+        for i, fit in enumerate(fits):
+            where = f"capacity fit '{fit.get('experiment', i)}'"
+            colour = CYCLE[i % len(CYCLE)]
+            label = labels[i] if labels else str(fit.get("experiment", f"series {i}"))
+            xs, ys, _ = _points_xy(_require(fit, "points", where), f"{where}.points")
+            Ns = _invert_n_log_n(xs)
+            params = np.exp(ys)
+            ax.scatter(Ns, params, s=14, alpha=0.35, color=colour, edgecolors="none", zorder=2)
+            groups: dict = defaultdict(list)
+            for n, p in zip(Ns, params):
+                groups[round(float(p), 6)].append(n)
+            gp = np.array(sorted(groups))
+            med = np.array([np.median(groups[g]) for g in gp])
+            lo = np.array([min(groups[g]) for g in gp])
+            hi = np.array([max(groups[g]) for g in gp])
+            ax.errorbar(med, gp, xerr=[med - lo, hi - med], fmt=MARKERS[i % len(MARKERS)], color=colour,
+                        ms=6, capsize=3, lw=1.2, zorder=3, label=f"{label}: median and range over seeds")
+            grid = np.linspace(xs.min() - 0.1, xs.max() + 0.1, 80)
+            band = _band(fit, grid, float(xs.mean()))
+            if band is not None:
+                bx, blo, bhi, _ = band
+                ax.fill_between(_invert_n_log_n(bx), np.exp(blo), np.exp(bhi), color=colour, alpha=0.15, lw=0)
+            ax.plot(_invert_n_log_n(grid), np.exp(fit["intercept"] + fit["slope"] * grid), color=colour, lw=1.8,
+                    label=f"{label}: fit slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
+            if fit.get("C") is not None:
+                C = float(fit["C"])
+                ax.plot(_invert_n_log_n(grid), C * np.exp(grid), color=colour, lw=1.2, ls="--",
+                        label=f"{label}: C N ln N, C = {C:.3g} {_fmt_ci_g(fit.get('C_ci'))}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("facts stored N (largest N at accuracy threshold)")
+        ax.set_ylabel("parameter count (d$^2$ or m$\\cdot$d)")
+        ax.set_title(title or "associative-memory capacity")
+        ax.legend(loc="upper left", fontsize=8)
+        _major_labels_only(ax)
+    return fig
+
+
+def _fmt_ci_g(ci) -> str:
+    if not ci or len(ci) != 2 or ci[0] is None:
+        return ""
+    return f"[{ci[0]:.3g}, {ci[1]:.3g}]"
+
+
+def dmin_plot(dmin: dict, title: str | None = None, size=FIG_WIDE) -> Figure:
+    """d_min against N, learned vs frozen embeddings (one panel each), log and power-law fits per R.
+
+    ``dmin = {"points": [{"N", "d_min", "seed", "embeddings": "learned"|"frozen", "R", "censored"?}],
+    "fits": [{"embeddings", "R", "form": "log"|"power", "params": {"a","b"} | {"c","p"},
+    "ci": {name: [lo, hi]}, "aic": float}]}``; log form d = a + b log2 N, power form d = c N^p.
+    """
+    points = _require(dmin, "points", "dmin")
+    fits = dmin.get("fits") or []
+    kinds = [k for k in ("learned", "frozen") if any(p.get("embeddings") == k for p in points)]
+    if not kinds:
+        raise InputError("dmin.points: expected entries with embeddings = 'learned' or 'frozen'")
+    Rs = sorted({p.get("R") for p in points}, key=lambda r: (r is None, r))
+    colour_of = {R: CYCLE[i % len(CYCLE)] for i, R in enumerate(Rs)}
+    with style_context():
+        fig = new_figure(size)
+        axes = fig.subplots(1, len(kinds), sharey=True, squeeze=False)[0]
+        for ax, kind in zip(axes, kinds):
+            pts = [p for p in points if p.get("embeddings") == kind]
+            Nmin = min(float(p["N"]) for p in pts)
+            Nmax = max(float(p["N"]) for p in pts)
+            Ngrid = np.geomspace(Nmin, Nmax, 60)
+            for R in Rs:
+                sel = [p for p in pts if p.get("R") == R]
+                if not sel:
+                    continue
+                colour = colour_of[R]
+                ok = [p for p in sel if not p.get("censored")]
+                ax.scatter([p["N"] for p in ok], [p["d_min"] for p in ok], s=20, alpha=0.6, color=colour,
+                           edgecolors="none", label=f"R = {R}")
+                cens = [p for p in sel if p.get("censored")]
+                if cens:
+                    ax.scatter([p["N"] for p in cens], [p["d_min"] for p in cens], s=36, facecolors="white",
+                               edgecolors=colour, linewidths=1.4)
+                for f in fits:
+                    if f.get("embeddings") != kind or f.get("R") != R:
+                        continue
+                    prm = f.get("params", {})
+                    aic = f" AIC {f['aic']:.1f}" if f.get("aic") is not None else ""
+                    if f.get("form") == "log":
+                        yv = prm["a"] + prm["b"] * np.log2(Ngrid)
+                        ax.plot(Ngrid, yv, color=colour, lw=1.6,
+                                label=f"  a + b log2 N, b = {prm['b']:.2f}{aic}")
+                    elif f.get("form") == "power":
+                        yv = prm["c"] * Ngrid ** prm["p"]
+                        ax.plot(Ngrid, yv, color=colour, lw=1.6, ls="--",
+                                label=f"  c N^p, p = {prm['p']:.2f}{aic}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
+            ax.set_xlabel("subjects N")
+            ax.set_title(f"{kind} subject embeddings")
+            ax.legend(fontsize=7.5, loc="upper left")
+        axes[0].set_ylabel("d_min (100% of N*R facts)")
+        if any(p.get("censored") for p in points):
+            fig.supxlabel("open markers: censored (no d in the searched range reached 100%)", fontsize=8)
+        fig.suptitle(title or "minimal dimension: solid = log fit, dashed = power-law fit")
+    return fig

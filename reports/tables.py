@@ -1,0 +1,200 @@
+"""Table figures: the slope/verdict table and the theory-term table (LaTeX through mathtext)."""
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Sequence
+
+from matplotlib.figure import Figure
+
+from reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
+from theory.errors import InputError
+
+__all__ = ["slope_table", "term_table", "mathtext_or_plain", "slope_rows"]
+
+
+def _ci(ci) -> str:
+    if not ci or len(ci) != 2 or ci[0] is None or ci[1] is None:
+        return "n/a"
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _num(v, fmt=".2f") -> str:
+    return "n/a" if v is None else format(float(v), fmt)
+
+
+def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[dict]:
+    """Rows of the slope table from FitResult dicts; ``dominant_of[line or experiment]`` names the term."""
+    dominant_of = dominant_of or {}
+    rows = []
+    for f in fits:
+        line = f.get("line") or ""
+        rows.append({
+            "experiment": f.get("experiment", ""),
+            "line": line,
+            "threshold": f.get("threshold"),
+            "slope": f.get("slope"),
+            "slope_ci": f.get("slope_ci"),
+            "slope_ci_bootstrap": f.get("slope_ci_bootstrap"),
+            "predicted_slope": f.get("predicted_slope"),
+            "dominant": f.get("dominant") or dominant_of.get(line) or dominant_of.get(f.get("experiment"), ""),
+            "verdict": f.get("verdict") or "n/a",
+        })
+    return rows
+
+
+_HEADER = ["experiment", "line", "thr.", "fitted\nslope", "95% CI\n(HC3)", "95% CI\n(bootstrap)",
+           "predicted\nslope", "dominant\nterm", "verdict"]
+_WRAP = [22, 26, 6, 8, 14, 14, 9, 14, 13]
+_WIDTHS = [0.16, 0.19, 0.05, 0.07, 0.11, 0.11, 0.08, 0.11, 0.12]
+
+
+def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slopes",
+                size=PAGE_LANDSCAPE, max_rows: int = 22) -> Figure:
+    """A table figure: one row per (experiment, line, threshold), verdict cell coloured.
+
+    ``rows``: dicts as made by :func:`slope_rows`. Rows beyond ``max_rows`` are cut with a note;
+    :func:`reports.pdf.build_report` splits long tables over pages instead.
+    """
+    shown = list(rows)[:max_rows]
+    cells = []
+    for r in shown:
+        thr = r.get("threshold")
+        raw = [r.get("experiment", ""), r.get("line", ""), "" if thr is None else f"{float(thr):g}",
+               _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
+               _num(r.get("predicted_slope")), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
+        cells.append([textwrap.fill(str(v), w) for v, w in zip(raw, _WRAP)])
+    with style_context():
+        fig = new_figure(size)
+        ax = fig.add_subplot()
+        ax.axis("off")
+        ax.set_title(title, loc="left", fontsize=13)
+        if not cells:
+            ax.text(0.5, 0.5, "no fits to show", ha="center", va="center", transform=ax.transAxes)
+            return fig
+        table = ax.table(cellText=cells, colLabels=_HEADER, colWidths=_WIDTHS, loc="upper center",
+                         cellLoc="left", colLoc="left")
+        table.auto_set_font_size(False)
+        table.set_fontsize(8.5)
+        base_h = 0.032
+        for (row, col), cell in table.get_celld().items():
+            text = cell.get_text().get_text()
+            n_lines = max(text.count("\n") + 1, 1)
+            cell.set_height(base_h * max(n_lines, 2 if row == 0 else 1) * 0.85 + 0.01)
+            cell.set_edgecolor("0.7")
+            cell.PAD = 0.04
+            if row == 0:
+                cell.set_facecolor("0.92")
+                cell.get_text().set_fontweight("bold")
+            elif col == len(_HEADER) - 1:
+                cell.set_facecolor(VERDICT_COLOURS.get(shown[row - 1].get("verdict"), "white"))
+        if len(rows) > max_rows:
+            ax.text(0.0, 0.0, f"... {len(rows) - max_rows} more rows not shown", transform=ax.transAxes,
+                    fontsize=9)
+    return fig
+
+
+# sympy.latex constructs that mathtext lacks, with the mathtext spelling that means the same.
+_LATEX_REWRITES = [
+    (re.compile(r"\\operatorname\{Min\}"), r"\\min"),
+    (re.compile(r"\\operatorname\{Max\}"), r"\\max"),
+    (re.compile(r"\\displaystyle\s*"), ""),
+    (re.compile(r"\\text\{"), r"\\mathrm{"),
+    (re.compile(r"\\mathtt\{"), r"\\mathrm{"),
+]
+
+
+def mathtext_or_plain(latex: str, plain: str | None = None) -> tuple[str, bool]:
+    """Return ``($latex$, True)`` if matplotlib's mathtext can render it, else ``(plain, False)``.
+
+    sympy.latex emits some constructs mathtext does not know (``\\begin{cases}`` for Piecewise,
+    ``\\operatorname{Min}`` in older matplotlib, ...); those fall back to the plain expression so a
+    report never fails on a term, and the caller notes the fallback on the page.
+    """
+    from matplotlib.mathtext import MathTextParser
+
+    text = latex.strip()
+    for pattern, repl in _LATEX_REWRITES:
+        text = pattern.sub(repl, text)
+    candidate = f"${text}$"
+    try:
+        MathTextParser("path").parse(candidate)
+    except (ValueError, RuntimeError):
+        return (plain if plain is not None else latex), False
+    return candidate, True
+
+
+def term_latex(term: dict) -> str | None:
+    """The term's LaTeX: its own ``latex`` field, else sympy.latex of theory's whitelist parse of ``expr``.
+
+    ``expr`` is never given to sympify (that evaluates Python); only ``theory.expr.parse_expression``
+    may parse it, and if that parser is unavailable the term is shown as plain text.
+    """
+    if term.get("latex"):
+        return str(term["latex"])
+    expr = term.get("expr")
+    if not expr:
+        return None
+    try:
+        from theory.expr import parse_expression  # the whitelist parser of the theory stage
+    except ImportError:
+        return None
+    import sympy
+
+    from theory.symbols import EXPONENTS, VARIABLES
+
+    try:
+        return sympy.latex(parse_expression(str(expr), {**VARIABLES, **EXPONENTS}, where="term.expr"))
+    except Exception:  # a term that fails to parse is shown as plain text, not a crashed report
+        return None
+
+
+_PROV_COLOURS = {"paper-verbatim": "#BFE5D8", "paper-reported": "#CFE3F3", "anchor": "#FBE7B5",
+                 "derived-here": "#F6C9A8"}
+
+
+def term_table(terms: Sequence[dict], title: str = "Theory terms", size=PAGE_LANDSCAPE) -> Figure:
+    """One row per term: name, role, the formula in mathtext, its provenance label and reference.
+
+    ``terms``: ``[{"name", "role", "expr", "latex"?, "provenance", "reference"?, "note"?}]``.
+    A formula mathtext cannot render is shown as plain text with a footnote saying so.
+    """
+    for i, t in enumerate(terms):
+        for key in ("name", "role", "provenance"):
+            if key not in t:
+                raise InputError(f"terms[{i}]: missing field '{key}'")
+    n = max(len(terms), 1)
+    row_h = min(0.085, 0.80 / n)
+    fallback = False
+    with style_context():
+        fig = new_figure(size)
+        fig.text(0.04, 0.955, title, fontsize=14, fontweight="bold", va="top")
+        cols = [0.04, 0.20, 0.29, 0.62, 0.77]
+        y = 0.88
+        for x, head in zip(cols, ["term", "role", "formula", "provenance", "reference"]):
+            fig.text(x, y, head, fontsize=10, fontweight="bold", va="center")
+        y -= row_h * 0.8
+        for t in terms:
+            latex = term_latex(t)
+            plain = str(t.get("expr") or latex or "")
+            if latex:
+                formula, ok = mathtext_or_plain(latex, plain=plain + "  *")
+            else:
+                formula, ok = plain, True
+            fallback |= not ok
+            fig.text(cols[0], y, textwrap.fill(str(t["name"]), 20), fontsize=10, va="center")
+            fig.text(cols[1], y, str(t["role"]), fontsize=10, va="center")
+            fig.text(cols[2], y, formula, fontsize=15 if ok and latex else 10, va="center")
+            prov = str(t["provenance"])
+            fig.text(cols[3], y, prov, fontsize=9.5, va="center",
+                     bbox=dict(boxstyle="round,pad=0.25", facecolor=_PROV_COLOURS.get(prov, "white"),
+                               edgecolor="0.6"))
+            ref = str(t.get("reference") or "")
+            fig.text(cols[4], y, textwrap.fill(ref, 34), fontsize=8, va="center")
+            y -= row_h
+        notes = ["Provenance: paper-verbatim = copied from the source; paper-reported = stated there in words; "
+                 "anchor = earlier established result; derived-here = this project's derivation."]
+        if fallback:
+            notes.append("* LaTeX from sympy uses a construct matplotlib mathtext cannot draw; shown as plain text.")
+        fig.text(0.04, 0.03, "\n".join(notes), fontsize=8.5, va="bottom", wrap=True)
+    return fig

@@ -1,0 +1,275 @@
+"""Figures of the reports stage, built from synthetic dicts of the contract shapes (docs/ARCHITECTURE.md).
+
+The synthetic builders here are also used by test_reports_pdf.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+
+from reports import figures, tables  # noqa: E402
+from reports.style import save_figure  # noqa: E402
+from theory.errors import InputError  # noqa: E402
+
+THRESHOLDS = (0.1, 0.125, 0.15)
+
+
+def synthetic_line(line="N=V*log(V), L=V**0.5", true_slope=1.5, seeds=3, rng_seed=0, experiment="tr_fig2_attn",
+                   censor_last=True):
+    """Heatmap cells, boundary points and fit dicts for one experiment line (attention-only, param = d^2)."""
+    rng = np.random.default_rng(rng_seed)
+    Vs = [64, 128, 256, 512, 1024]
+    ds = [8, 11, 16, 23, 32, 45, 64, 91, 128]
+    cells, points, fits = [], [], []
+    for V in Vs:
+        d_star = math.sqrt(0.5 * V ** true_slope)
+        for d in ds:
+            acc = 0.2 / (1 + (d_star / d) ** 3)
+            cells.append({"V": V, "d": d, "accuracy": acc})
+    for j, thr in enumerate(THRESHOLDS):
+        pts = []
+        for seed in range(seeds):
+            for V in Vs:
+                d = math.sqrt(0.5 * V ** true_slope) * (1 + 0.25 * j) * math.exp(rng.normal(0, 0.08))
+                censored = censor_last and V == Vs[-1] and seed == 0 and j == 2
+                d = 128 if censored else d
+                pts.append({"experiment": experiment, "line": line, "threshold": thr, "seed": seed, "V": V,
+                            "d": d, "m": d, "param_count": d * d, "censored": censored,
+                            "censor_reason": "no d <= 128 reached the threshold" if censored else None})
+        points += pts
+        used = [p for p in pts if not p["censored"]]
+        x = np.log([p["V"] for p in used])
+        y = np.log([p["param_count"] for p in used])
+        slope, intercept = np.polyfit(x, y, 1)
+        fits.append({
+            "experiment": experiment, "line": line, "threshold": thr, "x": "log V", "y": "log(param_count)",
+            "slope": slope, "slope_ci": [slope - 0.12, slope + 0.12], "slope_ci_bootstrap": [slope - 0.1, slope + 0.14],
+            "intercept": intercept, "intercept_ci": [intercept - 0.5, intercept + 0.5], "r2": 0.98,
+            "n_points": len(used), "n_seeds": seeds,
+            "censored": [{k: p[k] for k in ("line", "threshold", "seed", "V", "d", "m", "censor_reason")}
+                         for p in pts if p["censored"]],
+            "points": [{"x": float(a), "y": float(b), "seed": p["seed"]} for a, b, p in zip(x, y, used)],
+            "predicted_slope": true_slope, "predicted_slope_finite_range": true_slope, "delta": 0.25,
+            "alpha": 0.05, "band": [true_slope - 0.25, true_slope + 0.25], "p_tost": 0.01,
+            "verdict": ["consistent", "inconclusive", "inconsistent"][j],
+            "verdict_reason": "HC3 90% interval lies inside the equivalence band (synthetic data)",
+            "C": None, "C_ci": None,
+        })
+    return cells, points, fits
+
+
+def synthetic_capacity(label="linear d^2", C=0.8, seeds=3, rng_seed=1):
+    rng = np.random.default_rng(rng_seed)
+    pts = []
+    for d in [8, 11, 16, 23, 32, 45]:
+        for seed in range(seeds):
+            target = d * d / C
+            # solve N ln N = target by bisection, then perturb per seed
+            lo, hi = 2.0, target
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if mid * math.log(mid) < target else (lo, mid)
+            N = lo * math.exp(rng.normal(0, 0.1))
+            pts.append({"x": math.log(N * math.log(N)), "y": math.log(d * d), "seed": seed})
+    x = np.array([p["x"] for p in pts])
+    y = np.array([p["y"] for p in pts])
+    slope, intercept = np.polyfit(x, y, 1)
+    return {"experiment": f"assoc_{label}", "line": label, "threshold": 0.99, "x": "log(N ln N)", "slope": slope,
+            "slope_ci": [slope - 0.05, slope + 0.05], "slope_ci_bootstrap": [slope - 0.06, slope + 0.05],
+            "intercept": intercept, "r2": 0.99, "n_points": len(pts), "censored": [], "points": pts,
+            "predicted_slope": 1.0, "delta": 0.15, "alpha": 0.05, "band": [0.85, 1.15], "verdict": "consistent",
+            "verdict_reason": "synthetic", "C": float(np.exp(np.mean(y - x))), "C_ci": [0.7, 0.9]}
+
+
+def synthetic_dmin(rng_seed=2):
+    rng = np.random.default_rng(rng_seed)
+    points, fits = [], []
+    for R in (1, 4):
+        for kind in ("learned", "frozen"):
+            for N in (64, 128, 256, 512, 1024):
+                for seed in range(2):
+                    if kind == "learned":
+                        d = (4 + 3 * R * math.log2(N)) * math.exp(rng.normal(0, 0.05))
+                    else:
+                        d = 2 * R ** 0.5 * N ** 0.9 * math.exp(rng.normal(0, 0.05))
+                    points.append({"N": N, "d_min": d, "seed": seed, "embeddings": kind, "R": R,
+                                   "censored": kind == "frozen" and N == 1024 and seed == 1})
+            fits.append({"embeddings": kind, "R": R, "form": "log", "params": {"a": 4.0, "b": 3.0 * R}, "aic": 10.0})
+            fits.append({"embeddings": kind, "R": R, "form": "power", "params": {"c": 2 * R ** 0.5, "p": 0.9},
+                         "aic": 12.0})
+    return {"points": points, "fits": fits}
+
+
+SYNTHETIC_TERMS = [
+    {"name": "signal", "role": "signal", "expr": "eta*gamma*N*d/V", "latex": r"\frac{N d \eta \gamma}{V}",
+     "provenance": "derived-here", "reference": "SPEC.md A, reconstructed model"},
+    {"name": "mean_bias", "role": "noise", "expr": "L*log(V)", "latex": r"L \log{\left(V \right)}",
+     "provenance": "paper-reported", "reference": "Vural et al. 2026, Theorem 1 (named term)"},
+    {"name": "gradient_noise", "role": "noise", "expr": "sqrt(L*V/N)",
+     "latex": r"\sqrt{\frac{L V}{N}}", "provenance": "derived-here", "reference": "derivation in docs"},
+    {"name": "mlp_noise", "role": "noise", "expr": "Max(V/m, 1)",
+     "latex": r"\max\left(1, \frac{V}{m}\right)", "provenance": "derived-here", "reference": ""},
+    {"name": "piecewise", "role": "noise", "expr": "(piecewise)",
+     "latex": r"\begin{cases} V & \text{for}\: L > 1 \\ 1 & \text{otherwise} \end{cases}",
+     "provenance": "anchor", "reference": "Nichani et al. 2025"},
+]
+
+
+def _look(fig, tmp_path, stem):
+    paths = save_figure(fig, tmp_path / stem, close=True)
+    for p in paths:
+        assert p.exists() and p.stat().st_size > 1000, p
+    return paths
+
+
+def test_heatmap_draws_cells_markers_and_fit_lines(tmp_path):
+    cells, points, fits = synthetic_line()
+    fig = figures.accuracy_heatmap(cells, points, fits, title="synthetic")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    # one marker series and one fitted line per threshold, the slope in the fit's label
+    for thr, fit in zip(THRESHOLDS, fits):
+        assert any(f"acc {thr:g}" in lab and f"slope {fit['slope']:.2f}" in lab for lab in labels), labels
+    mesh = ax.collections[0]
+    arr = np.ma.masked_invalid(mesh.get_array())
+    assert arr.count() == 5 * 9  # every (V, d) cell present
+    _look(fig, tmp_path, "heatmap")
+
+
+def test_heatmap_fit_line_passes_through_boundary_points(tmp_path):
+    # param = d^2, so the fitted param-count line maps to d = sqrt(exp(intercept) V^slope)
+    cells, points, fits = synthetic_line(censor_last=False)
+    fig = figures.accuracy_heatmap(cells, points, fits)
+    line = next(l for l in fig.axes[0].lines if "fit, acc 0.1" in l.get_label())
+    V, d = line.get_data()
+    expected = np.sqrt(np.exp(fits[0]["intercept"]) * np.asarray(V) ** fits[0]["slope"])
+    np.testing.assert_allclose(d, expected, rtol=1e-6)
+
+
+def test_heatmap_rejects_missing_field():
+    with pytest.raises(InputError, match=r"heatmap.cells\[0\]: missing field 'accuracy'"):
+        figures.accuracy_heatmap([{"V": 1, "d": 2}])
+
+
+def test_fit_plot_has_band_prediction_and_censored(tmp_path):
+    _, _, fits = synthetic_line()
+    fit = fits[2]  # the threshold with one censored point
+    fig = figures.fit_plot(fit)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("theory: slope 1.50" in lab for lab in labels)
+    assert any(lab.startswith("fit: slope") for lab in labels)
+    assert any("censored" in lab for lab in labels)
+    assert any("CI" in lab and "pivot" in lab for lab in labels)  # no confidence_band given -> slope band
+    arrows = [c for c in ax.texts if getattr(c, "arrow_patch", None) is not None]
+    assert len(arrows) == len(fit["censored"]) == 1
+    # the censored marker sits at the search bound d = 128 -> param 128^2
+    open_pts = [c for c in ax.collections if "censored" in str(c.get_label())][0].get_offsets()
+    np.testing.assert_allclose(open_pts[0], [1024, 128 * 128])
+    _look(fig, tmp_path, "fit")
+
+
+def test_fit_plot_without_slope_shows_reason():
+    _, _, fits = synthetic_line()
+    fit = dict(fits[0], slope=None, intercept=None, verdict="inconclusive", verdict_reason="only 2 distinct x")
+    fig = figures.fit_plot(fit)
+    assert "only 2 distinct x" in fig._supxlabel.get_text()
+    assert not any(l.get_label().startswith("fit:") for l in fig.axes[0].lines)
+
+
+def test_fit_plot_uses_compare_confidence_band():
+    _, _, fits = synthetic_line()
+    fit = dict(fits[0], confidence_band={"x": [4.0, 7.0], "lo": [5.0, 9.0], "hi": [6.0, 11.0]})
+    fig = figures.fit_plot(fit)
+    band = [c for c in fig.axes[0].collections if c.get_label() == "95% confidence band"]
+    assert len(band) == 1
+
+
+def test_fit_plot_from_real_compare_fit(tmp_path):
+    fits_mod = pytest.importorskip("compare.fits")
+    _, points, _ = synthetic_line()
+    pts = [p for p in points if p["threshold"] == 0.15]
+    fit = fits_mod.fit_points(pts, predicted_slope=1.5, experiment="tr", line="l", threshold=0.15,
+                              n_bootstrap=200).to_dict()
+    fig = figures.fit_plot(fit)
+    assert fig.axes and len(fig.axes[0].texts) >= 1
+    _look(fig, tmp_path, "fit_real")
+
+
+def test_capacity_plot_annotates_C_and_inverts_n_log_n(tmp_path):
+    lin = synthetic_capacity()
+    mlp = synthetic_capacity(label="MLP m*d, m=2d", C=0.5, rng_seed=3)
+    fig = figures.capacity_plot([lin, mlp], labels=["linear, d$^2$", "MLP, m$\\cdot$d"])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any(f"C = {lin['C']:.3g}" in lab for lab in labels)
+    # the x of each plotted point is N, recovered from x = log(N ln N)
+    N = figures._invert_n_log_n(np.array([lin["points"][0]["x"]]))[0]
+    assert abs(N * math.log(N) - math.exp(lin["points"][0]["x"])) < 1e-6 * N * math.log(N)
+    _look(fig, tmp_path, "capacity")
+
+
+def test_dmin_plot_panels_and_fits(tmp_path):
+    fig = figures.dmin_plot(synthetic_dmin())
+    assert [ax.get_title() for ax in fig.axes] == ["learned subject embeddings", "frozen subject embeddings"]
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("log2 N" in lab for lab in labels) and any("N^p" in lab for lab in labels)
+    _look(fig, tmp_path, "dmin")
+
+
+def test_slope_table_colours_verdicts(tmp_path):
+    _, _, fits = synthetic_line()
+    rows = tables.slope_rows(fits, dominant_of={"N=V*log(V), L=V**0.5": "gradient_noise"})
+    fig = tables.slope_table(rows)
+    cells = fig.axes[0].tables[0].get_celld()
+    from reports.style import VERDICT_COLOURS
+
+    verdict_col = 8
+    for i, r in enumerate(rows, start=1):
+        assert cells[(i, verdict_col)].get_text().get_text() == r["verdict"]
+        assert matplotlib.colors.same_color(cells[(i, verdict_col)].get_facecolor(), VERDICT_COLOURS[r["verdict"]])
+    assert cells[(1, 7)].get_text().get_text() == "gradient_noise"
+    _look(fig, tmp_path, "slopes")
+
+
+def test_mathtext_accepts_what_sympy_latex_emits():
+    sympy = pytest.importorskip("sympy")
+    V, N, L, d, m = sympy.symbols("V N L d m", positive=True)
+    for expr in [N * d / V, L * sympy.log(V), sympy.sqrt(L * V / N), sympy.Max(V / m, 1), sympy.Min(d, N),
+                 V ** sympy.Rational(3, 2) * sympy.log(V) ** 2, sympy.exp(-d / V)]:
+        text, ok = tables.mathtext_or_plain(sympy.latex(expr))
+        assert ok, (expr, sympy.latex(expr))
+        assert text.startswith("$") and text.endswith("$")
+
+
+def test_mathtext_falls_back_to_plain_text_for_unsupported_constructs():
+    sympy = pytest.importorskip("sympy")
+    V, L = sympy.symbols("V L", positive=True)
+    latex = sympy.latex(sympy.Piecewise((V, L > 1), (1, True)))
+    assert "cases" in latex
+    text, ok = tables.mathtext_or_plain(latex, plain="Piecewise(...)")
+    assert not ok and text == "Piecewise(...)"
+
+
+def test_term_table_renders_and_notes_fallback(tmp_path):
+    fig = tables.term_table(SYNTHETIC_TERMS, title="token retrieval terms")
+    texts = [t.get_text() for t in fig.texts]
+    assert r"$\frac{N d \eta \gamma}{V}$" in texts
+    assert any("(piecewise)  *" == t for t in texts)
+    assert any("mathtext cannot draw" in t for t in texts)
+    assert sum(t in ("derived-here", "paper-reported", "anchor") for t in texts) == len(SYNTHETIC_TERMS)
+    _look(fig, tmp_path, "terms")
+
+
+def test_term_table_without_latex_uses_theory_parser():
+    # no 'latex' field: the expression goes through theory's whitelist parser, never sympify
+    pytest.importorskip("theory.expr")
+    text = tables.term_latex({"name": "t", "role": "noise", "expr": "sqrt(L*V/N)", "provenance": "derived-here"})
+    assert text is not None and "sqrt" in text
+    hostile = tables.term_latex({"name": "t", "role": "noise", "expr": "__import__('os').system('x')",
+                                 "provenance": "derived-here"})
+    assert hostile is None
