@@ -131,7 +131,7 @@ def test_heatmap_draws_cells_markers_and_fit_lines(tmp_path):
     fig = figures.accuracy_heatmap(cells, points, fits, title="synthetic")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]  # legend sits outside the axes
     # one marker series and one fitted line per threshold, the slope in the fit's label
     for thr, fit in zip(THRESHOLDS, fits):
         assert any(f"acc {thr:g}" in lab and f"slope {fit['slope']:.2f}" in lab for lab in labels), labels
