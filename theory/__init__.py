@@ -1,1 +1,22 @@
-"""theory stage of recallkit."""
+"""theory stage of recallkit: theorem packs -> phase regions, required parameter counts, predicted slopes.
+
+Pure sympy (no torch, no matplotlib, no scipy at import time). Typical use::
+
+    import theory
+    pack = theory.load_pack("assoc_memory")
+    diagram = theory.compute_regions(pack, "m=d**k", axes=("k",))
+    prediction = theory.predict(pack, "m=d")      # slope of log(m*d) against log(N)
+"""
+from theory.errors import InputError, RecallkitError
+from theory.expr import parse_expression, parse_linear_constraints
+from theory.pack import Corollary, Fact, LowerBound, Pack, Term, list_packs, load_pack, pack_from_dict
+from theory.predict import Prediction, predict
+from theory.regions import Region, RegionDiagram, compute_regions, parse_box
+from theory.scaling import Monomial, Scaling, parse_scaling, reduce_term
+
+__all__ = [
+    "Corollary", "Fact", "InputError", "LowerBound", "Monomial", "Pack", "Prediction", "RecallkitError",
+    "Region", "RegionDiagram", "Scaling", "Term", "compute_regions", "list_packs", "load_pack",
+    "pack_from_dict", "parse_box", "parse_expression", "parse_linear_constraints", "parse_scaling",
+    "predict", "reduce_term",
+]

@@ -1,0 +1,90 @@
+"""Predicted slope of log(parameter count) against log(base) along a fully specified line.
+
+A line is a scaling with no free exponent left, e.g. ``N=V*log(V), L=V**0.5, m=d**2``. Along it
+the required parameter count is ``base**slope * log(base)**log_power`` (leading order), where the
+binding noise term is the one demanding the largest size exponent (ties broken by log power; see
+theory.analysis). A fit of log(count) on log(base) over a finite range sees roughly
+``slope + log_power / log(base)``; the log power is reported so the comparison can account for it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from theory.analysis import analyse, float_or_none
+from theory.errors import InputError
+from theory.pack import Pack
+from theory.scaling import Scaling, free_exponents
+
+
+@dataclass(frozen=True)
+class Prediction:
+    pack: str
+    scaling: str
+    base: str
+    size: str
+    param_count: str
+    dominant: str
+    tied_with: tuple[str, ...]
+    slope: sp.Expr
+    log_power: sp.Expr
+    size_exponent: sp.Expr
+    size_log_power: sp.Expr
+    thresholds: list[dict[str, Any]] = field(default_factory=list)
+    lower_bounds: list[dict[str, Any]] = field(default_factory=list)
+    infeasible: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack, "scaling": self.scaling, "base": self.base, "size": self.size,
+            "param_count": self.param_count,
+            "slope": float(self.slope), "slope_exact": sp.sstr(self.slope),
+            "log_power": sp.sstr(self.log_power), "log_power_float": float_or_none(self.log_power),
+            "dominant": self.dominant, "tied_with": list(self.tied_with),
+            "size_exponent": sp.sstr(self.size_exponent), "size_exponent_float": float(self.size_exponent),
+            "size_log_power": sp.sstr(self.size_log_power),
+            "size_log_power_float": float_or_none(self.size_log_power),
+            "thresholds": self.thresholds, "lower_bounds": self.lower_bounds, "infeasible": self.infeasible,
+        }
+
+
+def predict(pack: Pack, scaling: Scaling | str | None = None) -> Prediction:
+    """Predicted slope, binding term and log power along a fully specified line."""
+    analysis = analyse(pack, scaling)
+    monomials = dict(analysis.noise, signal=analysis.signal, param_count=analysis.param, **analysis.lower_bounds)
+    free = sorted(free_exponents(monomials))
+    if free:
+        raise InputError(f"--scaling: free exponent(s) {', '.join(free)} left in {analysis.scaling.text!r}; "
+                         f"predict needs a fully specified line, e.g. 'N=V*log(V), L=V**0.5'")
+
+    solvable = [t for t in analysis.thresholds.values() if not t.size_independent]
+    # largest size exponent binds; on equal exponents the larger log power does
+    ranked = sorted(solvable, key=lambda t: (t.size_exponent, t.size_log_power), reverse=True)
+    top = ranked[0]
+    tied = tuple(t.name for t in ranked[1:]
+                 if t.size_exponent == top.size_exponent and t.size_log_power == top.size_log_power)
+    slope, log_power = analysis.required(top.name)
+
+    infeasible = [t.name for t in analysis.thresholds.values() if t.size_independent
+                  and (t.offset < 0 or (t.offset == 0 and t.log_margin < 0))]
+    thresholds = []
+    for t in analysis.thresholds.values():
+        entry = {"name": t.name, "size_independent": t.size_independent}
+        if t.size_independent:
+            entry.update({"margin_exponent": sp.sstr(t.offset), "margin_log_power": sp.sstr(t.log_margin)})
+        else:
+            entry.update({"size_exponent": sp.sstr(t.size_exponent), "size_log_power": sp.sstr(t.size_log_power)})
+        thresholds.append(entry)
+    bounds = []
+    for name, monomial in analysis.lower_bounds.items():
+        gap = sp.simplify(slope - monomial.exponent)
+        log_gap = sp.simplify(log_power - monomial.log_power)
+        bounds.append({"name": name, "exponent": sp.sstr(monomial.exponent), "log_power": sp.sstr(monomial.log_power),
+                       "gap_exponent": sp.sstr(gap), "gap_log_power": sp.sstr(log_gap)})
+    return Prediction(
+        pack=pack.name, scaling=str(analysis.scaling), base=pack.base, size=pack.size,
+        param_count=sp.sstr(pack.param_count), dominant=top.name, tied_with=tied, slope=slope,
+        log_power=log_power, size_exponent=top.size_exponent, size_log_power=top.size_log_power,
+        thresholds=thresholds, lower_bounds=bounds, infeasible=infeasible)

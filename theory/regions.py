@@ -1,0 +1,393 @@
+"""Phase regions: where in the plane (or on the line) of free exponents each noise term binds.
+
+For a pack, a scaling with one or two free exponents (the axes) and ``size = base**x``, each noise
+term i demands ``x >= x_i(axes)`` (theory.analysis). Term i dominates on
+``{x_i >= x_j for every j} ∩ domain``. The boundaries ``x_i = x_j`` are linear in the axes (checked;
+a nonlinear boundary is an error), so every region is a convex polygon (an interval on one axis).
+The polygons are computed exactly: the bounding box is clipped by each half-plane with rational
+arithmetic (``fractions.Fraction``), so the vertices are exact rationals.
+
+The domain is the pack's ``domain`` plus any extra constraints, inside a bounding box (the pack's
+``[defaults] box``, else [0, 2] per axis); strict inequalities are drawn closed. Constraints on
+exponents that are not axes are skipped and listed in ``notes``. Size-independent terms add their
+feasibility condition (the signal must beat them at every size) to the domain.
+
+Where two terms have identical size exponents everywhere, the one with the larger log power
+dominates; if the log powers are also equal they are reported as ``tied_with``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Sequence
+
+import sympy as sp
+
+from theory.analysis import Analysis, analyse, as_scaling
+from theory.errors import InputError
+from theory.expr import parse_linear_constraints
+from theory.pack import Pack
+from theory.scaling import Scaling, free_exponents
+from theory.symbols import EXPONENTS, SIZE_EXPONENT
+
+DEFAULT_BOX = (Fraction(0), Fraction(2))
+
+Point = tuple[Fraction, ...]
+
+
+@dataclass(frozen=True)
+class HalfSpace:
+    """``sum(coefficients[i] * axis_i) + constant >= 0``."""
+
+    coefficients: tuple[Fraction, ...]
+    constant: Fraction
+    text: str
+
+    def value(self, point: Point) -> Fraction:
+        return sum((c * p for c, p in zip(self.coefficients, point)), self.constant)
+
+
+def _fraction(value: sp.Expr, where: str) -> Fraction:
+    value = sp.nsimplify(value) if isinstance(value, sp.Float) else value
+    if not value.is_Rational:
+        raise InputError(f"{where}: coefficient {sp.sstr(value)} is not a rational number")
+    return Fraction(int(value.p), int(value.q))
+
+
+def _to_fraction(number: float | int | Fraction) -> Fraction:
+    return number if isinstance(number, Fraction) else Fraction(str(number))
+
+
+def linear_halfspace(expr: sp.Expr, axes: Sequence[sp.Symbol], text: str, where: str) -> HalfSpace:
+    """``expr >= 0`` as a HalfSpace; ``expr`` must be linear in ``axes`` with rational coefficients."""
+    expr = sp.expand(expr)
+    extra = expr.free_symbols - set(axes)
+    if extra:
+        raise InputError(f"{where}: {sp.sstr(expr)} depends on {', '.join(sorted(s.name for s in extra))}, "
+                         f"not only on the axes {', '.join(a.name for a in axes)}")
+    poly = sp.Poly(expr, *axes)
+    if poly.total_degree() > 1:
+        raise InputError(f"{where}: boundary {sp.sstr(expr)} = 0 is not linear in the axes")
+    coefficients = tuple(_fraction(poly.coeff_monomial(axis), where) for axis in axes)
+    constant = _fraction(poly.coeff_monomial(1), where)
+    return HalfSpace(coefficients, constant, text)
+
+
+def clip(polygon: list[Point], half: HalfSpace) -> list[Point]:
+    """Exact Sutherland-Hodgman clip of a convex polygon (2-D) or interval (1-D) by a half-space."""
+    if not polygon:
+        return []
+    if len(polygon[0]) == 1:
+        (coef,) = half.coefficients
+        low, high = polygon[0][0], polygon[-1][0]
+        if coef == 0:
+            return polygon if half.constant >= 0 else []
+        cut = -half.constant / coef
+        if coef > 0:
+            low = max(low, cut)
+        else:
+            high = min(high, cut)
+        return [(low,), (high,)] if low <= high else []
+    result: list[Point] = []
+    for i, current in enumerate(polygon):
+        following = polygon[(i + 1) % len(polygon)]
+        f_current, f_following = half.value(current), half.value(following)
+        if f_current >= 0:
+            result.append(current)
+        if (f_current > 0 > f_following) or (f_current < 0 < f_following):
+            t = f_current / (f_current - f_following)
+            result.append(tuple(a + t * (b - a) for a, b in zip(current, following)))
+    deduplicated: list[Point] = []
+    for point in result:
+        if not deduplicated or deduplicated[-1] != point:
+            deduplicated.append(point)
+    if len(deduplicated) > 1 and deduplicated[0] == deduplicated[-1]:
+        deduplicated.pop()
+    return deduplicated
+
+
+def measure(polygon: list[Point]) -> Fraction:
+    """Area of a polygon (2-D) or length of an interval (1-D); 0 for a degenerate one."""
+    if len(polygon) < 2:
+        return Fraction(0)
+    if len(polygon[0]) == 1:
+        return polygon[-1][0] - polygon[0][0]
+    if len(polygon) < 3:
+        return Fraction(0)
+    twice = sum(p[0] * q[1] - q[0] * p[1] for p, q in zip(polygon, polygon[1:] + polygon[:1]))
+    return abs(twice) / 2
+
+
+@dataclass
+class Region:
+    dominant: str
+    tied_with: list[str]
+    inequalities: list[str]
+    vertices: list[Point]
+    required_param_exponent: sp.Expr
+    log_power: sp.Expr
+    size_exponent: sp.Expr
+    size_log_power: sp.Expr
+    lower_bound_gaps: list[dict[str, str]]
+
+    def label_point(self) -> list[float]:
+        count = len(self.vertices)
+        return [float(sum(v[i] for v in self.vertices) / count) for i in range(len(self.vertices[0]))]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dominant": self.dominant, "tied_with": self.tied_with, "inequalities": self.inequalities,
+            "vertices": [[str(coordinate) for coordinate in vertex] for vertex in self.vertices],
+            "vertices_float": [[float(coordinate) for coordinate in vertex] for vertex in self.vertices],
+            "label_point": self.label_point(),
+            "required_param_exponent": sp.sstr(self.required_param_exponent),
+            "required_param_exponent_latex": sp.latex(self.required_param_exponent),
+            "log_power": sp.sstr(self.log_power), "log_power_latex": sp.latex(self.log_power),
+            "size_exponent": sp.sstr(self.size_exponent), "size_log_power": sp.sstr(self.size_log_power),
+            "lower_bound_gaps": self.lower_bound_gaps,
+        }
+
+
+@dataclass
+class RegionDiagram:
+    pack: str
+    scaling: str
+    axes: tuple[str, ...]
+    axis_labels: list[str]
+    base: str
+    size: str
+    param_count: str
+    domain: list[str]
+    box: list[list[str]]
+    regions: list[Region]
+    feasibility: list[dict[str, str]] = field(default_factory=list)
+    corollary_check: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def corollary_agrees(self) -> bool | None:
+        """None if nothing was checked, else whether every stated exponent agreed."""
+        checked = [entry["agrees"] for entry in self.corollary_check if entry["agrees"] is not None]
+        return None if not checked else all(checked)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack, "scaling": self.scaling, "axes": list(self.axes), "axis_labels": self.axis_labels,
+            "base": self.base, "size": self.size, "param_count": self.param_count, "domain": self.domain,
+            "box": self.box, "box_float": [[float(Fraction(v)) for v in pair] for pair in self.box],
+            "regions": [region.to_dict() for region in self.regions], "feasibility": self.feasibility,
+            "corollary_check": self.corollary_check, "corollary_agrees": self.corollary_agrees,
+            "notes": self.notes,
+        }
+
+
+def _box(pack: Pack, axes: Sequence[str], box: dict[str, Sequence[float]] | None) -> list[tuple[Fraction, Fraction]]:
+    intervals = []
+    for axis in axes:
+        if box and axis in box:
+            low, high = (_to_fraction(v) for v in box[axis])
+        elif axis in pack.default_box:
+            low, high = (_to_fraction(v) for v in pack.default_box[axis])
+        else:
+            low, high = DEFAULT_BOX
+        if not low < high:
+            raise InputError(f"--box: {axis}: expected low < high, got {low}:{high}")
+        intervals.append((low, high))
+    return intervals
+
+
+def parse_box(text: str, where: str = "--box") -> dict[str, tuple[Fraction, Fraction]]:
+    """``"a=1:2, c=0:1"`` -> {"a": (1, 2), "c": (0, 1)}."""
+    result = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, interval = part.partition("=")
+        name = name.strip()
+        low, sep, high = interval.partition(":")
+        if name not in EXPONENTS or not sep:
+            raise InputError(f"{where}: expected entries like 'a=1:2' with an exponent name, got {part!r}")
+        try:
+            low_f, high_f = Fraction(low.strip()), Fraction(high.strip())
+        except ValueError:
+            raise InputError(f"{where}: {name}: expected two numbers low:high, got {interval!r}") from None
+        result[name] = (low_f, high_f)
+    return result
+
+
+def _region_polygon(start: list[Point], halves: list[HalfSpace]) -> list[Point]:
+    polygon = start
+    for half in halves:
+        polygon = clip(polygon, half)
+        if not polygon:
+            break
+    return polygon
+
+
+def compute_regions(
+    pack: Pack,
+    scaling: Scaling | str | None = None,
+    axes: Sequence[str] | str | None = None,
+    box: dict[str, Sequence[float]] | None = None,
+    domain: Sequence[str] = (),
+) -> RegionDiagram:
+    """Exact phase regions of ``pack`` under ``scaling`` over one or two free exponents ``axes``.
+
+    ``scaling`` and ``axes`` default to the pack's ``[defaults]``. ``box`` maps an axis to
+    (low, high) for the drawn window; ``domain`` adds constraints such as ``"a <= 1.5"``.
+    """
+    scaling = as_scaling(pack, scaling)
+    if axes is None:
+        axes = pack.default_axes
+    if isinstance(axes, str):
+        axes = [part.strip() for part in axes.split(",") if part.strip()]
+    if not axes or not 1 <= len(axes) <= 2 or len(set(axes)) != len(axes):
+        raise InputError(f"--axes: expected one or two distinct exponent names such as 'a,c', got {axes!r}")
+    for axis in axes:
+        if axis not in EXPONENTS:
+            raise InputError(f"--axes: unknown exponent {axis!r} (allowed: {', '.join(EXPONENTS)})")
+    axes = tuple(axes)
+    axis_symbols = [EXPONENTS[axis] for axis in axes]
+
+    analysis = analyse(pack, scaling)
+    monomials = dict(analysis.noise, signal=analysis.signal, param_count=analysis.param, **analysis.lower_bounds)
+    free = free_exponents(monomials)
+    missing = sorted(free - set(axes))
+    if missing:
+        raise InputError(f"--axes: exponent(s) {', '.join(missing)} are free in the scaling but not axes; "
+                         f"fix them in --scaling or choose them as axes")
+    notes = []
+    unused = sorted(set(axes) - free)
+    if unused:
+        notes.append(f"axis {', '.join(unused)} does not appear in any term under this scaling")
+
+    intervals = _box(pack, axes, box)
+    if len(axes) == 1:
+        start: list[Point] = [(intervals[0][0],), (intervals[0][1],)]
+    else:
+        (a0, a1), (c0, c1) = intervals
+        start = [(a0, c0), (a1, c0), (a1, c1), (a0, c1)]
+
+    # domain: pack constraints + extra ones; constraints on non-axis exponents are skipped
+    domain_halves: list[HalfSpace] = []
+    domain_texts: list[str] = []
+    sources = [(text, f"{pack.path}: pack.domain[{i}]") for i, text in enumerate(pack.domain)]
+    sources += [(text, f"--domain[{i}]") for i, text in enumerate(domain)]
+    for text, where in sources:
+        constraints = parse_linear_constraints(text, EXPONENTS, where)
+        symbols = set().union(*(expr.free_symbols for expr, _ in constraints))
+        if not symbols <= set(axis_symbols):
+            notes.append(f"domain constraint {text!r} skipped: it involves exponents that are not axes")
+            continue
+        domain_texts.append(text)
+        for expr, op in constraints:
+            signed = expr if op in (">=", ">") else -expr
+            domain_halves.append(linear_halfspace(signed, axis_symbols, text, where))
+
+    feasibility = []
+    for name, threshold in analysis.thresholds.items():
+        if threshold.size_independent:
+            text = f"{sp.sstr(threshold.offset)} >= 0"
+            feasibility.append({"term": name, "condition": text,
+                                "meaning": f"signal outgrows {name} at every size only where {text}"})
+            domain_halves.append(linear_halfspace(threshold.offset, axis_symbols, text, f"{pack.path}: {name}"))
+
+    domain_polygon = _region_polygon(start, domain_halves)
+    if measure(domain_polygon) == 0:
+        raise InputError(f"the domain ({'; '.join(domain_texts) or 'box'}) is empty inside the box "
+                         f"{[[str(v) for v in pair] for pair in intervals]}")
+
+    solvable = [t for t in analysis.thresholds.values() if not t.size_independent]
+    for t in solvable:  # the size must help against every term everywhere in the domain
+        for vertex in domain_polygon:
+            value = t.slope.xreplace(dict(zip(axis_symbols, (sp.Rational(v.numerator, v.denominator) for v in vertex))))
+            if not value > 0:
+                raise InputError(f"{pack.path}: noise term {t.name!r} does not shrink relative to the signal as "
+                                 f"{pack.size} grows at {axes}={tuple(str(v) for v in vertex)}")
+
+    # group terms with identical size exponents; the larger log power represents the group
+    groups: list[list] = []
+    for t in solvable:
+        for group in groups:
+            if sp.simplify(group[0].size_exponent - t.size_exponent) == 0:
+                group.append(t)
+                break
+        else:
+            groups.append([t])
+    representatives = []
+    for group in groups:
+        centre = dict(zip(axis_symbols, _centre(domain_polygon)))
+        group.sort(key=lambda t: float(t.size_log_power.xreplace(centre)), reverse=True)
+        top = group[0]
+        tied = [t.name for t in group[1:] if sp.simplify(t.size_log_power - top.size_log_power) == 0]
+        representatives.append((top, tied))
+
+    regions = []
+    for top, tied in representatives:
+        halves, texts = [], []
+        for other, _ in representatives:
+            if other is top:
+                continue
+            numerator, denominator = sp.fraction(sp.together(top.size_exponent - other.size_exponent))
+            signs = {sp.sign(denominator.xreplace(dict(zip(axis_symbols, (sp.Rational(v.numerator, v.denominator)
+                                                                          for v in vertex)))))
+                     for vertex in domain_polygon}
+            if len(signs) != 1 or 0 in signs:
+                raise InputError(f"{pack.path}: boundary between {top.name!r} and {other.name!r} is singular in the domain")
+            sign = signs.pop()
+            text = (f"{sp.sstr(top.size_exponent)} >= {sp.sstr(other.size_exponent)}"
+                    if not denominator.free_symbols else f"{sp.sstr(sign * numerator)} >= 0")
+            texts.append(f"{text}  [x({top.name}) >= x({other.name})]")
+            halves.append(linear_halfspace(sign * numerator, axis_symbols, text, f"{pack.path}: {top.name}"))
+        polygon = _region_polygon(domain_polygon, halves)
+        if measure(polygon) == 0:
+            continue
+        exponent, log_power = analysis.required(top.name)
+        gaps = []
+        for name, bound in analysis.lower_bounds.items():
+            gaps.append({"name": name, "exponent": sp.sstr(bound.exponent), "log_power": sp.sstr(bound.log_power),
+                         "gap_exponent": sp.sstr(sp.simplify(exponent - bound.exponent)),
+                         "gap_log_power": sp.sstr(sp.simplify(log_power - bound.log_power))})
+        regions.append(Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent,
+                              top.size_log_power, gaps))
+
+    labels = []
+    for axis in axes:
+        meaning = scaling.meaning_of(axis)
+        labels.append(f"{axis}  ({meaning})" if meaning else axis)
+    diagram = RegionDiagram(
+        pack=pack.name, scaling=str(scaling), axes=axes, axis_labels=labels, base=pack.base, size=pack.size,
+        param_count=sp.sstr(pack.param_count), domain=domain_texts,
+        box=[[str(low), str(high)] for low, high in intervals], regions=regions, feasibility=feasibility,
+        notes=notes)
+    diagram.corollary_check = _check_corollary(pack, scaling, axes, analysis, regions)
+    return diagram
+
+
+def _centre(polygon: list[Point]) -> list[sp.Rational]:
+    count = len(polygon)
+    return [sp.Rational(sum((p[i] for p in polygon), Fraction(0)) / count) for i in range(len(polygon[0]))]
+
+
+def _check_corollary(pack: Pack, scaling: Scaling, axes: tuple[str, ...], analysis: Analysis,
+                     regions: list[Region]) -> list[dict[str, Any]]:
+    """Compare the pack's hand-stated corollary with the computed regions (when it applies)."""
+    corollary = pack.corollary
+    if corollary is None:
+        return []
+    stated_scaling = as_scaling(pack, corollary.scaling, f"{pack.path}: corollary.scaling") \
+        if corollary.scaling is not None else as_scaling(pack, None)
+    if stated_scaling.as_dict() != scaling.as_dict() or (corollary.axes and tuple(corollary.axes) != axes):
+        return [{"region": name, "stated": sp.sstr(expr), "computed": None, "agrees": None,
+                 "reason": "the corollary is stated for a different scaling or axes"}
+                for name, expr in corollary.exponents.items()]
+    by_name = {region.dominant: region for region in regions}
+    checks = []
+    for name, stated in corollary.exponents.items():
+        if name in by_name:
+            computed = by_name[name].required_param_exponent
+            agrees = sp.simplify(stated - computed) == 0
+            checks.append({"region": name, "stated": sp.sstr(stated), "computed": sp.sstr(computed), "agrees": agrees,
+                           "reason": "" if agrees else "stated and computed exponents differ"})
+        else:
+            checks.append({"region": name, "stated": sp.sstr(stated), "computed": None, "agrees": False,
+                           "reason": f"no region of the diagram is dominated by {name}"})
+    return checks

@@ -1,0 +1,33 @@
+"""The symbols every pack and scaling is written in.
+
+Model variables (SPEC.md): V vocabulary, N number of facts/samples, d embedding dimension,
+L sequence length, m MLP width, R number of relations, eta and gamma step sizes.
+Exponent variables (SPEC.md "Scaling conventions"): N = V**a, L = V**c, m = d**k, R = N**r, ...
+All are declared positive so that sympy may combine powers and split logs of products
+(log(V**a) = a*log(V) only holds for positive V).
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+V, N, d, L, m, R, eta, gamma = sp.symbols("V N d L m R eta gamma", positive=True)
+
+#: model variables a pack may state its terms in, by name
+VARIABLES: dict[str, sp.Symbol] = {s.name: s for s in (V, N, d, L, m, R, eta, gamma)}
+
+a, b, c, k, q, r, s, t, u, w = sp.symbols("a b c k q r s t u w", positive=True)
+
+#: free exponents of scalings (N = V**a, L = V**c, m = d**k, R = N**r, ...)
+EXPONENTS: dict[str, sp.Symbol] = {sym.name: sym for sym in (a, b, c, k, q, r, s, t, u, w)}
+
+#: the exponent of the size variable (d = base**x) the success condition is solved for;
+#: not in EXPONENTS, so no user expression can name it.
+SIZE_EXPONENT = sp.Symbol("x", positive=True)
+
+#: names that may not be used for pack constants (variables, exponents, functions, the size exponent)
+RESERVED_NAMES = frozenset(VARIABLES) | frozenset(EXPONENTS) | {"x", "log", "sqrt", "exp", "Min", "Max"}
+
+
+def constant_symbol(name: str) -> sp.Symbol:
+    """A positive symbol for a pack-declared constant such as p (bits per parameter)."""
+    return sp.Symbol(name, positive=True)
