@@ -1,1 +1,37 @@
-"""compare stage of recallkit."""
+"""compare stage of recallkit: exponent fits with confidence intervals, verdicts, assertions.
+
+Public API (imported lazily, so that ``import compare`` - which pytest does for the plugin in
+every run - costs nothing until a name is used)::
+
+    compare.fit_slope(x, y, seeds=None, *, alpha=0.05, n_bootstrap=2000, bootstrap_seed=0) -> SlopeFit
+    compare.fit_constant(x, y, seeds=None, *, fixed_slope=1.0, alpha=0.05, ...) -> ConstantFit
+    compare.fit_points(points, *, predicted_slope, x="log V", ...) -> FitResult
+    compare.fit_boundary_points(points, predictions, *, kind, base, delta, alpha, ...) -> list[FitResult]
+    compare.fit_experiment(path, *, store=None, preset="quick", run=True, ...) -> ExperimentFits
+    compare.decide(fit, predicted_slope, *, delta=0.25, alpha=0.05, log_power=0.0) -> Verdict
+    compare.assert_slope(points_or_arrays, predicted, expect="consistent", ...) -> FitResult
+    compare.assert_scaling(path, expect="consistent", *, store=None, preset="quick", threshold=None, ...)
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "fit_slope": "compare.fits", "fit_constant": "compare.fits", "fit_points": "compare.fits",
+    "finite_range_slope": "compare.fits", "FitResult": "compare.fits", "SlopeFit": "compare.fits",
+    "ConstantFit": "compare.fits", "DEFAULT_ALPHA": "compare.fits",
+    "Verdict": "compare.verdicts", "decide": "compare.verdicts", "decide_numbers": "compare.verdicts",
+    "DEFAULT_DELTA": "compare.verdicts",
+    "assert_slope": "compare.assertions", "assert_scaling": "compare.assertions",
+    "fit_arrays": "compare.assertions", "fit_boundary_points": "compare.assertions",
+    "fit_experiment": "compare.assertions", "describe_fit": "compare.assertions",
+    "ExperimentFits": "compare.assertions",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'compare' has no attribute {name!r}")

@@ -1,1 +1,95 @@
-"""pytest plugin registered through the ``pytest11`` entry point (filled in by the compare issue)."""
+"""pytest plugin (entry point ``pytest11``): assert a scaling law in a user's own test suite.
+
+Two ways, both run the experiment's sweep (training only what the results store lacks) and fit it:
+
+* the marker runs after the test body passes::
+
+      @pytest.mark.scaling_law("experiments/assoc_memory_linear.toml", expect="consistent")
+      def test_linear_memory_capacity():
+          pass
+
+  keyword arguments: ``expect`` (a verdict or a list of them), ``preset`` ("quick"),
+  ``threshold``, ``store``, ``delta``, ``alpha``;
+* the fixture ``recallkit_sweep`` is a function with the signature of
+  :func:`compare.assert_scaling` that returns the fits, for tests that also look at the numbers::
+
+      def test_slopes(recallkit_sweep):
+          fits = recallkit_sweep("experiments/x.toml", expect=("consistent", "inconclusive"))
+          assert fits.fits[0].fit.n_points >= 6
+
+Options: ``--recallkit-store PATH`` (default: $RECALLKIT_STORE, else results/recallkit.sqlite),
+``--recallkit-preset NAME`` (overrides the marker's preset). A relative experiment path is looked
+up from the current directory, then from pytest's rootdir.
+
+This module imports nothing heavy at load time: pytest loads it in every run of every project
+installed next to recallkit.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+_MARKER_KEYWORDS = {"expect", "preset", "threshold", "store", "delta", "alpha"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("recallkit", "recallkit scaling-law checks")
+    group.addoption("--recallkit-store", default=None, metavar="PATH",
+                    help="results store reused by scaling_law checks (default: $RECALLKIT_STORE or "
+                         "results/recallkit.sqlite)")
+    group.addoption("--recallkit-preset", default=None, metavar="NAME",
+                    help="preset for scaling_law checks, overriding the marker's (default: quick)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "scaling_law(experiment, expect='consistent', preset='quick', threshold=None, store=None, delta=None, "
+        "alpha=None): after the test passes, run the experiment's sweep (reusing the results store), fit it "
+        "and assert the verdicts (recallkit)",
+    )
+
+
+def _resolve(config: pytest.Config, experiment: Any) -> str:
+    path = Path(str(experiment))
+    if not path.is_absolute() and not path.exists() and (config.rootpath / path).exists():
+        path = config.rootpath / path
+    return str(path)
+
+
+def _checker(config: pytest.Config) -> Callable[..., Any]:
+    def check(experiment: Any, expect: Any = "consistent", **options: Any) -> Any:
+        from compare import assertions
+
+        unknown = set(options) - (_MARKER_KEYWORDS - {"expect"})
+        if unknown:
+            raise TypeError(f"recallkit scaling_law: unknown option(s) {sorted(unknown)}; "
+                            f"allowed: {sorted(_MARKER_KEYWORDS)}")
+        store = options.pop("store", None) or config.getoption("recallkit_store")
+        preset = config.getoption("recallkit_preset") or options.pop("preset", None) or "quick"
+        options.pop("preset", None)
+        return assertions.assert_scaling(_resolve(config, experiment), expect, store=store, preset=preset,
+                                         **options)
+
+    return check
+
+
+@pytest.fixture
+def recallkit_sweep(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``recallkit_sweep(experiment, expect="consistent", *, preset, threshold, store, delta, alpha)``:
+    run + fit + assert, returning :class:`compare.assertions.ExperimentFits`."""
+    return _checker(request.config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
+    result = yield  # the test body; if it failed, that failure is reported and nothing else runs
+    marker = pyfuncitem.get_closest_marker("scaling_law")
+    if marker is not None:
+        if len(marker.args) != 1:
+            raise pytest.UsageError(
+                f"{pyfuncitem.nodeid}: scaling_law takes exactly one experiment path, got {marker.args!r}")
+        _checker(pyfuncitem.config)(marker.args[0], **marker.kwargs)
+    return result

@@ -1,0 +1,340 @@
+"""Assertions for users' own test suites, and the experiment-level fitting they rest on.
+
+* :func:`assert_slope` works on plain arrays or boundary-point dicts: no training involved.
+* :func:`assert_scaling` runs (or reuses from the results store) an experiment's sweep, fits every
+  line and threshold, and checks each verdict.
+* :func:`fit_boundary_points` groups boundary points by (line, threshold) and fits each group;
+  :func:`fit_experiment` does the whole experiment (search -> points -> predictions -> fits).
+
+Both assertions raise ``AssertionError`` whose message carries the fitted slope, both
+intervals, the prediction, delta and the verdict with its reason, and return the fit results
+when they pass.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, FitResult, fit_constant,
+                          fit_points, fit_slope)
+from compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
+from theory.errors import InputError
+
+# Where runs are kept unless --store / store= says otherwise; RECALLKIT_STORE overrides.
+DEFAULT_STORE = "results/recallkit.sqlite"
+
+
+def default_store_path() -> str:
+    return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
+
+
+def _expected_set(expect: str | Iterable[str]) -> tuple[str, ...]:
+    wanted = (expect,) if isinstance(expect, str) else tuple(expect)
+    for name in wanted:
+        if name not in VERDICTS:
+            raise InputError(f"expect: expected one of {', '.join(VERDICTS)} (or a list of them), got {name!r}")
+    if not wanted:
+        raise InputError("expect: expected at least one verdict")
+    return wanted
+
+
+def _pair(pair: Sequence[float] | None) -> str:
+    if pair is None or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in pair):
+        return "n/a"
+    return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def describe_fit(result: FitResult) -> str:
+    """A few lines a person reads in a failing test or the CLI: what was fitted and why the verdict."""
+    doc = result.to_dict()
+    level = f"{100 * (1 - doc['alpha']):g}%"
+    level_tost = f"{100 * (1 - 2 * doc['alpha']):g}%"
+    where = [f"experiment {doc['experiment']!r}" if doc["experiment"] else "points"]
+    if doc["line"]:
+        where.append(f"line {doc['line']!r}")
+    if doc["threshold"] is not None:
+        where.append(f"threshold {doc['threshold']:g}")
+    lines = [", ".join(where) + f": verdict {doc['verdict']!r}"]
+    if doc["slope"] is not None:
+        boot = doc["bootstrap"]
+        lines.append(
+            f"  fitted slope of {doc['y']} on {doc['x']}: {doc['slope']:.3f} (HC3 se {doc['slope_se']:.3f}, "
+            f"n = {doc['n_points']} points, {doc['n_seeds']} seeds, R^2 = {doc['r2']:.3f})")
+        lines.append(
+            f"  {level} CI {_pair(doc['slope_ci'])}; {level_tost} CI (TOST) {_pair(doc['slope_ci_tost'])}; "
+            f"bootstrap {level} CI over {boot['unit']}s {_pair(doc['slope_ci_bootstrap'])}")
+    else:
+        lines.append(f"  no fit: {doc['n_points']} uncensored points")
+    if doc["predicted_slope"] is not None:
+        predicted = f"  predicted slope {doc['predicted_slope']:.3f}"
+        if doc["predicted_slope_finite_range"] not in (None, doc["predicted_slope"]):
+            predicted += f" (finite-range {doc['predicted_slope_finite_range']:.3f})"
+        lines.append(predicted + f", delta {doc['delta']:g}, band {_pair(doc['band'])}")
+    if doc["C"] is not None:
+        lines.append(f"  C = {doc['C']:.4g}, {level} CI {_pair(doc['C_ci'])}, bootstrap {_pair(doc['C_ci_bootstrap'])}")
+    if doc["censored"]:
+        lines.append(f"  censored (not fitted): {len(doc['censored'])} points")
+    lines.append(f"  reason: {doc['verdict_reason']}")
+    return "\n".join(lines)
+
+
+def _check_results(results: Sequence[FitResult], wanted: tuple[str, ...], what: str) -> None:
+    failing = [r for r in results if r.verdict.verdict not in wanted]
+    if not results:
+        raise AssertionError(f"{what}: no fits to check (no boundary points)")
+    if failing:
+        head = (f"{what}: expected verdict {' or '.join(map(repr, wanted))}, "
+                f"{len(failing)} of {len(results)} fits disagree")
+        raise AssertionError(head + "\n" + "\n".join(describe_fit(r) for r in failing))
+
+
+def _is_array_triple(points: Any) -> bool:
+    return (isinstance(points, (tuple, list)) and len(points) in (2, 3)
+            and not any(isinstance(p, Mapping) for p in points))
+
+
+def fit_arrays(
+    x: Iterable[float],
+    y: Iterable[float],
+    seeds: Sequence[Any] | None,
+    predicted_slope: float,
+    *,
+    x_name: str = "x",
+    delta: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    log_power: float = 0.0,
+    capacity: bool = False,
+    label: str = "",
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> FitResult:
+    """A :class:`FitResult` for x, y already on log scale (raises InputError on unusable arrays)."""
+    delta = DEFAULT_DELTA if delta is None else delta
+    x_list, y_list = list(x), list(y)
+    seed_list = list(seeds) if seeds is not None else [0] * len(x_list)
+    fit = fit_slope(x_list, y_list, seed_list, alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
+    verdict = decide(fit, predicted_slope, delta=delta, alpha=alpha, log_power=log_power)
+    constant = (fit_constant(x_list, y_list, seed_list, alpha=alpha, n_bootstrap=n_bootstrap,
+                             bootstrap_seed=bootstrap_seed) if capacity else None)
+    points = [{"x": float(a), "y": float(b), "seed": s} for a, b, s in zip(x_list, y_list, seed_list)]
+    return FitResult(label, None, None, x_name, fit, verdict, points, [], constant)
+
+
+def assert_slope(
+    points: Any,
+    predicted: float,
+    expect: str | Iterable[str] = "consistent",
+    *,
+    x: str = "log V",
+    delta: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    log_power: float = 0.0,
+    capacity: bool = False,
+    label: str = "",
+) -> FitResult:
+    """Fit ``points`` and assert the verdict against ``predicted`` is one of ``expect``.
+
+    ``points`` is either a sequence of boundary-point dicts (docs/ARCHITECTURE.md; ``x`` names the
+    regressor, y is log param_count) or arrays ``(x, y)`` / ``(x, y, seeds)`` already on log scale.
+    """
+    wanted = _expected_set(expect)
+    if _is_array_triple(points):
+        seeds = points[2] if len(points) == 3 else None
+        result = fit_arrays(points[0], points[1], seeds, predicted, delta=delta, alpha=alpha,
+                            log_power=log_power, capacity=capacity, label=label)
+    else:
+        result = fit_points(list(points), predicted_slope=predicted, x=x, delta=delta, alpha=alpha,
+                            log_power=log_power, capacity=capacity, experiment=label)
+    _check_results([result], wanted, "scaling-law assertion failed")
+    return result
+
+
+def _float_or_zero(value: Any) -> float:
+    """A number from a prediction field that may be a float or an exact string such as '1/2'."""
+    if value is None:
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        pass
+    from empirics.experiment import SafeExpression  # whitelist parser: never executes the text
+
+    try:
+        return SafeExpression(str(value), set(), "theory prediction").evaluate({})
+    except InputError:
+        return math.nan
+
+
+def regressor_for(kind: str, base: str) -> tuple[str, bool]:
+    """The x of the fit and whether C is fitted, from the experiment's kind (docs/ARCHITECTURE.md)."""
+    if kind == "max_capacity":
+        return "log(N ln N)", True
+    return f"log {base}", False
+
+
+def fit_boundary_points(
+    points: Sequence[Mapping[str, Any]],
+    predictions: Mapping[str, Mapping[str, Any] | float] | float | None,
+    *,
+    experiment: str = "",
+    kind: str = "min_size",
+    base: str = "V",
+    delta: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    thresholds: Iterable[float] | None = None,
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> list[FitResult]:
+    """One :class:`FitResult` per (line, threshold) group of boundary points, in first-seen order.
+
+    ``predictions`` maps a line (the points' ``"line"`` value) to ``theory.predict(...).to_dict()``
+    (``slope`` and ``log_power`` are used) or to a bare slope; a single number applies to every line.
+    For capacity experiments (x = log(N ln N)) one power of log N is already in x, so the log power
+    passed to the verdict is the prediction's log power minus its slope (zero for params ~ N log N).
+    """
+    x_name, capacity = regressor_for(kind, base)
+    wanted_thresholds = None if thresholds is None else {float(t) for t in thresholds}
+    groups: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
+    for point in points:
+        key = (point.get("line"), point.get("threshold"))
+        if wanted_thresholds is not None and key[1] is not None and float(key[1]) not in wanted_thresholds:
+            continue
+        groups.setdefault(key, []).append(point)
+    results = []
+    for (line, threshold), group in groups.items():
+        prediction = predictions if not isinstance(predictions, Mapping) else predictions.get(line)
+        slope: float | None
+        if prediction is None:
+            slope, log_power = None, 0.0
+        elif isinstance(prediction, Mapping):
+            slope = _float_or_zero(prediction.get("slope")) if prediction.get("slope") is not None else None
+            log_power = _float_or_zero(prediction.get("log_power"))
+        else:
+            slope, log_power = float(prediction), 0.0
+        if capacity and slope is not None:
+            log_power -= slope
+        results.append(fit_points(
+            group, predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
+            delta=delta, alpha=alpha, log_power=log_power, capacity=capacity, n_bootstrap=n_bootstrap,
+            bootstrap_seed=bootstrap_seed))
+    return results
+
+
+@dataclass
+class ExperimentFits:
+    """Every fit of one experiment and preset, with where the runs came from."""
+
+    experiment: str
+    path: str
+    preset: str
+    kind: str
+    store: str
+    fits: list[FitResult]
+    predictions: dict[str, Any] = field(default_factory=dict)
+    sweep: dict[str, Any] = field(default_factory=dict)  # reused / computed / missing / violations
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
+                "store": self.store, "sweep": self.sweep, "predictions": self.predictions,
+                "fits": [f.to_dict() for f in self.fits]}
+
+
+def predictions_for(experiment: Any) -> dict[str, Any]:
+    """theory.predict for each line of a loaded experiment, keyed by line label; an entry holds
+    ``{"error": message}`` where the pack cannot predict the line (its fits are then inconclusive)."""
+    import theory
+
+    out: dict[str, Any] = {}
+    if experiment.pack is None:
+        return {line.label: {"error": f"{experiment.path}: no 'pack' to predict from"} for line in experiment.lines}
+    pack = theory.load_pack(experiment.pack)
+    for line in experiment.lines:
+        try:
+            out[line.label] = theory.predict(pack, theory.parse_scaling(line.scaling)).to_dict()
+        except InputError as exc:
+            out[line.label] = {"error": str(exc)}
+    return out
+
+
+def fit_experiment(
+    experiment: str | Path,
+    *,
+    store: str | Path | None = None,
+    preset: str = "quick",
+    run: bool = True,
+    executor: Any = None,
+    progress: bool = False,
+    delta: float | None = None,
+    alpha: float | None = None,
+    thresholds: Iterable[float] | None = None,
+    log: Any = sys.stderr,
+) -> ExperimentFits:
+    """Search (training only what the store lacks when ``run``; else replaying it), fit, decide.
+
+    delta / alpha default to the experiment's ``[verdict]`` table, then to the compare defaults.
+    """
+    from empirics.experiment import load_experiment
+    from empirics.search import replay, run_sweep
+    from empirics.store import ResultStore
+
+    loaded = load_experiment(experiment, preset=preset)
+    store_path = str(store) if store is not None else default_store_path()
+    delta = delta if delta is not None else loaded.verdict.get("delta", DEFAULT_DELTA)
+    alpha = alpha if alpha is not None else loaded.verdict.get("alpha", DEFAULT_ALPHA)
+    if loaded.kind == "grid":
+        raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
+                         f"max_capacity experiment)")
+    if run:
+        from empirics.executors import make_executor
+
+        own_executor = executor is None
+        executor = make_executor("local") if own_executor else executor
+        try:
+            with ResultStore(store_path) as results_store:
+                sweep = run_sweep(loaded, results_store, executor, progress=progress, log=log)
+        finally:
+            if own_executor:
+                executor.close()
+    else:
+        with ResultStore(store_path, readonly=True) as results_store:
+            sweep = replay(loaded, results_store)
+    predictions = predictions_for(loaded)
+    slopes = {label: (p if "error" not in p else None) for label, p in predictions.items()}
+    fits = fit_boundary_points(sweep.points, slopes, experiment=loaded.name, kind=loaded.kind, base=loaded.base,
+                               delta=delta, alpha=alpha, thresholds=thresholds)
+    for result in fits:
+        error = predictions.get(result.line, {}).get("error")
+        if error and result.verdict.verdict == "inconclusive":
+            result.verdict = type(result.verdict)(
+                "inconclusive", f"no predicted slope for this line: {error}", None, None, delta, alpha)
+    summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
+               "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
+               "wall_time_s": round(sweep.wall_time_s, 3)}
+    return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
+                          summary)
+
+
+def assert_scaling(
+    experiment: str | Path,
+    expect: str | Iterable[str] = "consistent",
+    *,
+    store: str | Path | None = None,
+    preset: str = "quick",
+    threshold: float | Iterable[float] | None = None,
+    delta: float | None = None,
+    alpha: float | None = None,
+    run: bool = True,
+    progress: bool = False,
+) -> ExperimentFits:
+    """Run (reusing the store) and fit ``experiment``; assert every fitted line and threshold has a
+    verdict in ``expect``. ``threshold`` restricts the check to one threshold or a list of them."""
+    wanted = _expected_set(expect)
+    thresholds = None if threshold is None else ([threshold] if isinstance(threshold, (int, float)) else threshold)
+    fitted = fit_experiment(experiment, store=store, preset=preset, run=run, progress=progress, delta=delta,
+                            alpha=alpha, thresholds=thresholds)
+    _check_results(fitted.fits, wanted, f"scaling law of {fitted.experiment} ({fitted.preset} preset)")
+    return fitted
