@@ -76,14 +76,11 @@ def _parse(text: str, key: str, where: str):
     stripped = text.strip()
     if stripped.startswith("floor(") and stripped.endswith(")"):
         stripped = stripped[len("floor(") : -1]  # the caller floors; theory.expr has no floor
-    try:
-        from theory.expr import parse_expression
-    except ImportError as exc:  # pragma: no cover - theory.expr is built in parallel
-        raise InputError(f"{_where(where, key)}: expression strings need theory.expr, which is not available; give a number") from exc
-    try:
-        return parse_expression(stripped, symbols=EXPRESSION_SYMBOLS)
-    except InputError as exc:
-        raise InputError(f"{_where(where, key)}: {exc}") from None
+    from theory.expr import parse_expression
+    from theory.symbols import VARIABLES
+
+    symbols = {name: VARIABLES[name] for name in EXPRESSION_SYMBOLS}
+    return parse_expression(stripped, symbols, where=_where(where, key))
 
 
 def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:

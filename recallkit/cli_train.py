@@ -1,8 +1,76 @@
-"""CLI commands for the 'train' stage (filled in by the issue that owns it)."""
+"""``recallkit train``: train one model of a task and print its metrics."""
 from __future__ import annotations
 
+import json
+import re
+from typing import List, Optional
+
 import typer
+
+from theory.errors import InputError
+
+_INT = re.compile(r"^[+-]?\d+$")
+_FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def parse_set_options(items: list[str]) -> dict:
+    """``["V=512", "gamma=1e7", "features=relu_centred"]`` -> dict; numbers become int/float, the rest stay strings."""
+    values: dict = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key, text = key.strip(), text.strip()
+        if not sep or not key or not text:
+            raise InputError(f"--set {item!r}: expected key=value, e.g. --set V=512")
+        if key in values:
+            raise InputError(f"--set {key}: given twice")
+        if _INT.match(text):
+            values[key] = int(text)
+        elif _FLOAT.match(text):
+            values[key] = float(text)
+        elif text.lower() in ("none", "null"):
+            values[key] = None
+        else:
+            values[key] = text  # an expression or a name; the config validates it
+    return values
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+
+    @app.command("train")
+    def train(
+        task: str = typer.Argument(..., help="token_retrieval | fact_bijections | assoc_memory"),
+        model: str = typer.Option(..., "--model", help="token_retrieval: attention-only | attention-mlp; fact_bijections: learned | frozen-subjects; assoc_memory: linear | mlp"),
+        trainer: str = typer.Option(..., "--trainer", help="three_step (token_retrieval) | adam | adamw"),
+        settings: Optional[List[str]] = typer.Option(None, "--set", help="key=value, repeatable: sizes (V N d L m R), eta, gamma, lr, epochs, steps, batch_size, early_stop, features, n_eval"),
+        seed: int = typer.Option(0, "--seed", help="seed of the task instance, samples and initial weights"),
+        device: str = typer.Option("auto", "--device", help="auto (cuda if available, else cpu) | cpu | cuda"),
+        threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice); recorded in the output"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON document (config, hash, metrics) on stdout"),
+    ) -> None:
+        """Train one model and print its accuracy (fresh samples), training accuracy and parameter count."""
+        from empirics.config import config_hash, parse_config
+
+        values = parse_set_options(settings or [])
+        for key in ("task", "model", "trainer", "seed"):
+            if key in values:
+                raise InputError(f"--set {key}: give it as {'an argument' if key == 'task' else '--' + key}, not --set")
+        config = parse_config({"task": task, "model": model, "trainer": trainer, "seed": seed, **values}, where="recallkit train")
+        if threads is not None and threads < 1:
+            raise InputError(f"--threads: expected a positive integer, got {threads}")
+
+        import torch
+
+        from empirics.engine import run_config
+
+        if threads is not None:
+            torch.set_num_threads(threads)
+        metrics = run_config(config, device=device)
+        if as_json:
+            typer.echo(json.dumps({"config": config.to_dict(), "config_hash": config_hash(config), **metrics}, sort_keys=True))
+            return
+        typer.echo(f"{task} / {model} / {trainer}  (config {config_hash(config)})")
+        for key in ("accuracy", "train_accuracy", "attention_mass", "loss", "param_count", "steps_run", "wall_time_s", "device", "threads"):
+            if key in metrics:
+                value = metrics[key]
+                typer.echo(f"  {key:15s} {value:.4g}" if isinstance(value, float) else f"  {key:15s} {value}")
