@@ -1,8 +1,201 @@
-"""CLI commands for the 'theory' stage (filled in by the issue that owns it)."""
+"""``recallkit theory list|show|regions|predict``: the symbolic theory engine on the command line.
+
+PACK is a shipped pack name (``recallkit theory list``) or a path to your own TOML file.
+``--json`` prints exactly one JSON document on stdout. matplotlib is imported only when a figure
+is written (``regions --out``).
+"""
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+theory_app = typer.Typer(
+    name="theory",
+    help=(
+        "Theorem packs: terms with provenance, phase regions of the dominant noise term, required "
+        "parameter counts and predicted slopes. PACK is a shipped name (see 'list') or a path to a TOML file."
+    ),
+    no_args_is_help=True,
+)
+
+
+def _echo_json(document: dict) -> None:
+    typer.echo(json.dumps(document, indent=2, sort_keys=False))
+
+
+@theory_app.command("list")
+def list_command(json_output: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
+    """List the shipped packs with their titles."""
+    import theory
+
+    rows = []
+    for name in theory.list_packs():
+        try:
+            pack = theory.load_pack(name)
+            rows.append({"name": name, "title": pack.title, "reference": pack.reference,
+                         "terms": len(pack.terms), "error": None})
+        except theory.RecallkitError as exc:  # one broken pack must not hide the others
+            rows.append({"name": name, "title": "", "reference": "", "terms": 0, "error": str(exc)})
+    if json_output:
+        _echo_json({"packs": rows})
+        return
+    width = max((len(row["name"]) for row in rows), default=4)
+    for row in rows:
+        text = f"(invalid: {row['error']})" if row["error"] else row["title"]
+        typer.echo(f"{row['name']:<{width}}  {text}")
+
+
+@theory_app.command("show")
+def show_command(
+    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    latex: bool = typer.Option(False, "--latex", help="Print expressions as LaTeX."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
+) -> None:
+    """Show a pack: variables, parameter count, terms with provenance, lower bounds, facts."""
+    import sympy as sp
+
+    import theory
+
+    pack = theory.load_pack(pack_name)
+    if json_output:
+        _echo_json(pack.to_dict())
+        return
+
+    def render(expr: sp.Expr) -> str:
+        return sp.latex(expr) if latex else sp.sstr(expr)
+
+    typer.echo(f"{pack.name}: {pack.title}")
+    if pack.reference:
+        typer.echo(f"  reference: {pack.reference}")
+    if pack.description:
+        typer.echo(f"  {pack.description}")
+    typer.echo(f"  variables: {', '.join(pack.variables)}"
+               + (f"; constants: {', '.join(pack.constants)}" if pack.constants else ""))
+    typer.echo(f"  base: {pack.base}   size: {pack.size}   param_count: {render(pack.param_count)}")
+    if pack.domain:
+        typer.echo(f"  domain: {'; '.join(pack.domain)}")
+    typer.echo("  success: signal >= C * noise for every noise term")
+    typer.echo("terms:")
+    width = max(len(term.name) for term in pack.terms)
+    for term in pack.terms:
+        typer.echo(f"  {term.name:<{width}}  {term.role:<6}  {render(term.expr):<28}  [{term.provenance}]")
+        if term.reference:
+            typer.echo(f"  {'':<{width}}  ref: {term.reference}")
+        if term.note:
+            typer.echo(f"  {'':<{width}}  note: {term.note}")
+    if pack.lower_bounds:
+        typer.echo(f"lower bounds on {render(pack.param_count)}:")
+        for bound in pack.lower_bounds:
+            typer.echo(f"  {bound.name}  {render(bound.expr)}  [{bound.provenance}]")
+            if bound.note:
+                typer.echo(f"    note: {bound.note}")
+    if pack.facts:
+        typer.echo("facts:")
+        for fact in pack.facts:
+            typer.echo(f"  - [{fact.provenance}] {fact.text}")
+    if pack.default_scaling is not None:
+        typer.echo(f"defaults: --scaling \"{pack.default_scaling}\" --axes {','.join(pack.default_axes or [])}")
+
+
+def _diagram_text(document: dict) -> str:
+    lines = [f"{document['pack']}: scaling {document['scaling']}; axes {', '.join(document['axis_labels'])}",
+             f"  domain: {'; '.join(document['domain']) or '(box only)'}; box: "
+             + ", ".join(f"{axis} in [{lo}, {hi}]" for axis, (lo, hi) in zip(document["axes"], document["box"]))]
+    base, count = document["base"], document["param_count"]
+    for region in document["regions"]:
+        tied = f" (tied with {', '.join(region['tied_with'])})" if region["tied_with"] else ""
+        lines.append(f"region {region['dominant']}{tied}:")
+        lines.append(f"  required {count} ~ {base}^({region['required_param_exponent']}) "
+                     f"* log({base})^({region['log_power']})")
+        lines.append(f"  size {document['size']} ~ {base}^({region['size_exponent']}) "
+                     f"* log({base})^({region['size_log_power']})")
+        lines.append(f"  vertices: {', '.join('(' + ', '.join(v) + ')' for v in region['vertices'])}")
+        for inequality in region["inequalities"]:
+            lines.append(f"  where {inequality}")
+        for gap in region["lower_bound_gaps"]:
+            lines.append(f"  gap to lower bound {gap['name']}: {base}^({gap['gap_exponent']}) "
+                         f"* log({base})^({gap['gap_log_power']})")
+    for entry in document["feasibility"]:
+        lines.append(f"feasible only where {entry['condition']} (term {entry['term']} does not depend on the size)")
+    for check in document["corollary_check"]:
+        if check["agrees"] is None:
+            lines.append(f"corollary {check['region']}: not checked ({check['reason']})")
+        else:
+            verdict = "agrees" if check["agrees"] else f"DISAGREES ({check['reason']})"
+            lines.append(f"corollary {check['region']}: stated {check['stated']}, computed {check['computed']}: {verdict}")
+    for note in document["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+@theory_app.command("regions")
+def regions_command(
+    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    scaling: Optional[str] = typer.Option(None, "--scaling", help="e.g. 'N=V**a, L=V**c, m=d**2' (default: the pack's)."),
+    axes: Optional[str] = typer.Option(None, "--axes", help="One or two free exponents, e.g. 'a,c' (default: the pack's)."),
+    box: Optional[str] = typer.Option(None, "--box", help="Drawing window, e.g. 'a=1:2,c=0:1'."),
+    domain: Optional[list[str]] = typer.Option(None, "--domain", help="Extra constraint, e.g. 'a <= 1.5' (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the phase diagram (.png or .pdf)."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document (RegionDiagram.to_dict)."),
+) -> None:
+    """Exact phase regions: where each noise term dominates and the parameter count it requires."""
+    import theory
+    from theory.errors import InputError
+
+    pack = theory.load_pack(pack_name)
+    if out is not None and out.suffix.lower() not in (".png", ".pdf"):
+        raise InputError(f"--out: expected a .png or .pdf file name, got {str(out)!r}")
+    if scaling is None and pack.default_scaling is None:
+        raise InputError(f"--scaling: pack {pack.name} has no [defaults] scaling; give one, e.g. 'N=V**a, L=V**c'")
+    diagram = theory.compute_regions(pack, scaling, axes, box=theory.parse_box(box) if box else None,
+                                     domain=domain or ())
+    document = diagram.to_dict()
+    if out is not None:
+        from reports.phase import draw_phase_diagram
+
+        figure = draw_phase_diagram(document)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(out, dpi=150)
+        typer.echo(f"wrote {out}", err=True)
+    if json_output:
+        _echo_json(document)
+    else:
+        typer.echo(_diagram_text(document))
+    if diagram.corollary_agrees is False:
+        typer.echo(f"warning: {pack.name}: the hand-stated corollary disagrees with the computed regions", err=True)
+
+
+@theory_app.command("predict")
+def predict_command(
+    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    scaling: str = typer.Option(..., "--scaling", help="A fully specified line, e.g. 'N=V*log(V), L=V**0.5, m=d**2'."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document (Prediction.to_dict)."),
+) -> None:
+    """Predicted slope of log(parameter count) against log(base) along a line, with the binding term."""
+    import theory
+
+    pack = theory.load_pack(pack_name)
+    document = theory.predict(pack, scaling).to_dict()
+    if json_output:
+        _echo_json(document)
+        return
+    base = document["base"]
+    tied = f" (tied with {', '.join(document['tied_with'])})" if document["tied_with"] else ""
+    typer.echo(f"{document['pack']} along {document['scaling']}:")
+    typer.echo(f"  dominant term: {document['dominant']}{tied}")
+    typer.echo(f"  required {document['param_count']} ~ {base}^{document['slope_exact']} * log({base})^({document['log_power']})")
+    typer.echo(f"  predicted slope of log({document['param_count']}) vs log({base}): {document['slope_exact']} "
+               f"(= {document['slope']:.4g}); log-power correction: {document['log_power']}")
+    typer.echo(f"  size {document['size']} ~ {base}^{document['size_exponent']} * log({base})^({document['size_log_power']})")
+    for gap in document["lower_bounds"]:
+        typer.echo(f"  gap to lower bound {gap['name']}: {base}^({gap['gap_exponent']}) * log({base})^({gap['gap_log_power']})")
+    for name in document["infeasible"]:
+        typer.echo(f"  warning: term {name} beats the signal at every size along this line", err=True)
+
 
 def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the root app."""
+    """Add ``recallkit theory ...`` to the root app."""
+    app.add_typer(theory_app, name="theory")

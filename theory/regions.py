@@ -143,7 +143,8 @@ class Region:
             "required_param_exponent": sp.sstr(self.required_param_exponent),
             "required_param_exponent_latex": sp.latex(self.required_param_exponent),
             "log_power": sp.sstr(self.log_power), "log_power_latex": sp.latex(self.log_power),
-            "size_exponent": sp.sstr(self.size_exponent), "size_log_power": sp.sstr(self.size_log_power),
+            "size_exponent": sp.sstr(self.size_exponent), "size_exponent_latex": sp.latex(self.size_exponent),
+            "size_log_power": sp.sstr(self.size_log_power), "size_log_power_latex": sp.latex(self.size_log_power),
             "lower_bound_gaps": self.lower_bound_gaps,
         }
 
@@ -160,6 +161,8 @@ class RegionDiagram:
     domain: list[str]
     box: list[list[str]]
     regions: list[Region]
+    domain_vertices: list[Point] = field(default_factory=list)
+    param_count_latex: str = ""
     feasibility: list[dict[str, str]] = field(default_factory=list)
     corollary_check: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -175,6 +178,9 @@ class RegionDiagram:
             "pack": self.pack, "scaling": self.scaling, "axes": list(self.axes), "axis_labels": self.axis_labels,
             "base": self.base, "size": self.size, "param_count": self.param_count, "domain": self.domain,
             "box": self.box, "box_float": [[float(Fraction(v)) for v in pair] for pair in self.box],
+            "param_count_latex": self.param_count_latex,
+            "domain_vertices": [[str(v) for v in vertex] for vertex in self.domain_vertices],
+            "domain_vertices_float": [[float(v) for v in vertex] for vertex in self.domain_vertices],
             "regions": [region.to_dict() for region in self.regions], "feasibility": self.feasibility,
             "corollary_check": self.corollary_check, "corollary_agrees": self.corollary_agrees,
             "notes": self.notes,
@@ -343,7 +349,8 @@ def compute_regions(
         exponent, log_power = analysis.required(top.name)
         gaps = []
         for name, bound in analysis.lower_bounds.items():
-            gaps.append({"name": name, "exponent": sp.sstr(bound.exponent), "log_power": sp.sstr(bound.log_power),
+            gaps.append({"name": name, "exponent": sp.sstr(bound.exponent), "exponent_latex": sp.latex(bound.exponent),
+                         "log_power": sp.sstr(bound.log_power), "log_power_latex": sp.latex(bound.log_power),
                          "gap_exponent": sp.sstr(sp.simplify(exponent - bound.exponent)),
                          "gap_log_power": sp.sstr(sp.simplify(log_power - bound.log_power))})
         regions.append(Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent,
@@ -356,7 +363,8 @@ def compute_regions(
     diagram = RegionDiagram(
         pack=pack.name, scaling=str(scaling), axes=axes, axis_labels=labels, base=pack.base, size=pack.size,
         param_count=sp.sstr(pack.param_count), domain=domain_texts,
-        box=[[str(low), str(high)] for low, high in intervals], regions=regions, feasibility=feasibility,
+        box=[[str(low), str(high)] for low, high in intervals], regions=regions, domain_vertices=domain_polygon,
+        param_count_latex=sp.latex(pack.param_count), feasibility=feasibility,
         notes=notes)
     diagram.corollary_check = _check_corollary(pack, scaling, axes, analysis, regions)
     return diagram
