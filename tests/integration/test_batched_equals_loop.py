@@ -1,0 +1,92 @@
+"""The batched engine gives each model the result it gets when trained alone (same seed).
+
+Tolerance: parameters torch.allclose(rtol=1e-5, atol=1e-6 * max|p|) (float32 kernels may sum in a
+different order for a batch of models than for one), losses rel 1e-5, accuracies within one sample
+(1/n) of each other, steps run equal.
+"""
+import pytest
+import torch
+
+from empirics.config import parse_config
+from empirics.engine import run_config, run_configs
+from empirics.tasks import build_problem
+from empirics.trainers import adam, three_step
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """One thread: on this shared 2-core machine two OpenMP threads per process oversubscribe the cores
+    and tiny models run ~100x slower; results are recorded with their thread count anyway."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+TR = dict(task="token_retrieval", model="attention-only", trainer="three_step", V=48, d=12, L=5, N=240, n_eval=300, eta=1.0)
+AM = dict(task="assoc_memory", model="linear", trainer="adamw", N=48, d=8, steps=60, early_stop=0.99)
+FB = dict(task="fact_bijections", model="learned", trainer="adam", N=12, R=2, d=8, m=16, steps=40, lr=0.03)
+TRA = dict(task="token_retrieval", model="attention-mlp", m=24, features="relu_centred", trainer="adam", V=32, d=8, L=4, N=160, n_eval=200, epochs=3, batch_size="N/4", lr=0.05, early_stop=0.05)
+
+
+def assert_close_metrics(batched: dict, alone: dict, n_eval: int):
+    assert batched["steps_run"] == alone["steps_run"]
+    assert batched["loss"] == pytest.approx(alone["loss"], rel=1e-5)
+    assert batched["accuracy"] == pytest.approx(alone["accuracy"], abs=1.01 / n_eval)
+    assert batched["train_accuracy"] == pytest.approx(alone["train_accuracy"], abs=0.02)
+    if "attention_mass" in alone:
+        assert batched["attention_mass"] == pytest.approx(alone["attention_mass"], rel=1e-5)
+    assert batched["param_count"] == alone["param_count"] and batched["config_hash"] == alone["config_hash"]
+
+
+@pytest.mark.parametrize(
+    "configs, n_eval",
+    [
+        ([{**TR, "seed": s, "gamma": g} for s, g in [(0, 5.0), (1, 20.0), (2, 5.0), (3, 80.0)]], 300),
+        ([{**TR, "model": "attention-mlp", "m": 30, "seed": s, "gamma": 10.0} for s in range(3)], 300),
+        ([{**AM, "seed": s, "lr": lr} for s in range(2) for lr in (0.03, 0.3, 3.0)], 48),
+        ([{**FB, "seed": s} for s in range(3)] + [{**FB, "model": "frozen-subjects", "seed": 0}], 24),
+        ([{**TRA, "seed": s} for s in range(3)], 200),
+    ],
+    ids=["three_step_attention_only", "three_step_attention_mlp", "assoc_memory_adamw_early_stop", "fact_bijections_adam", "token_retrieval_adam_minibatch"],
+)
+def test_run_configs_batched_equals_each_alone(configs, n_eval):
+    batched = run_configs(configs, progress=False)
+    assert all(row["batched_models"] > 1 for row in batched[:2])
+    for cfg, row in zip(configs, batched):
+        alone = run_config(cfg)
+        assert alone["batched_models"] == 1
+        assert_close_metrics(row, alone, n_eval)
+
+
+def test_early_stop_is_per_model():
+    configs = [{**AM, "N": 16, "seed": 0, "lr": 3.0}, {**AM, "N": 16, "seed": 0, "lr": 0.001}]
+    fast, slow = run_configs(configs, progress=False)
+    assert fast["steps_run"] < AM["steps"] and fast["accuracy"] > 0.99
+    assert slow["steps_run"] == AM["steps"]
+
+
+def test_trained_parameters_match_to_the_stated_tolerance():
+    seeds, lrs = [0, 1, 2, 3], [0.01, 0.1, 0.01, 1.0]
+    configs = [parse_config({**AM, "seed": s, "lr": lr, "early_stop": None}) for s, lr in zip(seeds, lrs)]
+    batched, _ = adam(build_problem(configs, CPU), lrs, 16, None, 30, [None] * 4, [0.0] * 4, seeds, True)
+    for k, cfg in enumerate(configs):
+        alone, _ = adam(build_problem([cfg], CPU), [lrs[k]], 16, None, 30, [None], [0.0], [seeds[k]], True)
+        for name in alone:
+            scale = alone[name].abs().max().item()
+            assert torch.allclose(batched[name][k], alone[name][0], rtol=1e-5, atol=1e-6 * scale), name
+    three = [parse_config({**TR, "seed": s, "gamma": 10.0 * (s + 1)}) for s in range(3)]
+    batched, _ = three_step(build_problem(three, CPU), [1.0] * 3, [10.0, 20.0, 30.0])
+    for k, cfg in enumerate(three):
+        alone, _ = three_step(build_problem([cfg], CPU), [1.0], [10.0 * (k + 1)])
+        for name in ("W", "V"):
+            scale = alone[name].abs().max().item()
+            assert torch.allclose(batched[name][k], alone[name][0], rtol=1e-5, atol=1e-6 * scale), name
+
+
+def test_results_come_back_in_input_order_across_shapes():
+    configs = [{**AM, "seed": 0, "lr": 0.3}, {**TR, "gamma": 5.0}, {**AM, "seed": 1, "lr": 0.3}, {**AM, "d": 9, "seed": 0, "lr": 0.3}]
+    rows = run_configs(configs, progress=False)
+    assert [r["param_count"] for r in rows] == [64, 144, 64, 81]
+    assert "attention_mass" in rows[1] and "attention_mass" not in rows[0]
+    assert rows[0]["batched_models"] == 2 and rows[3]["batched_models"] == 1
