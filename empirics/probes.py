@@ -1,0 +1,299 @@
+"""Term probes for token retrieval: split the logits after the three steps into named components.
+
+The derivation (docs/derivations/token_retrieval.md §3-§5) writes the logit of label k on a test
+input after step 3 as a sum over training samples n of
+    (gamma/N) * c_kn * <phi_n, phi>,   c_kn = u_k . (u_{y_n} - u_mean),
+plus two pieces that vanish as eta -> 0 (the step-1 residue and the finite-eta softmax correction).
+This module runs the three steps of SPEC A in float64 on exactly the engine's instance and samples
+(``empirics.tasks.token_retrieval.draw_instance`` / ``draw_samples``), and returns every named
+component as a tensor [n_test, V]; the components add up to the logits exactly (to rounding).
+
+Attended vectors are split as o_n = a_n z_trig + t_n, t_n = a_n e_{x_n} + r_n (informative token
+content plus the noise positions r_n), and the test vector as o = a z_trig + t. For attention-MLP the
+feature inner product is split into the infinite-width kernel's linear part lambda * <o_n, o> (which is
+decomposed like attention-only), its constant part (plain relu only), its nonlinear rest and the
+finite-width fluctuation (MLP noise); see the derivation §5.
+
+Components (keys of :func:`decompose`):
+  signal             class-y samples whose informative token is the test token, e.x . e_x part
+  mean_bias          training trigger component a_n z_trig against the whole test vector
+  trigger_crosstalk  training content t_n against the test trigger a z_trig
+  grad_noise         content x content, other-label samples (k != y_n), less grad_noise_label
+  grad_noise_label   k != y_n, x_n = x: same informative token, other label (u_k . u_y overlap)
+  token_crosstalk    k = y_n, x_n != x: informative-token overlap e_{x_n} . e_x
+  localisation       k = y_n: training informative token against the test noise positions r
+  noise_self         k = y_n: training noise positions r_n against the test content t
+  feature_mean       (relu only) the constant part of the relu kernel
+  kernel_nonlinear   (mlp) kernel minus its linear and constant parts
+  mlp_noise          (mlp) finite-width features minus the infinite-width kernel
+  finite_eta         -(gamma/N) sum_n u_k . U^T (p_n - 1/V) <phi_n, phi>, O(eta)
+  step1              u_k V1 phi, O(eta/gamma)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from empirics.tasks.token_retrieval import draw_instance, draw_samples
+from theory.errors import InputError
+
+FEATURES = ("relu", "relu_centred", "relu_normalised")
+RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)
+
+COMPONENTS = ("signal", "mean_bias", "trigger_crosstalk", "grad_noise", "grad_noise_label",
+              "token_crosstalk", "localisation", "noise_self", "feature_mean", "kernel_nonlinear",
+              "mlp_noise", "finite_eta", "step1")
+
+
+def feature_scale(features: str | None, m: int | None, d: int, L: int) -> float:
+    """lambda: the features' kernel is about lambda * <o, o'> for nearly orthogonal inputs at the
+    uniform attention of step 1 (derivation §2, §5); 1 for attention-only."""
+    if m is None:
+        return 1.0
+    if features == "relu_normalised":
+        # per-sample standardised units: kernel m rho / (4 Var relu), |o|^2 ~ (L + 1) / L^2 at W = 0
+        return m * L**2 / (4 * RELU_VARIANCE * (L + 1))
+    return m / (4.0 * d)
+
+
+def schedule_gamma(kappa: float, eta: float, V: int, N: int, L: int, d: int = 1, m: int | None = None,
+                   features: str | None = None) -> float:
+    """The derivation's step-size schedule (§2): gamma such that the informative attention logit
+    after step 2 is about kappa (1 - 1/L): gamma * eta * lambda = kappa * L**2 / (1/V + 1/N)."""
+    return kappa * L**2 / (eta * (1.0 / V + 1.0 / N) * feature_scale(features, m, d, L))
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    V: int
+    N: int
+    d: int
+    L: int
+    m: int | None = None          # None: attention-only
+    features: str = "relu_centred"
+    eta: float = 1e-3
+    kappa: float = 2.0            # gamma = schedule_gamma(kappa, eta, V, N, L) unless gamma is given
+    gamma: float | None = None
+    n_test: int = 256
+    seed: int = 0
+
+    def __post_init__(self):
+        for key in ("V", "N", "d", "L", "n_test"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value < 1:
+                raise InputError(f"probe config: {key}: expected a positive integer, got {value!r}")
+        if self.m is not None and (not isinstance(self.m, int) or self.m < 1):
+            raise InputError(f"probe config: m: expected a positive integer or None, got {self.m!r}")
+        if self.features not in FEATURES:
+            raise InputError(f"probe config: features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
+        if not self.eta > 0:
+            raise InputError(f"probe config: eta: expected a positive number, got {self.eta!r}")
+
+    @property
+    def step_gamma(self) -> float:
+        if self.gamma is not None:
+            return self.gamma
+        return schedule_gamma(self.kappa, self.eta, self.V, self.N, self.L, self.d, self.m, self.features)
+
+
+class ThreeStepModel:
+    """SPEC A's model in float64 for one instance (same draws as the engine for the same seed)."""
+
+    def __init__(self, cfg: ProbeConfig):
+        self.cfg = cfg
+        inst = draw_instance(cfg.seed, cfg.V, cfg.d, cfg.m)
+        self.E = inst["E"].double()
+        self.U = inst["U"].double()
+        self.z = inst["z_trig"].double()
+        self.q = inst["z_eos"].double()
+        self.perm = inst["perm"]
+        self.W1 = inst["W1"].double() if cfg.m is not None else None
+        self.train = self._samples("train", cfg.N)
+        self.test = self._samples("eval", cfg.n_test)
+
+    def _samples(self, stream: str, n: int) -> dict[str, torch.Tensor]:
+        tokens, positions = draw_samples(self.cfg.seed, stream, n, self.cfg.V, self.cfg.L)
+        informative = tokens.gather(1, positions[:, None])[:, 0]
+        return {"tokens": tokens, "positions": positions, "informative": informative,
+                "labels": self.perm[informative]}
+
+    def attend(self, W: torch.Tensor, s: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """-> (o [n, d], a = attention on the informative position [n], r = noise-position part [n, d])."""
+        h = self.E[s["tokens"]]                                          # [n, L, d]
+        is_inf = torch.nn.functional.one_hot(s["positions"], self.cfg.L).double()
+        h = h + is_inf[..., None] * self.z
+        att = torch.softmax(h @ (W @ self.q), dim=-1)                   # [n, L]
+        o = torch.einsum("nl,nld->nd", att, h)
+        a = (att * is_inf).sum(-1)
+        r = torch.einsum("nl,nld->nd", att * (1 - is_inf), self.E[s["tokens"]])
+        return o, a, r
+
+    def features(self, o: torch.Tensor) -> torch.Tensor:
+        if self.W1 is None:
+            return o
+        phi = torch.relu(o @ self.W1.T)
+        if self.cfg.features == "relu":
+            return phi
+        phi = phi - phi.mean(-1, keepdim=True)
+        if self.cfg.features == "relu_centred":
+            return phi
+        return phi / (phi.std(-1, keepdim=True) + 1e-12)
+
+    def logits(self, W: torch.Tensor, Vm: torch.Tensor, s: dict) -> torch.Tensor:
+        o, _, _ = self.attend(W, s)
+        return self.features(o) @ Vm.T @ self.U.T
+
+    def loss(self, W, Vm) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(self.logits(W, Vm, self.train), self.train["labels"])
+
+    def three_steps(self) -> dict[str, torch.Tensor]:
+        """V1 = -eta grad_V L(0,0); W1 = -gamma grad_W L(V1,0); V2 = V1 - gamma grad_V L(V1,W1)."""
+        d = self.cfg.d
+        width = d if self.W1 is None else self.cfg.m
+        eta, gamma = self.cfg.eta, self.cfg.step_gamma
+        zero_W = torch.zeros(d, d, dtype=torch.float64)
+        V0 = torch.zeros(d, width, dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad(self.loss(zero_W, V0), [V0])
+        V1 = -eta * g
+        W0 = zero_W.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(self.loss(W0, V1), [W0])
+        W1 = -gamma * g
+        Vleaf = V1.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(self.loss(W1, Vleaf), [Vleaf])
+        V2 = V1 - gamma * g
+        return {"V1": V1, "W1": W1, "V2": V2}
+
+
+def _kernel_parts(cfg: ProbeConfig, o_tr: torch.Tensor, o_te: torch.Tensor):
+    """Infinite-width kernel of the features on (train, test) pairs -> (kernel, constant part,
+    linear scale per train row, linear scale per test row): linear part = s_n s_i <o_n, o_i>."""
+    m, d = cfg.m, cfg.d
+    n_tr, n_te = o_tr.norm(dim=-1), o_te.norm(dim=-1)
+    rho = ((o_tr @ o_te.T) / (n_tr[:, None] * n_te[None, :])).clamp(-1.0, 1.0)
+    arc = torch.sqrt(1 - rho**2) + (math.pi - torch.arccos(rho)) * rho   # 1 + pi/2 rho + rho^2/2 + ...
+    if cfg.features == "relu_normalised":
+        kernel = m * (arc - 1) / (2 * math.pi * RELU_VARIANCE)
+        scale = math.sqrt(m / (4 * RELU_VARIANCE))
+        return kernel, torch.zeros_like(kernel), scale / n_tr, scale / n_te
+    norms = n_tr[:, None] * n_te[None, :] * m / (2 * math.pi * d)
+    constant = norms if cfg.features == "relu" else torch.zeros_like(norms)
+    kernel = norms * (arc - 1) + constant
+    scale = math.sqrt(m / (4 * d))
+    return kernel, constant, scale * torch.ones_like(n_tr), scale * torch.ones_like(n_te)
+
+
+@torch.no_grad()
+def decompose(cfg: ProbeConfig) -> dict:
+    """Run the three steps and split the test logits into the named components.
+
+    Returns {"logits": [n_test, V], "components": {name: [n_test, V]}, "labels": [n_test],
+    "accuracy": float, "attention_informative": float, "gamma": float, "kappa_measured": float}.
+    """
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    model = ThreeStepModel(cfg)
+    with torch.enable_grad():
+        steps = model.three_steps()
+    V1, W1, V2 = steps["V1"], steps["W1"], steps["V2"]
+    N, V = cfg.N, cfg.V
+    gamma = cfg.step_gamma
+    U, z = model.U, model.z
+    tr, te = model.train, model.test
+
+    o_tr, a_tr, r_tr = model.attend(W1, tr)
+    o_te, a_te, r_te = model.attend(W1, te)
+    phi_tr, phi_te = model.features(o_tr), model.features(o_te)
+    logits = phi_te @ V2.T @ U.T
+
+    # exact split of V2: V1 + (gamma/N) sum_n U^T (e_{y_n} - p_n) phi_n^T
+    p = torch.softmax(phi_tr @ V1.T @ U.T, dim=-1)                          # [N, V]
+    u_mean = U.mean(0)
+    C = U @ (U[tr["labels"]] - u_mean).T                                     # c_kn [V, N]
+    C_eta = -(U @ (U.T @ (p - 1.0 / V).T))                                   # [V, N]
+    F = phi_tr @ phi_te.T                                                    # <phi_n, phi_i> [N, n_test]
+    w = gamma / N
+    comp: dict[str, torch.Tensor] = {}
+    comp["step1"] = phi_te @ V1.T @ U.T
+    comp["finite_eta"] = w * (C_eta @ F).T
+
+    if cfg.m is None:
+        lin_tr, lin_te = torch.ones(N, dtype=torch.float64), torch.ones(cfg.n_test, dtype=torch.float64)
+        rest = torch.zeros_like(F)
+        constant = torch.zeros_like(F)
+        mlp = torch.zeros_like(F)
+    else:
+        kernel, constant, lin_tr, lin_te = _kernel_parts(cfg, o_tr, o_te)
+        linear = (lin_tr[:, None] * lin_te[None, :]) * (o_tr @ o_te.T)
+        rest = kernel - constant - linear
+        mlp = F - kernel
+
+    # linear part, pair products of the scaled split vectors
+    at, ae = a_tr * lin_tr, a_te * lin_te
+    t_tr = (a_tr[:, None] * model.E[tr["informative"]] + r_tr) * lin_tr[:, None]
+    t_te = (a_te[:, None] * model.E[te["informative"]] + r_te) * lin_te[:, None]
+    inf_tr = (a_tr * lin_tr)[:, None] * model.E[tr["informative"]]       # a_n e_{x_n}, scaled
+    inf_te = (a_te * lin_te)[:, None] * model.E[te["informative"]]
+    rr_tr, rr_te = r_tr * lin_tr[:, None], r_te * lin_te[:, None]
+    o_te_scaled = o_te * lin_te[:, None]
+
+    diag = (tr["labels"][None, :] == torch.arange(V)[:, None]).double()     # [V, N]: y_n = k
+    same_token = (tr["informative"][:, None] == te["informative"][None, :]).double()  # [N, n_test]
+    EE = inf_tr @ inf_te.T
+    Cd, Co = C * diag, C * (1 - diag)
+
+    def s(coeff: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+        return w * (coeff @ pairs).T                                        # [n_test, V]
+
+    comp["mean_bias"] = s(C, at[:, None] * (z @ o_te_scaled.T)[None, :])
+    comp["trigger_crosstalk"] = s(C, (t_tr @ z)[:, None] * ae[None, :])
+    offdiag_content = s(Co, t_tr @ t_te.T)
+    comp["grad_noise_label"] = s(Co, EE * same_token)
+    comp["grad_noise"] = offdiag_content - comp["grad_noise_label"]
+    comp["signal"] = s(Cd, EE * same_token)
+    comp["token_crosstalk"] = s(Cd, EE * (1 - same_token))
+    comp["localisation"] = s(Cd, inf_tr @ rr_te.T)
+    comp["noise_self"] = s(Cd, rr_tr @ t_te.T)
+    comp["feature_mean"] = s(C, constant)
+    comp["kernel_nonlinear"] = s(C, rest)
+    comp["mlp_noise"] = s(C, mlp)
+
+    labels = te["labels"]
+    informative_logit = (model.E[te["informative"]] + z) @ (W1 @ model.q)
+    return {
+        "logits": logits,
+        "components": {k: comp[k] for k in COMPONENTS},
+        "labels": labels,
+        "accuracy": float((logits.argmax(-1) == labels).double().mean()),
+        "attention_informative": float(a_te.mean()),
+        "gamma": gamma,
+        "kappa_measured": float(informative_logit.mean()),
+    }
+
+
+def margin_parts(result: dict) -> dict[str, torch.Tensor]:
+    """Each component's share of the correct-label margin f_y - f_k*, k* the best wrong label
+    (taken from the full logits): {name: [n_test]} plus "margin"; the shares add up to the margin."""
+    logits, labels = result["logits"], result["labels"]
+    wrong = logits.clone()
+    wrong[torch.arange(len(labels)), labels] = -torch.inf
+    runner_up = wrong.argmax(-1)
+    idx = torch.arange(len(labels))
+    parts = {k: c[idx, labels] - c[idx, runner_up] for k, c in result["components"].items()}
+    parts["margin"] = logits[idx, labels] - logits[idx, runner_up]
+    return parts
+
+
+def spread_over_labels(result: dict) -> dict[str, float]:
+    """Per component: mean over test inputs of the signal value (label y) and the standard deviation
+    over wrong labels (the noise scale that the union bound multiplies by sqrt(2 log V))."""
+    labels = result["labels"]
+    idx = torch.arange(len(labels))
+    out = {}
+    for name, c in result["components"].items():
+        at_label = c[idx, labels]
+        mask = torch.ones_like(c, dtype=torch.bool)
+        mask[idx, labels] = False
+        wrong = c[mask].reshape(len(labels), -1)
+        out[name] = {"at_label": float(at_label.mean()), "spread": float(wrong.std(dim=1).mean())}
+    return out
