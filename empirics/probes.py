@@ -65,6 +65,36 @@ def schedule_gamma(kappa: float, eta: float, V: int, N: int, L: int, d: int = 1,
     return kappa * L**2 / (eta * (1.0 / V + 1.0 / N) * feature_scale(features, m, d, L))
 
 
+def schedule_expression(kappa: float, eta: float, model: str = "attention-only", features: str = "relu_centred") -> str:
+    """The same schedule as a gamma expression in V, N, d, L, m for run configs (empirics.config),
+    so that experiments and probes use one schedule: gamma = kappa L^2 / (eta lambda (1/V + 1/N))."""
+    c = repr(float(kappa) / float(eta))
+    if model == "attention-only":
+        return f"{c}*L**2/(1/V + 1/N)"
+    if features == "relu_normalised":
+        return f"{c}*4*{RELU_VARIANCE!r}*(L + 1)/(m*(1/V + 1/N))"
+    return f"{c}*4*d*L**2/(m*(1/V + 1/N))"
+
+
+def sample_bound_accuracy(V: int, N: int) -> float:
+    """Exact ceiling on the population accuracy of ANY estimator from N samples (derivation §7.1):
+    E[K]/V + P(K < V)/V with K the number of distinct informative tokens seen, i.e.
+    1 - (1 - 1/V)^N + P(some token unseen)/V. P(K = V) by an exact O(N V) recursion on K."""
+    import numpy as np
+
+    if V < 1 or N < 0:
+        raise InputError(f"sample bound: expected V >= 1 and N >= 0, got V={V}, N={N}")
+    seen = -math.expm1(N * math.log1p(-1.0 / V)) if V > 1 else float(N > 0)
+    if N < V:
+        return seen + 1.0 / V
+    dist = np.zeros(V + 1)
+    dist[0] = 1.0
+    k = np.arange(V + 1)
+    for _ in range(N):
+        dist = dist * k / V + np.concatenate(([0.0], dist[:-1] * (V - k[:-1]) / V))
+    return seen + (1.0 - dist[V]) / V
+
+
 @dataclass(frozen=True)
 class ProbeConfig:
     V: int

@@ -1,0 +1,91 @@
+"""Term probes: the named components add up to the three-step logits, and the probe model is the engine's."""
+import math
+
+import pytest
+import torch
+
+from empirics.probes import (COMPONENTS, ProbeConfig, decompose, margin_parts, sample_bound_accuracy,
+                             schedule_expression, schedule_gamma, spread_over_labels)
+from theory.errors import InputError
+
+torch.set_num_threads(1)
+
+SMALL = dict(V=48, N=300, d=16, L=4, n_test=40)
+
+
+@pytest.mark.parametrize("m, features", [(None, "relu_centred"), (64, "relu_centred"), (64, "relu"),
+                                         (64, "relu_normalised")])
+def test_components_add_up_to_the_logits(m, features):
+    result = decompose(ProbeConfig(**SMALL, m=m, features=features))
+    total = sum(result["components"].values())
+    scale = result["logits"].abs().max()
+    assert set(result["components"]) == set(COMPONENTS)
+    assert torch.allclose(total, result["logits"], rtol=0, atol=1e-9 * float(scale))
+    # the decomposition is not trivially one component: several carry weight
+    spreads = spread_over_labels(result)
+    assert sum(v["spread"] > 1e-3 * float(scale) for v in spreads.values()) >= 5
+
+
+def test_signal_sits_only_on_the_correct_label_and_margin_parts_add_up():
+    result = decompose(ProbeConfig(**SMALL))
+    signal, labels = result["components"]["signal"], result["labels"]
+    off = signal.clone()
+    off[torch.arange(len(labels)), labels] = 0
+    assert off.abs().max() == 0
+    assert (signal[torch.arange(len(labels)), labels] >= 0).all()
+    parts = margin_parts(result)
+    margin = parts.pop("margin")
+    assert torch.allclose(sum(parts.values()), margin, atol=1e-9 * float(result["logits"].abs().max()))
+
+
+def test_step1_and_finite_eta_vanish_with_eta():
+    big = decompose(ProbeConfig(**SMALL, eta=1e-1))
+    small = decompose(ProbeConfig(**SMALL, eta=1e-4))
+    def share(r, name):
+        return float(r["components"][name].abs().max() / r["logits"].abs().max())
+    assert share(small, "finite_eta") < share(big, "finite_eta") / 100
+    assert share(small, "step1") < 1e-8
+
+
+def test_schedule_sets_the_informative_attention_logit():
+    # derivation §2: informative logit after step 2 ~ kappa (1 - 1/L) for attention-only
+    for kappa in (1.0, 3.0):
+        r = decompose(ProbeConfig(V=128, N=1500, d=64, L=8, kappa=kappa, n_test=64))
+        assert r["kappa_measured"] == pytest.approx(kappa * (1 - 1 / 8), rel=0.3)
+
+
+def test_probe_model_is_the_engines_model():
+    from empirics.engine import run_configs
+    eta = 1e-3
+    cfg = dict(task="token_retrieval", model="attention-only", trainer="three_step", seed=3, V=32, N=1000,
+               d=32, L=2, eta=eta, gamma=schedule_expression(2.0, eta), n_eval=200)
+    engine = run_configs([cfg], device="cpu", progress=False)[0]
+    probe = decompose(ProbeConfig(V=32, N=1000, d=32, L=2, eta=eta, kappa=2.0, n_test=200, seed=3))
+    assert probe["gamma"] == pytest.approx(schedule_gamma(2.0, eta, 32, 1000, 2))
+    assert 0.3 < probe["accuracy"] < 0.7  # a regime where the comparison means something
+    assert probe["accuracy"] == pytest.approx(engine["accuracy"], abs=3 / 200)
+    assert probe["attention_informative"] == pytest.approx(engine["attention_mass"], rel=1e-3)
+
+
+def test_sample_bound_matches_brute_force_and_simulation():
+    # exact: V = 4, N = 3 -> at most 3 distinct tokens seen
+    assert sample_bound_accuracy(4, 3) == pytest.approx(1 - (3 / 4) ** 3 + 1 / 4)
+    V, N = 16, 40
+    inclusion_exclusion = sum((-1) ** j * math.comb(V, j) * (1 - j / V) ** N for j in range(V + 1))
+    assert sample_bound_accuracy(V, N) == pytest.approx(1 - (1 - 1 / V) ** N + (1 - inclusion_exclusion) / V)
+    # Monte Carlo of the Bayes-optimal estimator: seen tokens right, unseen guessed among unseen labels
+    gen = torch.Generator().manual_seed(0)
+    trials, total = 4000, 0.0
+    for _ in range(trials):
+        seen = torch.zeros(V, dtype=torch.bool)
+        seen[torch.randint(V, (N,), generator=gen)] = True
+        unseen = int((~seen).sum())
+        total += (V - unseen) / V + (1 / V if unseen else 0.0)
+    assert total / trials == pytest.approx(sample_bound_accuracy(V, N), abs=0.01)
+
+
+def test_bad_probe_config_is_one_line_error():
+    with pytest.raises(InputError, match="features"):
+        ProbeConfig(**SMALL, m=8, features="gelu")
+    with pytest.raises(InputError, match="d: expected a positive integer"):
+        ProbeConfig(V=8, N=8, d=0, L=2)
