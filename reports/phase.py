@@ -113,8 +113,10 @@ def _draw_2d(ax: Axes, diagram: dict[str, Any]) -> None:
     (x0, x1), (y0, y1) = diagram["box_float"]
     box_area = (x1 - x0) * (y1 - y0)
     # outside the domain: hatched, so white never reads as "a region"
+    domain_area = _polygon_area(diagram["domain_vertices_float"]) if diagram.get("domain_vertices_float") else box_area
     ax.add_patch(Polygon([(x0, y0), (x1, y0), (x1, y1), (x0, y1)], closed=True, facecolor="white",
-                         edgecolor="0.75", hatch="///", linewidth=0, zorder=0, label="outside the domain"))
+                         edgecolor="0.75", hatch="///", linewidth=0, zorder=0,
+                         label="outside the domain" if domain_area < box_area * (1 - 1e-9) else None))
     if diagram.get("domain_vertices_float"):
         ax.add_patch(Polygon(diagram["domain_vertices_float"], closed=True, facecolor="white", linewidth=0, zorder=0.5))
     for index, region in enumerate(diagram["regions"]):

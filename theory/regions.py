@@ -346,6 +346,10 @@ def compute_regions(
         polygon = _region_polygon(domain_polygon, halves)
         if measure(polygon) == 0:
             continue
+        # list only the comparisons that bound the region (a redundant one touches it in < 2 vertices)
+        needed = 1 if len(axes) == 1 else 2
+        texts = [text for text, half in zip(texts, halves)
+                 if sum(half.value(vertex) == 0 for vertex in polygon) >= needed]
         exponent, log_power = analysis.required(top.name)
         gaps = []
         for name, bound in analysis.lower_bounds.items():
