@@ -88,3 +88,11 @@ def test_parse_scaling_errors_and_forms():
         reduce("N", "N=L, L=N")
     with pytest.raises(InputError, match="size variable"):
         reduce("d", "d=V")
+
+
+def test_hostile_scaling_runs_nothing(tmp_path):
+    marker = tmp_path / "MARKER"
+    for payload in (f"N=__import__('os').system('touch {marker}')", "N=V.__class__", f"L=open('{marker}','w')"):
+        with pytest.raises(InputError, match="--scaling"):
+            parse_scaling(payload)
+    assert not marker.exists()
