@@ -5,10 +5,12 @@ import json
 import subprocess
 import sys
 
+# CPU time, not wall time: up to seven builders share two cores, and waiting for a core is not
+# import cost. theory's own share (beyond sympy, which it cannot avoid) is checked separately.
 PROBE = (
-    "import json, sys, time; t = time.perf_counter(); import theory; elapsed = time.perf_counter() - t; "
-    "print(json.dumps({'elapsed': elapsed, 'heavy': sorted(m for m in ('torch', 'matplotlib', 'scipy') "
-    "if m in sys.modules)}))"
+    "import json, sys, time; t0 = time.process_time(); import sympy; t1 = time.process_time(); import theory; "
+    "t2 = time.process_time(); print(json.dumps({'total': t2 - t0, 'own': t2 - t1, 'heavy': sorted(m for m in "
+    "('torch', 'matplotlib', 'scipy') if m in sys.modules)}))"
 )
 
 
@@ -16,5 +18,5 @@ def test_import_theory_is_light_and_fast():
     runs = [json.loads(subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True,
                                       timeout=60).stdout) for _ in range(3)]
     assert all(run["heavy"] == [] for run in runs), runs
-    # best of three: the machine is shared, one slow start is noise, three are a regression
-    assert min(run["elapsed"] for run in runs) < 1.0, runs
+    assert min(run["total"] for run in runs) < 1.0, runs
+    assert min(run["own"] for run in runs) < 0.3, runs
