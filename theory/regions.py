@@ -47,6 +47,11 @@ class HalfSpace:
         return sum((c * p for c, p in zip(self.coefficients, point)), self.constant)
 
 
+def exponent_latex(value: sp.Expr) -> str:
+    """LaTeX for an exponent: short fractions inline (3 c / 2), which stay legible in a superscript."""
+    return sp.latex(value, fold_short_frac=True)
+
+
 def _fraction(value: sp.Expr, where: str) -> Fraction:
     value = sp.nsimplify(value) if isinstance(value, sp.Float) else value
     if not value.is_Rational:
@@ -141,10 +146,10 @@ class Region:
             "vertices_float": [[float(coordinate) for coordinate in vertex] for vertex in self.vertices],
             "label_point": self.label_point(),
             "required_param_exponent": sp.sstr(self.required_param_exponent),
-            "required_param_exponent_latex": sp.latex(self.required_param_exponent),
-            "log_power": sp.sstr(self.log_power), "log_power_latex": sp.latex(self.log_power),
-            "size_exponent": sp.sstr(self.size_exponent), "size_exponent_latex": sp.latex(self.size_exponent),
-            "size_log_power": sp.sstr(self.size_log_power), "size_log_power_latex": sp.latex(self.size_log_power),
+            "required_param_exponent_latex": exponent_latex(self.required_param_exponent),
+            "log_power": sp.sstr(self.log_power), "log_power_latex": exponent_latex(self.log_power),
+            "size_exponent": sp.sstr(self.size_exponent), "size_exponent_latex": exponent_latex(self.size_exponent),
+            "size_log_power": sp.sstr(self.size_log_power), "size_log_power_latex": exponent_latex(self.size_log_power),
             "lower_bound_gaps": self.lower_bound_gaps,
         }
 
@@ -353,8 +358,8 @@ def compute_regions(
         exponent, log_power = analysis.required(top.name)
         gaps = []
         for name, bound in analysis.lower_bounds.items():
-            gaps.append({"name": name, "exponent": sp.sstr(bound.exponent), "exponent_latex": sp.latex(bound.exponent),
-                         "log_power": sp.sstr(bound.log_power), "log_power_latex": sp.latex(bound.log_power),
+            gaps.append({"name": name, "exponent": sp.sstr(bound.exponent), "exponent_latex": exponent_latex(bound.exponent),
+                         "log_power": sp.sstr(bound.log_power), "log_power_latex": exponent_latex(bound.log_power),
                          "gap_exponent": sp.sstr(sp.simplify(exponent - bound.exponent)),
                          "gap_log_power": sp.sstr(sp.simplify(log_power - bound.log_power))})
         regions.append(Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent,
