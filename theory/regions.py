@@ -28,7 +28,7 @@ from theory.errors import InputError
 from theory.expr import parse_linear_constraints
 from theory.pack import Pack
 from theory.scaling import Scaling, free_exponents
-from theory.symbols import EXPONENTS, SIZE_EXPONENT
+from theory.symbols import EXPONENTS
 
 DEFAULT_BOX = (Fraction(0), Fraction(2))
 
