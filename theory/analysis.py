@@ -36,7 +36,7 @@ class Threshold:
     name: str
     slope: sp.Expr             # A_i: d(margin exponent)/dx
     offset: sp.Expr            # B_i
-    size_exponent: sp.Expr     # x_i = -B_i / A_i   (None-like zoo if A_i == 0)
+    size_exponent: sp.Expr     # x_i = -B_i / A_i   (nan if A_i == 0: size-independent)
     size_log_power: sp.Expr    # l_i
     log_margin: sp.Expr        # P_signal - P_i (decides a size-independent tie)
 
@@ -121,10 +121,6 @@ def analyse(pack: Pack, scaling: Scaling | str | None = None) -> Analysis:
         raise InputError(f"{pack.path}: no noise term depends on the size variable {pack.size} relative to the "
                          f"signal; nothing to solve for")
     return Analysis(pack, scaling, signal, noise, param, param_slope, param_offset, thresholds, bounds)
-
-
-def exact_str(value: sp.Expr) -> str:
-    return sp.sstr(value)
 
 
 def float_or_none(value: sp.Expr) -> float | None:
