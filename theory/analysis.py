@@ -89,7 +89,11 @@ def analyse(pack: Pack, scaling: Scaling | str | None = None) -> Analysis:
     scaling = as_scaling(pack, scaling)
 
     def reduce(expr: sp.Expr, where: str) -> Monomial:
-        return reduce_term(expr, scaling, pack.base, pack.size, pack.constants, f"{pack.path}: {where}")
+        monomial = reduce_term(expr, scaling, pack.base, pack.size, pack.constants, f"{pack.path}: {where}")
+        if monomial.coefficient.is_extended_nonpositive:  # e.g. -d or log(1/N): not a size of anything
+            raise InputError(f"{pack.path}: {where}: leading coefficient {sp.sstr(monomial.coefficient)} is not "
+                             f"positive under the scaling; terms must be positive quantities")
+        return monomial
 
     index = {term.name: i for i, term in enumerate(pack.terms)}
     signal = reduce(pack.signal.expr, f"terms[{index[pack.signal.name]}].expr")

@@ -145,3 +145,9 @@ def test_clip_is_exact():
     clipped = clip(square, third)
     assert set(clipped) == {(0, 0), (Fraction(1, 3), 0), (Fraction(1, 3), 1), (0, 1)}
     assert measure(clipped) == Fraction(1, 3)
+
+
+def test_non_positive_terms_are_rejected():
+    pack = make_pack({"shrinking": "-N"}, signal="d", param_count="d")
+    with pytest.raises(InputError, match="leading coefficient -1 is not positive"):
+        theory.compute_regions(pack, "N=V**a, L=V**c", ("a", "c"))
