@@ -41,7 +41,7 @@ def test_regions_json_is_one_document():
 
 def test_regions_defaults_text_and_figure(tmp_path):
     out = invoke("regions", "assoc_memory").stdout
-    assert "region facts" in out and "m*d ~ N^(1) * log(N)^(1)".replace("m*d", "d*m") in out
+    assert "region facts" in out and "required d*m ~ N^(1) * log(N)^(1)" in out
     figure = tmp_path / "phase.png"
     result = invoke("regions", "geometric_recall", "--out", str(figure), "--json")
     assert json.loads(result.stdout)["regions"][0]["dominant"] == "chains_no_cot"
