@@ -67,6 +67,8 @@ def describe_fit(result: FitResult) -> str:
         lines.append(
             f"  {level} CI {_pair(doc['slope_ci'])}; {level_tost} CI (TOST) {_pair(doc['slope_ci_tost'])}; "
             f"bootstrap {level} CI over {boot['unit']}s {_pair(doc['slope_ci_bootstrap'])}")
+        if boot.get("note"):
+            lines.append(f"  note: {boot['note']}")
     else:
         lines.append(f"  no fit: {doc['n_points']} uncensored points")
     if doc["predicted_slope"] is not None:
@@ -192,9 +194,10 @@ def fit_boundary_points(
     """One :class:`FitResult` per (line, threshold) group of boundary points, in first-seen order.
 
     ``predictions`` maps a line (the points' ``"line"`` value) to ``theory.predict(...).to_dict()``
-    (``slope`` and ``log_power`` are used) or to a bare slope; a single number applies to every line.
-    For capacity experiments (x = log(N ln N)) one power of log N is already in x, so the log power
-    passed to the verdict is the prediction's log power minus its slope (zero for params ~ N log N).
+    (``slope`` and ``log_power`` on log(base) are used) or to a bare slope on the fit's x; a single
+    number applies to every line. For a theory prediction in a capacity experiment
+    (x = log(N ln N)) one power of log N is already in x, so the log power passed to the verdict is
+    the prediction's log power minus its slope (zero for params ~ N log N).
     """
     x_name, capacity = regressor_for(kind, base)
     wanted_thresholds = None if thresholds is None else {float(t) for t in thresholds}
@@ -212,14 +215,15 @@ def fit_boundary_points(
             slope, log_power = None, 0.0
         elif isinstance(prediction, Mapping):
             slope = _float_or_zero(prediction.get("slope")) if prediction.get("slope") is not None else None
-            log_power = _float_or_zero(prediction.get("log_power"))
+            log_power = _float_or_zero(prediction.get("log_power_float", prediction.get("log_power")))
+            if capacity and slope is not None:
+                log_power -= slope  # theory states the slope on log N; x = log(N ln N) holds one log N
         else:
-            slope, log_power = float(prediction), 0.0
-        if capacity and slope is not None:
-            log_power -= slope
+            slope, log_power = float(prediction), 0.0  # a bare slope is already the slope on x
         results.append(fit_points(
             group, predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
-            delta=delta, alpha=alpha, log_power=log_power, capacity=capacity, n_bootstrap=n_bootstrap,
+            delta=delta, alpha=alpha, log_power=log_power, capacity=capacity,
+            grid_key=base, n_bootstrap=n_bootstrap,
             bootstrap_seed=bootstrap_seed))
     return results
 
@@ -271,11 +275,14 @@ def fit_experiment(
     delta: float | None = None,
     alpha: float | None = None,
     thresholds: Iterable[float] | None = None,
+    predicted: float | Mapping[str, Any] | None = None,
     log: Any = sys.stderr,
 ) -> ExperimentFits:
     """Search (training only what the store lacks when ``run``; else replaying it), fit, decide.
 
     delta / alpha default to the experiment's ``[verdict]`` table, then to the compare defaults.
+    ``predicted`` replaces the theory pack's prediction: one slope for every line, or a mapping
+    line label -> slope or prediction dict (for theories that are not packs, or to test a wrong one).
     """
     from empirics.experiment import load_experiment
     from empirics.search import replay, run_sweep
@@ -302,8 +309,19 @@ def fit_experiment(
     else:
         with ResultStore(store_path, readonly=True) as results_store:
             sweep = replay(loaded, results_store)
-    predictions = predictions_for(loaded)
-    slopes = {label: (p if "error" not in p else None) for label, p in predictions.items()}
+    if predicted is None:
+        predictions = predictions_for(loaded)
+    else:
+        predictions = {}
+        for line in loaded.lines:
+            given = predicted.get(line.label) if isinstance(predicted, Mapping) else predicted
+            if given is None:
+                predictions[line.label] = {"error": f"no slope given for line {line.label!r}"}
+            elif isinstance(given, Mapping):
+                predictions[line.label] = {**given, "source": "given"}
+            else:
+                predictions[line.label] = {"slope_on_x": float(given), "source": "given"}
+    slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
     fits = fit_boundary_points(sweep.points, slopes, experiment=loaded.name, kind=loaded.kind, base=loaded.base,
                                delta=delta, alpha=alpha, thresholds=thresholds)
     for result in fits:
@@ -327,14 +345,16 @@ def assert_scaling(
     threshold: float | Iterable[float] | None = None,
     delta: float | None = None,
     alpha: float | None = None,
+    predicted: float | Mapping[str, Any] | None = None,
     run: bool = True,
     progress: bool = False,
 ) -> ExperimentFits:
     """Run (reusing the store) and fit ``experiment``; assert every fitted line and threshold has a
-    verdict in ``expect``. ``threshold`` restricts the check to one threshold or a list of them."""
+    verdict in ``expect``. ``threshold`` restricts the check to one threshold or a list of them;
+    ``predicted`` replaces the theory pack's prediction (see :func:`fit_experiment`)."""
     wanted = _expected_set(expect)
     thresholds = None if threshold is None else ([threshold] if isinstance(threshold, (int, float)) else threshold)
     fitted = fit_experiment(experiment, store=store, preset=preset, run=run, progress=progress, delta=delta,
-                            alpha=alpha, thresholds=thresholds)
+                            alpha=alpha, thresholds=thresholds, predicted=predicted)
     _check_results(fitted.fits, wanted, f"scaling law of {fitted.experiment} ({fitted.preset} preset)")
     return fitted

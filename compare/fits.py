@@ -406,6 +406,7 @@ def fit_points(
     alpha: float = DEFAULT_ALPHA,
     log_power: float = 0.0,
     capacity: bool = False,
+    grid_key: str | None = None,
     n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
     bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
 ) -> FitResult:
@@ -415,6 +416,9 @@ def fit_points(
     regressor (see :data:`X_TRANSFORMS`); y is log of ``y_key``. ``capacity=True`` also fits C in
     params = C * f with f = exp(x) and slope fixed at 1. ``log_power`` is the power of log(base)
     in the prediction; when non-zero the verdict compares against the finite-range slope.
+    ``grid_key`` names the designed variable (V for min-size searches, d for capacity searches):
+    at least 3 distinct values of it must survive censoring, because in a capacity search x varies
+    across seeds even at one d, and a "slope" through one d would be noise.
     Too little data gives an ``inconclusive`` result with the reason instead of an exception.
     """
     from compare.verdicts import DEFAULT_DELTA, decide, undecidable
@@ -424,6 +428,7 @@ def fit_points(
     transform = X_TRANSFORMS[x_name]
     used: list[dict[str, Any]] = []
     censored: list[dict[str, Any]] = []
+    grid_values: list[Any] = []
     for index, point in enumerate(points):
         if not isinstance(point, Mapping):
             raise InputError(f"boundary point [{index}]: expected a dict, got {type(point).__name__}")
@@ -432,14 +437,16 @@ def fit_points(
                                                          "censor_reason") if k in point})
             continue
         used.append({"x": transform(point), "y": _log_positive(point, y_key), "seed": point.get("seed")})
+        grid_values.append(point.get(grid_key) if grid_key else used[-1]["x"])
 
     def _empty(reason: str) -> FitResult:
         return FitResult(experiment, line, threshold, x_name, None,
                          undecidable(predicted_slope, delta, alpha, reason), used, censored)
 
-    distinct = len({p["x"] for p in used})
+    distinct = min(len({p["x"] for p in used}), len(set(grid_values)))
     if distinct < MIN_DISTINCT_X:
-        why = (f"only {distinct} distinct x value(s) among {len(used)} uncensored points "
+        what = f"{grid_key} values" if grid_key else "x value(s)"
+        why = (f"only {distinct} distinct {what} among {len(used)} uncensored points "
                f"({len(censored)} censored); a slope with an interval needs >= {MIN_DISTINCT_X}")
         return _empty(why + "; widen the searched size range so fewer points are censored, or add grid values")
     seeds = [p["seed"] for p in used]

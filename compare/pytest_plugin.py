@@ -9,7 +9,7 @@ Two ways, both run the experiment's sweep (training only what the results store 
           pass
 
   keyword arguments: ``expect`` (a verdict or a list of them), ``preset`` ("quick"),
-  ``threshold``, ``store``, ``delta``, ``alpha``;
+  ``threshold``, ``store``, ``delta``, ``alpha``, ``predicted`` (replaces the pack's slope);
 * the fixture ``recallkit_sweep`` is a function with the signature of
   :func:`compare.assert_scaling` that returns the fits, for tests that also look at the numbers::
 
@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import pytest
 
-_MARKER_KEYWORDS = {"expect", "preset", "threshold", "store", "delta", "alpha"}
+_MARKER_KEYWORDS = {"expect", "preset", "threshold", "store", "delta", "alpha", "predicted"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

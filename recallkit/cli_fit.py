@@ -1,8 +1,100 @@
-"""CLI commands for the 'fit' stage (filled in by the issue that owns it)."""
+"""CLI: ``recallkit fit EXPERIMENT.toml`` - fitted exponents with both intervals, predictions, verdicts."""
 from __future__ import annotations
+
+import json
+import sys
+from typing import Any, List, Optional
 
 import typer
 
 
+def _interval(pair: Any) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return "-"
+    return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _number(value: Any, fmt: str = ".3f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def format_table(doc: dict) -> str:
+    """The fits of one experiment as an aligned text table, with each verdict's reason below."""
+    fits = doc["fits"]
+    capacity = any(f.get("C") is not None for f in fits)
+    alpha = fits[0]["alpha"] if fits else 0.05
+    level = f"{100 * (1 - alpha):g}%"
+    header = ["line", "threshold", "points", "slope", f"{level} CI (HC3)", f"{level} CI (bootstrap)",
+              "predicted", "verdict"]
+    if capacity:
+        header[-1:-1] = ["C", f"C {level} CI"]
+    rows = []
+    for f in fits:
+        predicted = "-" if f["predicted_slope"] is None else f"{f['predicted_slope']:.3f} +- {f['delta']:g}"
+        row = [str(f["line"]), _number(f["threshold"], "g"),
+               f"{f['n_points']}" + (f" (+{len(f['censored'])} cens.)" if f["censored"] else ""),
+               _number(f["slope"]), _interval(f["slope_ci"]), _interval(f["slope_ci_bootstrap"]), predicted,
+               f["verdict"]]
+        if capacity:
+            row[-1:-1] = [_number(f.get("C"), ".4g"), _interval(f.get("C_ci"))]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    lines = [f"{doc['experiment']} ({doc['preset']} preset, {doc['kind']}; x = {fits[0]['x'] if fits else '-'}, "
+             f"y = log(param_count); store {doc['store']})"]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+    lines.append("")
+    for index, f in enumerate(fits, 1):
+        lines.append(f"[{index}] {f['line']}, threshold {_number(f['threshold'], 'g')}: {f['verdict']}: "
+                     f"{f['verdict_reason']}")
+    return "\n".join(lines)
+
+
 def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the root app."""
+    """Add ``recallkit fit`` to the root app."""
+
+    @app.command("fit")
+    def fit_command(
+        experiment: str = typer.Argument(..., help="Experiment file (TOML), e.g. experiments/assoc_memory_linear.toml."),
+        preset: str = typer.Option("quick", "--preset", help="Preset of the experiment file (quick | paper | ...)."),
+        store: Optional[str] = typer.Option(
+            None, "--store", help="Results store (SQLite). Default: $RECALLKIT_STORE or results/recallkit.sqlite."),
+        run: bool = typer.Option(
+            True, "--run/--no-run",
+            help="Train the runs the store lacks (default), or only replay what it holds (missing runs -> censored)."),
+        threshold: Optional[List[float]] = typer.Option(
+            None, "--threshold", help="Fit only this threshold (repeatable). Default: all of the preset's."),
+        delta: Optional[float] = typer.Option(
+            None, "--delta", help="Equivalence margin on the slope. Default: the experiment's [verdict] delta, else 0.25."),
+        alpha: Optional[float] = typer.Option(
+            None, "--alpha", help="Test level. Default: the experiment's [verdict] alpha, else 0.05."),
+        device: Optional[str] = typer.Option(None, "--device", help="Torch device for runs the store lacks (cpu, cuda)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+    ) -> None:
+        """Fit log(param_count) against log(base) - or against log(N ln N) for capacity experiments -
+        for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
+        (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
+        experiments also get C in param_count = C * N ln N with its interval."""
+        from compare.assertions import fit_experiment
+
+        executor = None
+        if run:
+            from empirics.executors import make_executor
+
+            executor = make_executor("local", device=device)
+        try:
+            fitted = fit_experiment(experiment, store=store, preset=preset, run=run, executor=executor,
+                                    progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,
+                                    thresholds=threshold, log=sys.stderr)
+        finally:
+            if executor is not None:
+                executor.close()
+        doc = fitted.to_dict()
+        sweep = doc["sweep"]
+        typer.echo(f"reused {sweep['reused']} / computed {sweep['computed']}"
+                   + (f" / missing {sweep['missing']}" if sweep.get("missing") else ""), err=True)
+        if as_json:
+            typer.echo(json.dumps(doc, allow_nan=False))
+        else:
+            typer.echo(format_table(doc))

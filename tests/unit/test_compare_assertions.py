@@ -86,3 +86,15 @@ def test_capacity_prediction_log_power_is_absorbed_by_x():
     (fit,) = fit_boundary_points(points, {"l": {"slope": 1.0, "log_power": 1}}, kind="max_capacity", base="d")
     assert fit.x == "log(N ln N)" and fit.constant is not None
     assert fit.verdict.compared_slope == 1.0
+
+
+def test_capacity_fit_needs_three_distinct_d_not_three_distinct_x():
+    # At one d, the found N differs by seed, so x takes several values; that is not a slope.
+    points = [{"line": "l", "threshold": 0.99, "seed": s, "d": 16, "N": 40 + 3 * s, "param_count": 256,
+               "censored": False} for s in range(4)]
+    points += [{"line": "l", "threshold": 0.99, "seed": s, "d": d, "N": 4096, "param_count": d * d,
+                "censored": True, "censor_reason": "still reached 0.99 at N=4096 (search.max)"}
+               for s in range(4) for d in (23, 32)]
+    (fit,) = fit_boundary_points(points, {"l": 1.0}, kind="max_capacity", base="d")
+    assert fit.verdict.verdict == "inconclusive" and fit.fit is None
+    assert "only 1 distinct d values" in fit.verdict.reason and "8 censored" in fit.verdict.reason

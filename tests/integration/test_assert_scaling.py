@@ -1,0 +1,124 @@
+"""assert_scaling on a REAL small sweep: an associative memory's capacity against the assoc_memory
+pack (anchor: parameters ~ N log N, i.e. slope 1 of log(m*d) on log(N ln N)).
+
+The memory is the MLP memory with m = d (parameter count m*d = d^2, like the linear memory):
+the experiment schema cannot express the linear memory yet (a line needs an assignment, and the
+linear model has no m), see the compare report. The training budget is cut (256 AdamW steps
+instead of 2^15) so the default run stays short; the slow test runs a larger grid.
+"""
+import re
+
+import pytest
+
+import compare
+from compare.assertions import fit_experiment
+
+pytestmark = pytest.mark.integration
+pytest_plugins = ["pytester"]
+
+EXPERIMENT = """
+name = "{name}"
+description = "MLP associative memory (m = d) capacity: largest N with accuracy >= 0.99 at each d"
+pack = "assoc_memory"
+task = "assoc_memory"
+model = "mlp"
+trainer = "adamw"
+kind = "max_capacity"
+thresholds = [0.99]
+
+[[lines]]
+scaling = "m=d"
+label = "m=d"
+
+[fixed]
+lr = {lr}
+steps = {steps}
+early_stop = 0.99
+weight_decay = 0.0
+
+[search]
+min = 4
+max = 4096
+resolution = 0.05
+
+[presets.quick]
+d = {d}
+seeds = {seeds}
+"""
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory):
+    import torch
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("assert_scaling")
+    path = root / "assoc_mlp_small.toml"
+    path.write_text(EXPERIMENT.format(name="it_assoc_mlp_small", lr=0.1, steps=256, d=[6, 8, 11, 16], seeds=[0, 1]))
+    store = root / "store.sqlite"
+    first = compare.assert_scaling(path, "consistent", store=store)  # trains: ~56 runs, ~10 s of CPU
+    return path, store, first
+
+
+def test_real_sweep_is_consistent_with_the_anchor(small_sweep):
+    _, _, fitted = small_sweep
+    (fit,) = fitted.fits
+    assert fitted.sweep["computed"] > 0 and fitted.sweep["failed"] == 0
+    assert fit.x == "log(N ln N)" and fit.fit.n_points == 8 and not fit.censored
+    assert fit.verdict.predicted_slope == 1.0  # from theory.predict on the assoc_memory pack
+    assert fit.constant is not None and fit.constant.C_ci[0] < fit.constant.C < fit.constant.C_ci[1]
+    doc = fitted.to_dict()
+    assert doc["fits"][0]["verdict"] == "consistent"
+    assert doc["predictions"]["m=d"]["dominant"] == "facts"
+
+
+def test_rerun_reuses_the_store_and_gives_the_same_numbers(small_sweep):
+    path, store, first = small_sweep
+    again = fit_experiment(path, store=store, run=False)  # replay only: trains nothing
+    assert again.sweep["computed"] == 0 and again.sweep["missing"] == 0
+    assert again.fits[0].to_dict() == first.fits[0].to_dict()
+
+
+def test_wrong_prediction_fails_with_the_numbers_in_the_message(small_sweep):
+    path, store, first = small_sweep
+    with pytest.raises(AssertionError) as info:
+        compare.assert_scaling(path, "consistent", store=store, predicted=2.0, run=False)
+    message = str(info.value)
+    slope = first.fits[0].fit.slope
+    assert f"fitted slope of log(param_count) on log(N ln N): {slope:.3f}" in message
+    assert re.search(r"95% CI \[[0-9.]+, [0-9.]+\]; 90% CI \(TOST\) \[[0-9.]+, [0-9.]+\]; "
+                     r"bootstrap 95% CI over seeds \[[0-9.]+, [0-9.]+\]", message)
+    assert "predicted slope 2.000, delta 0.25, band [1.750, 2.250]" in message
+    assert "verdict 'inconsistent'" in message and "below the band" in message
+    assert "C = " in message
+
+
+def test_marker_in_a_user_suite_runs_the_real_check(small_sweep, pytester):
+    path, store, _ = small_sweep
+    pytester.makepyfile(test_user=f"""
+import pytest
+
+@pytest.mark.scaling_law({str(path)!r}, expect="consistent")
+def test_anchor():
+    pass
+
+@pytest.mark.scaling_law({str(path)!r}, expect="consistent", predicted=0.5)
+def test_wrong_theory():
+    pass
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--recallkit-store", str(store))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*predicted slope 0.500, delta 0.25*"])
+
+
+@pytest.mark.slow
+def test_larger_sweep_is_consistent(tmp_path):
+    # 5 d values x 3 seeds, 1024 steps: about 4 minutes on the shared 2-core CPU.
+    import torch
+
+    torch.set_num_threads(1)
+    path = tmp_path / "assoc_mlp.toml"
+    path.write_text(EXPERIMENT.format(name="it_assoc_mlp", lr=0.03, steps=1024, d=[8, 11, 16, 23, 32],
+                                      seeds=[0, 1, 2]))
+    fitted = compare.assert_scaling(path, "consistent", store=tmp_path / "store.sqlite")
+    assert fitted.fits[0].fit.n_points == 15
