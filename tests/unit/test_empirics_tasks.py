@@ -7,6 +7,7 @@ from empirics.reference import ReferenceTokenRetrieval
 from empirics.tasks import build_problem
 from empirics.tasks.token_retrieval import draw_instance, draw_samples
 from empirics.trainers import three_step
+from theory.errors import InputError
 
 CPU = torch.device("cpu")
 
@@ -72,6 +73,8 @@ def test_three_step_equals_the_hand_derived_float64_reference(extra):
 
 
 def test_mlp_feature_options():
+    with pytest.raises(InputError, match="features: expected one of relu, relu_centred, relu_normalised"):
+        parse_config({**TR, "model": "attention-mlp", "m": 48, "features": "tanh"})
     p = problem_for({**TR, "model": "attention-mlp", "m": 48, "features": "relu_centred"})
     o = torch.randn(1, 5, 16)
     assert torch.allclose(p._mlp_features(o).mean(-1), torch.zeros(1, 5), atol=1e-6)
