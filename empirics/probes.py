@@ -298,6 +298,7 @@ def decompose(cfg: ProbeConfig) -> dict:
         "attention_informative": float(a_te.mean()),
         "gamma": gamma,
         "kappa_measured": float(informative_logit.mean()),
+        "seen_in_training": torch.isin(te["informative"], tr["informative"]),
     }
 
 
@@ -327,3 +328,15 @@ def spread_over_labels(result: dict) -> dict[str, float]:
         wrong = c[mask].reshape(len(labels), -1)
         out[name] = {"at_label": float(at_label.mean()), "spread": float(wrong.std(dim=1).mean())}
     return out
+
+
+def accuracy_without(result: dict, names) -> float:
+    """Test accuracy after removing the named components from the logits (an ablation: how much a
+    term costs at this size). Removing every component but ``signal`` leaves the fraction of test
+    inputs whose informative token was seen in training."""
+    unknown = sorted(set(names) - set(result["components"]))
+    if unknown:
+        raise InputError(f"accuracy_without: unknown component(s) {', '.join(unknown)}; "
+                         f"expected names from {', '.join(COMPONENTS)}")
+    logits = result["logits"] - sum(result["components"][n] for n in names)
+    return float((logits.argmax(-1) == result["labels"]).double().mean())

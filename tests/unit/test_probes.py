@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from empirics.probes import (COMPONENTS, ProbeConfig, decompose, margin_parts, sample_bound_accuracy,
+from empirics.probes import (COMPONENTS, accuracy_without, ProbeConfig, decompose, margin_parts, sample_bound_accuracy,
                              schedule_expression, schedule_gamma, spread_over_labels)
 from theory.errors import InputError
 
@@ -89,3 +89,16 @@ def test_bad_probe_config_is_one_line_error():
         ProbeConfig(**SMALL, m=8, features="gelu")
     with pytest.raises(InputError, match="d: expected a positive integer"):
         ProbeConfig(V=8, N=8, d=0, L=2)
+
+
+def test_signal_alone_recalls_exactly_the_tokens_seen_in_training():
+    result = decompose(ProbeConfig(V=64, N=120, d=16, L=4, n_test=200))   # N < V: many unseen tokens
+    noise = [name for name in COMPONENTS if name != "signal"]
+    seen = result["seen_in_training"].double().mean()
+    assert 0.5 < float(seen) < 0.95
+    # unseen tokens: all-zero logits, argmax picks label 0 (right only when the label is 0)
+    expected = (result["seen_in_training"] | (result["labels"] == 0)).double().mean()
+    assert accuracy_without(result, noise) == pytest.approx(float(expected))
+    assert accuracy_without(result, []) == result["accuracy"]
+    with pytest.raises(InputError, match="unknown component"):
+        accuracy_without(result, ["mean_biass"])
