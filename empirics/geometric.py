@@ -260,3 +260,394 @@ def run_construction_experiment(n_values: list[int], r_values: list[int], seeds:
               f"below 100% at k = ceil(log2 N) - 2 in {sum(small_fail)}/{len(points)} cases")
     return {"experiment": "geometric_construction", "failure_probability": failure_probability,
             "points": points, "verdict": verdict, "verdict_reason": reason}
+
+
+# ----------------------------------------------------------------------------------------------
+# Trained models: the engine's fact_bijections problem (B1), with its weights kept for probing
+
+
+@dataclass
+class TrainedFactModel:
+    """One trained fact_bijections model as numpy arrays (float64), with its task and provenance.
+
+    ``subject_embeddings`` are the trained E_s (learned) or the fixed random ones (frozen-subjects).
+    ``bijections[r, s]`` = pi_r(s); for multi-hop no-CoT models the rows are the composite maps.
+    """
+
+    model: str
+    seed: int
+    bijections: np.ndarray  # (R, N)
+    subject_embeddings: np.ndarray  # (N, d)
+    relation_embeddings: np.ndarray  # (R, d)
+    w1: np.ndarray  # (m, d)
+    b1: np.ndarray  # (m,)
+    w2: np.ndarray  # (d, m)
+    unembedding: np.ndarray  # (N, d)
+    train_accuracy: float
+    steps_run: int
+    config: dict
+
+    @property
+    def d(self) -> int:
+        return self.subject_embeddings.shape[1]
+
+    def logits(self, subjects: np.ndarray, relations: np.ndarray, subject_embeddings: np.ndarray | None = None) -> np.ndarray:
+        table = self.subject_embeddings if subject_embeddings is None else subject_embeddings
+        x = table[subjects] + self.relation_embeddings[relations]
+        hidden = np.maximum(x @ self.w1.T + self.b1, 0.0)
+        return (x + hidden @ self.w2.T) @ self.unembedding.T
+
+    def accuracy(self, bijections: np.ndarray | None = None, subject_embeddings: np.ndarray | None = None) -> float:
+        """Fraction of the facts (s, r) -> bijections[r, s] answered by argmax (ties count as wrong)."""
+        subjects, relations, answers = all_queries(self.bijections if bijections is None else bijections)
+        return float(strict_argmax_correct(self.logits(subjects, relations, subject_embeddings), answers).mean())
+
+
+def _full_accuracy_threshold(n_facts: int) -> float:
+    # The engine stops a model once accuracy > threshold; this threshold means "every fact right".
+    return 1.0 - 0.5 / n_facts
+
+
+def train_fact_models(
+    n_subjects: int,
+    n_relations: int,
+    d: int,
+    model: str,
+    seeds: list[int],
+    lr: float = 1e-2,
+    steps: int = 2000,
+    width: int | None = None,
+    bijections_override: list[np.ndarray] | None = None,
+    device: str = "cpu",
+    stop_at_full_accuracy: bool = True,
+) -> list[TrainedFactModel]:
+    """Train one fact_bijections model per seed (full-batch Adam, stop at 100%) and keep the weights.
+
+    Uses the engine's problem (``empirics.tasks.build_problem``) and trainer (``empirics.trainers.adam``),
+    so the model, its initialisation and its seeds are exactly those of ``recallkit train``.
+    ``bijections_override`` (one (R, N) array per seed) replaces the task's random bijections: the
+    multi-hop experiment passes composite maps.  ``stop_at_full_accuracy=False`` trains all ``steps``
+    (the probes and zero-shot use this: a model stopped at its first 100% step has barely moved its
+    embeddings).
+    """
+    import torch
+
+    from empirics.config import parse_config
+    from empirics.tasks import build_problem
+    from empirics.trainers import adam
+
+    threshold = _full_accuracy_threshold(n_subjects * n_relations) if stop_at_full_accuracy else None
+    raw = [{"task": "fact_bijections", "model": model, "trainer": "adam", "seed": int(s), "N": n_subjects,
+            "R": n_relations, "d": d, "lr": lr, "steps": steps,
+            **({"early_stop": threshold} if threshold is not None else {}), **({"m": width} if width else {})} for s in seeds]
+    configs = [parse_config(c, where=f"geometric config seed {c['seed']}") for c in raw]
+    problem = build_problem(configs, torch.device(device))
+    if bijections_override is not None:
+        if len(bijections_override) != len(seeds):
+            raise InputError(f"bijections_override: expected one (R, N) array per seed ({len(seeds)}), got {len(bijections_override)}")
+        stacked = torch.as_tensor(np.stack(bijections_override), dtype=torch.long, device=problem.bijections.device)
+        if tuple(stacked.shape[1:]) != (n_relations, n_subjects):
+            raise InputError(f"bijections_override: expected arrays of shape ({n_relations}, {n_subjects}), got {tuple(stacked.shape[1:])}")
+        problem.bijections = stacked
+        problem.labels = stacked.reshape(len(seeds), n_subjects * n_relations)
+    params, extra = adam(problem, lr=[lr] * len(seeds), batch_size=problem.n_train, epochs=None, steps=steps,
+                         early_stop=[threshold] * len(seeds), weight_decay=[0.0] * len(seeds),
+                         seeds=[int(s) for s in seeds], decoupled=False)
+    metrics = problem.evaluate(params)
+    subjects = params["Es"] if problem.frozen_subjects is None else problem.frozen_subjects
+
+    def host(t):
+        return t.detach().cpu().double().numpy()
+
+    out = []
+    for k, seed in enumerate(seeds):
+        out.append(TrainedFactModel(
+            model=model, seed=int(seed), bijections=problem.bijections[k].cpu().numpy().astype(np.int64),
+            subject_embeddings=host(subjects[k]), relation_embeddings=host(params["Er"][k]),
+            w1=host(params["W1"][k]), b1=host(params["b1"][k]), w2=host(params["W2"][k]),
+            unembedding=host(params["U"][k]), train_accuracy=float(metrics["accuracy"][k]),
+            steps_run=int(extra["steps_run"][k]), config=configs[k].to_dict(),
+        ))
+    return out
+
+
+def _run_provenance() -> dict[str, Any]:
+    import torch
+
+    return {"device": "cpu", "threads": torch.get_num_threads(), "torch_version": torch.__version__}
+
+
+# ----------------------------------------------------------------------------------------------
+# d_min search on a grid (shared by the d_min(N) quick run and multi-hop)
+
+
+def smallest_succeeding_on_grid(grid: list[int], succeeds) -> tuple[int | None, dict[int, bool]]:
+    """Bisect a sorted grid for the smallest value where ``succeeds(value)`` is True.
+
+    Assumes success is monotone in the value (checked only on the probes made; a probe above the
+    answer that failed would show in the returned probe table).  Returns (value or None when even
+    the largest grid value fails, {value: success} for every probe).
+    """
+    probes: dict[int, bool] = {}
+    lo, hi = -1, len(grid) - 1
+    probes[grid[hi]] = succeeds(grid[hi])
+    if not probes[grid[hi]]:
+        return None, probes
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        probes[grid[mid]] = succeeds(grid[mid])
+        if probes[grid[mid]]:
+            hi = mid
+        else:
+            lo = mid
+    return grid[hi], probes
+
+
+def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], model: str, d_grid: list[int],
+                 lr: float = 1e-2, steps: int = 2000, width_factor: int | None = None) -> list[dict[str, Any]]:
+    """Smallest d on ``d_grid`` at which the model gets all N*R facts right, per (N, R, seed).
+
+    One boundary-point dict per cell, in the ARCHITECTURE.md shape:
+    {"experiment": "geometric_d_min", "model", "N", "R", "seed", "d" (None if censored), "censored",
+    "censor_reason", "probes": {d: success}, "param_count"}.
+    """
+    points = []
+    for r in r_values:
+        for n in n_values:
+            for seed in seeds:
+                def succeeds(d: int) -> bool:
+                    width = None if width_factor is None else width_factor * d
+                    (trained,) = train_fact_models(n, r, d, model, [seed], lr=lr, steps=steps, width=width)
+                    return trained.train_accuracy == 1.0
+                d_min, probes = smallest_succeeding_on_grid(sorted(d_grid), succeeds)
+                width = None if d_min is None else (width_factor or 4) * d_min
+                points.append({
+                    "experiment": "geometric_d_min", "model": model, "N": n, "R": r, "seed": seed, "d": d_min,
+                    "censored": d_min is None,
+                    "censor_reason": None if d_min is not None else f"no d <= {max(d_grid)} reached 100% in {steps} steps",
+                    "probes": {str(k): v for k, v in sorted(probes.items())},
+                    "param_count": None if d_min is None else
+                        (n * d_min if model == "learned" else 0) + r * d_min + 2 * width * d_min + width + n * d_min,
+                })
+    return points
+
+
+def run_d_min_experiment(n_values: list[int], r_values: list[int], seeds: list[int], d_grid: list[int],
+                         models: tuple[str, ...] = ("learned", "frozen-subjects"), lr: float = 1e-2,
+                         steps: int = 2000) -> dict[str, Any]:
+    """Experiment 1 (quick own runner): d_min(N) for learned and frozen subjects, log vs power per R.
+
+    Returns {"experiment": "geometric_d_min", "points": [...], "predicted": {"learned": "log",
+    "frozen-subjects": "power"}, "settings", "provenance", "wall_time_s"}.  empirics does not import
+    compare: the log-versus-power selection is ``compare.model_selection.select_d_min(result)``.
+    """
+    start = time.perf_counter()
+    predicted = {"learned": "log", "frozen-subjects": "power"}
+    points = []
+    for model in models:
+        points += d_min_points(n_values, r_values, seeds, model, d_grid, lr=lr, steps=steps)
+    return {"experiment": "geometric_d_min", "points": points, "predicted": predicted,
+            "settings": {"N": n_values, "R": r_values, "seeds": seeds, "d_grid": d_grid, "lr": lr, "steps": steps},
+            "provenance": _run_provenance(), "wall_time_s": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------
+# Experiment 3: linear readout probes
+
+
+def _ridge_solve(features: np.ndarray, targets: np.ndarray, ridge: float) -> np.ndarray:
+    """argmin_W |features W - targets|^2 + ridge * |W|^2 (ridge relative to the mean feature power)."""
+    gram = features.T @ features
+    scale = ridge * max(np.trace(gram) / max(gram.shape[0], 1), 1e-12)
+    return np.linalg.solve(gram + scale * np.eye(gram.shape[0]), features.T @ targets)
+
+
+def nearest_attribute(predicted: np.ndarray, attribute_embeddings: np.ndarray) -> np.ndarray:
+    """Index of the attribute embedding nearest (Euclidean) to each predicted vector."""
+    distances = (predicted**2).sum(1)[:, None] - 2 * predicted @ attribute_embeddings.T + (attribute_embeddings**2).sum(1)[None, :]
+    return distances.argmin(axis=1)
+
+
+def linear_readout_probe(subject_embeddings: np.ndarray, attribute_embeddings: np.ndarray, bijections: np.ndarray,
+                         test_fraction: float = 0.25, seed: int = 0, ridge: float = 1e-6) -> dict[str, Any]:
+    """Per-relation linear maps W_r from subject embeddings to attribute embeddings, held-out subjects.
+
+    For each relation r: fit W_r by (ridge) least squares on the training subjects, E_s W_r ~ A_{pi_r(s)};
+    read out the attribute whose embedding is nearest to E_s W_r.  Returns {"test_accuracy" (mean over
+    relations), "train_accuracy", "per_relation": [{"relation", "test_accuracy", "train_accuracy",
+    "relative_residual"}], "n_train_subjects", "n_test_subjects", "chance": 1/N, "readout": ...}.
+    """
+    if not 0 < test_fraction < 1:
+        raise InputError(f"test_fraction: expected a number in (0, 1), got {test_fraction!r}")
+    n_subjects = subject_embeddings.shape[0]
+    rng = np.random.default_rng([seed, n_subjects, 0x9B0])
+    order = rng.permutation(n_subjects)
+    n_test = max(1, int(round(test_fraction * n_subjects)))
+    test, train = order[:n_test], order[n_test:]
+    per_relation = []
+    for r, pi in enumerate(bijections):
+        targets = attribute_embeddings[pi]
+        weights = _ridge_solve(subject_embeddings[train], targets[train], ridge)
+        predicted = subject_embeddings @ weights
+        hits = nearest_attribute(predicted, attribute_embeddings) == pi
+        residual = np.linalg.norm(predicted[test] - targets[test]) / max(np.linalg.norm(targets[test]), 1e-12)
+        per_relation.append({"relation": r, "test_accuracy": float(hits[test].mean()),
+                             "train_accuracy": float(hits[train].mean()), "relative_residual": float(residual)})
+    return {
+        "test_accuracy": float(np.mean([p["test_accuracy"] for p in per_relation])),
+        "train_accuracy": float(np.mean([p["train_accuracy"] for p in per_relation])),
+        "per_relation": per_relation, "n_train_subjects": int(len(train)), "n_test_subjects": int(len(test)),
+        "chance": 1.0 / n_subjects, "ridge": ridge,
+        "readout": "nearest attribute embedding (Euclidean) to E_s W_r, W_r fitted on training subjects only",
+    }
+
+
+NEAR_PERFECT = 0.9  # our reading of the paper's "near perfect" readout; stated in every verdict reason
+
+
+def run_probe_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[int], lr: float = 1e-2,
+                         steps: int = 300, test_fraction: float = 0.25, construction_k: int | None = None) -> dict[str, Any]:
+    """Experiment 3: probe accuracy for trained learned and frozen-subject models (and the construction).
+
+    Models are trained for all ``steps`` (no early stop), so their embeddings have settled.
+    Attribute embeddings = the unembedding rows U_a.  Returns {"experiment": "geometric_probes",
+    "settings", "rows": [{"model", "seed", "train_accuracy_model", "probe_test_accuracy",
+    "probe_train_accuracy", "chance", "per_relation"}], "summary": {model: mean probe test accuracy},
+    "verdict", "verdict_reason", "provenance", "wall_time_s"}.
+    """
+    start = time.perf_counter()
+    rows = []
+    for model in ("learned", "frozen-subjects"):
+        for trained in train_fact_models(n_subjects, n_relations, d, model, seeds, lr=lr, steps=steps,
+                                         stop_at_full_accuracy=False):
+            probe = linear_readout_probe(trained.subject_embeddings, trained.unembedding, trained.bijections,
+                                         test_fraction, seed=trained.seed)
+            rows.append({"model": model, "seed": trained.seed, "train_accuracy_model": trained.train_accuracy,
+                         "steps_run": trained.steps_run, "probe_test_accuracy": probe["test_accuracy"],
+                         "probe_train_accuracy": probe["train_accuracy"], "chance": probe["chance"],
+                         "per_relation": probe["per_relation"]})
+    k = construction_k or predicted_construction_k(n_subjects)
+    for seed in seeds:
+        built = build_construction(n_subjects, n_relations, k, seed=seed)
+        probe = linear_readout_probe(built.subject_embeddings, built.unembedding, built.bijections, test_fraction, seed=seed)
+        rows.append({"model": "construction", "seed": seed, "train_accuracy_model": built.accuracy(), "steps_run": 0,
+                     "probe_test_accuracy": probe["test_accuracy"], "probe_train_accuracy": probe["train_accuracy"],
+                     "chance": probe["chance"], "per_relation": probe["per_relation"]})
+    summary = {m: float(np.mean([r["probe_test_accuracy"] for r in rows if r["model"] == m]))
+               for m in ("learned", "frozen-subjects", "construction")}
+    # paper-reported: per-relation linear readouts from learned subject embeddings are near perfect.
+    # The frozen control is reported beside it without a verdict: in this model the trained unembedding
+    # aligns with the frozen subject vectors (U_a collects the subjects that map to a), so a linear
+    # readout from random subject embeddings is well above chance without any geometric code.
+    verdict = "consistent" if summary["learned"] >= NEAR_PERFECT else "inconsistent"
+    reason = (f"held-out probe accuracy learned {summary['learned']:.3f} (near perfect = >= {NEAR_PERFECT}); "
+              f"frozen {summary['frozen-subjects']:.3f}, construction {summary['construction']:.3f}, "
+              f"chance {1 / n_subjects:.3f}")
+    return {"experiment": "geometric_probes", "settings": {"N": n_subjects, "R": n_relations, "d": d, "seeds": seeds,
+            "lr": lr, "steps": steps, "test_fraction": test_fraction, "construction_k": k},
+            "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
+            "provenance": _run_provenance(), "wall_time_s": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------
+# Experiment 4: zero-shot transfer to new bijections
+
+
+def smart_subject_embeddings(trained: TrainedFactModel, new_bijections: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
+    """New subject embeddings as the superposition of the new attributes' vectors through per-relation maps.
+
+    The maps A_r are fitted jointly on the trained subjects by ridge least squares,
+    E_s ~ sum_r U_{pi_r(s)} A_r, and applied to the new bijections: E'_s = sum_r U_{pi'_r(s)} A_r.
+    """
+    features = np.concatenate([trained.unembedding[pi] for pi in trained.bijections], axis=1)
+    maps = _ridge_solve(features, trained.subject_embeddings, ridge)
+    new_features = np.concatenate([trained.unembedding[pi] for pi in new_bijections], axis=1)
+    return new_features @ maps
+
+
+def train_subject_embeddings_only(trained: TrainedFactModel, bijections: np.ndarray, initial: np.ndarray,
+                                  steps: int, lr: float = 1e-2) -> tuple[np.ndarray, list[list[float]]]:
+    """Adam on the subject embeddings alone (MLP, relation embeddings and unembedding frozen), full batch.
+
+    Returns (final embeddings, accuracy curve [[step, accuracy], ...] at steps 0, 1, 3, 10, 30, ...).
+    """
+    import torch
+
+    def frozen(a):
+        return torch.as_tensor(a, dtype=torch.float32)
+
+    er, w1, b1, w2, u = map(frozen, (trained.relation_embeddings, trained.w1, trained.b1, trained.w2, trained.unembedding))
+    subjects, relations, answers = (torch.as_tensor(a) for a in all_queries(bijections))
+    table = torch.nn.Parameter(frozen(initial).clone())
+    optimiser = torch.optim.Adam([table], lr=lr)
+    checkpoints = {0, steps} | {int(c) for c in np.unique(np.round(np.logspace(0, math.log10(max(steps, 1)), 8)))}
+    curve = []
+    for step in range(steps + 1):
+        x = table[subjects] + er[relations]
+        logits = (x + torch.relu(x @ w1.T + b1) @ w2.T) @ u.T
+        if step in checkpoints:
+            curve.append([step, float(strict_argmax_correct(logits.detach().double().numpy(), answers.numpy()).mean())])
+        if step == steps:
+            break
+        loss = torch.nn.functional.cross_entropy(logits, answers)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    return table.detach().double().numpy(), curve
+
+
+def zero_shot_transfer(trained: TrainedFactModel, seed: int, steps: int = 100, lr: float = 1e-2,
+                       ridge: float = 1e-3) -> dict[str, Any]:
+    """Freeze a trained model's MLP, relation embeddings and unembedding; learn R new bijections.
+
+    New subject embeddings start (a) random (unit-sphere directions scaled to the trained embeddings'
+    mean norm) or (b) smart (:func:`smart_subject_embeddings`).  Returns {"model", "seed",
+    "random": {"accuracy_no_training", "accuracy_after", "curve"}, "smart": {...}, "steps", "lr"}.
+    """
+    n_relations, n_subjects = trained.bijections.shape
+    new_bijections = random_bijections(n_subjects, n_relations, seed=10_000 + seed)
+    rng = np.random.default_rng([seed, n_subjects, 0x2E0])
+    directions = rng.standard_normal(trained.subject_embeddings.shape)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    random_init = directions * np.linalg.norm(trained.subject_embeddings, axis=1).mean()
+    out: dict[str, Any] = {"model": trained.model, "seed": trained.seed, "steps": steps, "lr": lr}
+    for name, initial in (("random", random_init), ("smart", smart_subject_embeddings(trained, new_bijections, ridge))):
+        _, curve = train_subject_embeddings_only(trained, new_bijections, initial, steps, lr)
+        out[name] = {"accuracy_no_training": curve[0][1], "accuracy_after": curve[-1][1], "curve": curve}
+    return out
+
+
+def run_zero_shot_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[int], lr: float = 1e-2,
+                             train_steps: int = 300, transfer_steps: int = 100) -> dict[str, Any]:
+    """Experiment 4: zero-shot transfer for the learned and the frozen-random-subject model.
+
+    Returns {"experiment": "geometric_zero_shot", "settings", "rows": [zero_shot_transfer dicts + 
+    "train_accuracy_model"], "summary": {model: {init: {"no_training", "after"}}} (means over seeds),
+    "verdict", "verdict_reason", "provenance", "wall_time_s"}.
+    """
+    start = time.perf_counter()
+    rows = []
+    for model in ("learned", "frozen-subjects"):
+        for trained in train_fact_models(n_subjects, n_relations, d, model, seeds, lr=lr, steps=train_steps,
+                                         stop_at_full_accuracy=False):
+            row = zero_shot_transfer(trained, trained.seed, steps=transfer_steps, lr=lr)
+            row["train_accuracy_model"] = trained.train_accuracy
+            rows.append(row)
+    summary = {model: {init: {"no_training": float(np.mean([r[init]["accuracy_no_training"] for r in rows if r["model"] == model])),
+                              "after": float(np.mean([r[init]["accuracy_after"] for r in rows if r["model"] == model]))}
+                       for init in ("random", "smart")} for model in ("learned", "frozen-subjects")}
+    learned_smart = summary["learned"]["smart"]["no_training"]
+    frozen_smart = summary["frozen-subjects"]["smart"]["no_training"]
+    # paper-reported: the frozen trained MLP reaches high zero-shot accuracy with smart initialisation;
+    # the frozen-random-embedding MLP does not.  "High" is read as >= NEAR_PERFECT / 2 and above the
+    # frozen control by 0.2; both numbers are in the reason so a reader can apply their own.
+    consistent = learned_smart >= NEAR_PERFECT / 2 and learned_smart - frozen_smart >= 0.2
+    verdict = "consistent" if consistent else "inconsistent"
+    reason = (f"smart init, no training: learned {learned_smart:.3f}, frozen-random {frozen_smart:.3f}; random init: "
+              f"learned {summary['learned']['random']['no_training']:.3f}; after {transfer_steps} embedding-only steps "
+              f"smart/random: learned {summary['learned']['smart']['after']:.3f}/{summary['learned']['random']['after']:.3f}, "
+              f"frozen {summary['frozen-subjects']['smart']['after']:.3f}/{summary['frozen-subjects']['random']['after']:.3f}")
+    return {"experiment": "geometric_zero_shot", "settings": {"N": n_subjects, "R": n_relations, "d": d, "seeds": seeds,
+            "lr": lr, "train_steps": train_steps, "transfer_steps": transfer_steps},
+            "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
+            "provenance": _run_provenance(), "wall_time_s": time.perf_counter() - start}
