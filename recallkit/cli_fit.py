@@ -48,6 +48,12 @@ def format_table(doc: dict) -> str:
     for index, f in enumerate(fits, 1):
         lines.append(f"[{index}] {f['line']}, threshold {_number(f['threshold'], 'g')}: {f['verdict']}: "
                      f"{f['verdict_reason']}")
+        note = (f.get("bootstrap") or {}).get("note")
+        if note:
+            lines.append(f"    note: {note}")
+        if f["censored"]:
+            reasons = sorted({str(c.get("censor_reason")) for c in f["censored"]})
+            lines.append(f"    censored ({len(f['censored'])} points, not fitted): {'; '.join(reasons)}")
     return "\n".join(lines)
 
 
