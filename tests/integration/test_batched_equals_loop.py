@@ -90,3 +90,15 @@ def test_results_come_back_in_input_order_across_shapes():
     assert [r["param_count"] for r in rows] == [64, 144, 64, 81]
     assert "attention_mass" in rows[1] and "attention_mass" not in rows[0]
     assert rows[0]["batched_models"] == 2 and rows[3]["batched_models"] == 1
+
+
+def test_on_one_cpu_thread_batching_changes_no_bit():
+    """Resume (empirics.store) reuses stored rows, so a config's numbers must not depend on its batch:
+    on CPU with one thread the batched kernels give each model exactly its alone result."""
+    configs = [{**TRA, "seed": s} for s in range(4)]
+    keys = ("accuracy", "train_accuracy", "loss", "attention_mass", "steps_run")
+    batched, subset = run_configs(configs, progress=False), run_configs(configs[1:3], progress=False)
+    for row, cfg in zip(batched, configs):
+        alone = run_config(cfg)
+        assert all(row[k] == alone[k] for k in keys)
+    assert all(batched[1 + i][k] == subset[i][k] for i in range(2) for k in keys)
