@@ -28,7 +28,7 @@ from reports.style import (
 )
 from theory.errors import InputError
 
-__all__ = ["accuracy_heatmap", "fit_plot", "capacity_plot", "dmin_plot", "save_figure", "regressor_label"]
+__all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label"]
 
 # Marker colours for thresholds drawn over the cividis heatmap (dark blue .. yellow): these stay
 # visible over both ends, and each also gets its own marker shape so colour is never the only cue.
@@ -155,54 +155,87 @@ def fit_plot(fit: dict, title: str | None = None, size=FIG_SINGLE, y_label: str 
     A fit dict without a slope (compare found too few points) still gets its points, censored
     points and the verdict reason, so the page says why there is no line.
     """
+    with style_context():
+        fig = new_figure(size)
+        draw_fit(fig.add_subplot(), fit, title=title, y_label=y_label)
+        _caption(fig, fit)
+    return fig
+
+
+def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
+             y_label: str = "parameter count") -> Figure:
+    """The fits of one line side by side (one panel per threshold), verdict reasons underneath."""
+    if not fits:
+        raise InputError("fit grid: expected at least one fit dict")
+    n = len(fits)
+    rows, cols = (1, n) if n <= 3 else ((n + 2) // 3, 3)
+    with style_context():
+        fig = new_figure(size)
+        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        for i, (ax, fit) in enumerate(zip(axes, fits)):
+            thr = fit.get("threshold")
+            draw_fit(ax, fit, title=f"({i + 1}) threshold {thr:g}" if thr is not None else f"({i + 1})",
+                     y_label=y_label if i % cols == 0 else "", legend_fontsize=7, box_fontsize=7)
+        for ax in axes[n:]:
+            ax.axis("off")
+        reasons = [f"({i + 1}) {fit.get('verdict', 'n/a')}: {fit['verdict_reason']}"
+                   for i, fit in enumerate(fits) if fit.get("verdict_reason")]
+        if reasons:
+            import textwrap
+
+            width = int(fig.get_figwidth() * 15)
+            fig.supxlabel("\n".join(textwrap.fill(r, width) for r in reasons), fontsize=8, ha="left", x=0.01,
+                          color="0.2")
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter count",
+             legend_fontsize: float | None = None, box_fontsize: float = 9) -> None:
+    """Draw one fit dict on ``ax`` (see :func:`fit_plot`)."""
     where = f"fit '{fit.get('experiment', '?')}'"
     slope = fit.get("slope")
     intercept = fit.get("intercept")
     xs, ys, seeds = _points_xy(_require(fit, "points", where), f"{where}.points")
     cens = _censored_xy(fit)
-    with style_context():
-        fig = new_figure(size)
-        ax = fig.add_subplot()
-        all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
-        if all_x.size == 0:
-            ax.text(0.5, 0.5, "no boundary points", ha="center", va="center", transform=ax.transAxes)
-            _caption(fig, fit)
-            return fig
-        span = max(all_x.max() - all_x.min(), 0.2)
-        grid = np.linspace(all_x.min() - 0.05 * span, all_x.max() + 0.05 * span, 100)
-        x_centre = float(xs.mean()) if xs.size else float(all_x.mean())
-        have_fit = slope is not None and intercept is not None
-        if have_fit:
-            slope, intercept = float(slope), float(intercept)
-            band = _band(fit, grid, x_centre)
-            if band is not None:
-                bx, lo, hi, blabel = band
-                ax.fill_between(np.exp(bx), np.exp(lo), np.exp(hi), color=PALETTE["blue"], alpha=0.18, lw=0,
-                                label=blabel)
-        if xs.size:
-            ax.scatter(np.exp(xs) * _seed_jitter(seeds, 0.04), np.exp(ys), s=22, alpha=0.6,
-                       color=PALETTE["blue"], edgecolors="none", zorder=3,
-                       label=f"boundary points ({len(set(seeds))} seeds, jittered)")
-        if have_fit:
-            ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
-                    label=f"fit: slope {slope:.2f}, HC3 CI {_fmt_ci(fit.get('slope_ci'))}")
-        pred = fit.get("predicted_slope")
-        if pred is not None and xs.size:
-            y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
-            ax.plot(np.exp(grid), np.exp(y_centre + float(pred) * (grid - x_centre)), color=PALETTE["black"],
-                    ls="--", lw=1.5, label=f"theory: slope {float(pred):.2f} (through data centre)")
-        _draw_censored(ax, cens, PALETTE["vermillion"], "censored: beyond the searched range")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(regressor_label(fit.get("x")))
-        ax.set_ylabel(y_label)
-        thr = fit.get("threshold")
-        ax.set_title(title or f"{fit.get('experiment', '')}" + (f", threshold {thr}" if thr is not None else ""))
-        ax.legend(loc="upper left")
-        _major_labels_only(ax)
-        _verdict_box(ax, fit)
-        _caption(fig, fit)
-    return fig
+    all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
+    thr = fit.get("threshold")
+    ax.set_title(title or f"{fit.get('experiment', '')}" + (f", threshold {thr}" if thr is not None else ""))
+    if all_x.size == 0:
+        ax.text(0.5, 0.5, "no boundary points", ha="center", va="center", transform=ax.transAxes)
+        return
+    span = max(all_x.max() - all_x.min(), 0.2)
+    grid = np.linspace(all_x.min() - 0.05 * span, all_x.max() + 0.05 * span, 100)
+    x_centre = float(xs.mean()) if xs.size else float(all_x.mean())
+    have_fit = slope is not None and intercept is not None
+    if have_fit:
+        slope, intercept = float(slope), float(intercept)
+        band = _band(fit, grid, x_centre)
+        if band is not None:
+            bx, lo, hi, blabel = band
+            ax.fill_between(np.exp(bx), np.exp(lo), np.exp(hi), color=PALETTE["blue"], alpha=0.18, lw=0,
+                            label=blabel)
+    if xs.size:
+        ax.scatter(np.exp(xs) * _seed_jitter(seeds, 0.04), np.exp(ys), s=22, alpha=0.6,
+                   color=PALETTE["blue"], edgecolors="none", zorder=3,
+                   label=f"boundary points ({len(set(seeds))} seeds, jittered)")
+    if have_fit:
+        ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
+                label=f"fit: slope {slope:.2f}, HC3 CI {_fmt_ci(fit.get('slope_ci'))}")
+    pred = fit.get("predicted_slope")
+    if pred is not None and xs.size:
+        y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
+        ax.plot(np.exp(grid), np.exp(y_centre + float(pred) * (grid - x_centre)), color=PALETTE["black"],
+                ls="--", lw=1.5, label=f"theory: slope {float(pred):.2f} (through data centre)")
+    _draw_censored(ax, cens, PALETTE["vermillion"], "censored: beyond the searched range")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(regressor_label(fit.get("x")))
+    ax.set_ylabel(y_label)
+    ax.legend(loc="upper left", fontsize=legend_fontsize)
+    _major_labels_only(ax)
+    _verdict_box(ax, fit, fontsize=box_fontsize)
 
 
 def _caption(fig: Figure, fit: dict) -> None:
@@ -215,7 +248,7 @@ def _caption(fig: Figure, fit: dict) -> None:
         fig.supxlabel(textwrap.fill(str(reason), width), fontsize=8, ha="center", color="0.25")
 
 
-def _verdict_box(ax, fit: dict) -> None:
+def _verdict_box(ax, fit: dict, fontsize: float = 9) -> None:
     verdict = fit.get("verdict")
     if not verdict:
         return
@@ -232,7 +265,7 @@ def _verdict_box(ax, fit: dict) -> None:
         lines.append(f"R$^2$ = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
     from reports.style import VERDICT_COLOURS
 
-    ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=9,
+    ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=fontsize,
             bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5"))
 
 
@@ -418,60 +451,79 @@ def _fmt_ci_g(ci) -> str:
     return f"[{ci[0]:.3g}, {ci[1]:.3g}]"
 
 
-def dmin_plot(dmin: dict, title: str | None = None, size=FIG_WIDE) -> Figure:
+def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
     """d_min against N, learned vs frozen embeddings (one panel each), log and power-law fits per R.
 
-    ``dmin = {"points": [{"N", "d_min", "seed", "embeddings": "learned"|"frozen", "R", "censored"?}],
-    "fits": [{"embeddings", "R", "form": "log"|"power", "params": {"a","b"} | {"c","p"},
-    "ci": {name: [lo, hi]}, "aic": float}]}``; log form d = a + b log2 N, power form d = c N^p.
+    ``dmin = {"learned": {"points": [...], "selection": {...}}, "frozen": {...}}``: ``points`` are
+    boundary points (keys N, d, seed, R, censored) and ``selection`` is
+    ``compare.model_selection.select_by_group(points, "R")`` (per group: log a + b log2 N and power
+    c N^p fits with intervals and AIC, and the preferred form).
     """
-    points = _require(dmin, "points", "dmin")
-    fits = dmin.get("fits") or []
-    kinds = [k for k in ("learned", "frozen") if any(p.get("embeddings") == k for p in points)]
+    kinds = [k for k in ("learned", "frozen") if k in dmin]
     if not kinds:
-        raise InputError("dmin.points: expected entries with embeddings = 'learned' or 'frozen'")
-    Rs = sorted({p.get("R") for p in points}, key=lambda r: (r is None, r))
+        raise InputError("dmin: expected a 'learned' and/or 'frozen' entry")
+    for kind in kinds:
+        if not dmin[kind].get("points"):
+            raise InputError(f"dmin.{kind}.points: expected a non-empty list of boundary points")
+    Rs = sorted({p.get("R") for k in kinds for p in dmin[k]["points"]}, key=lambda r: (r is None, r))
     colour_of = {R: CYCLE[i % len(CYCLE)] for i, R in enumerate(Rs)}
     with style_context():
         fig = new_figure(size)
         axes = fig.subplots(1, len(kinds), sharey=True, squeeze=False)[0]
+        any_censored = False
+        y_lo, y_hi = math.inf, 0.0
         for ax, kind in zip(axes, kinds):
-            pts = [p for p in points if p.get("embeddings") == kind]
-            Nmin = min(float(p["N"]) for p in pts)
-            Nmax = max(float(p["N"]) for p in pts)
-            Ngrid = np.geomspace(Nmin, Nmax, 60)
+            pts = dmin[kind]["points"]
+            selection = dmin[kind].get("selection") or {}
+            size_key = selection.get("size_key", "d")
+            group_key = selection.get("group_key", "R")
+            groups = {g.get(group_key): g for g in selection.get("groups", [])}
+            Ns = [float(p["N"]) for p in pts]
+            Ngrid = np.geomspace(min(Ns), max(Ns), 60)
             for R in Rs:
                 sel = [p for p in pts if p.get("R") == R]
                 if not sel:
                     continue
                 colour = colour_of[R]
-                ok = [p for p in sel if not p.get("censored")]
-                ax.scatter([p["N"] for p in ok], [p["d_min"] for p in ok], s=20, alpha=0.6, color=colour,
-                           edgecolors="none", label=f"R = {R}")
-                cens = [p for p in sel if p.get("censored")]
+                ok = [p for p in sel if not p.get("censored") and p.get(size_key) is not None]
+                g = groups.get(R, {})
+                pref = g.get("preferred")
+                head = f"R = {R}" + ("" if not pref else ": no form preferred" if pref == "inconclusive"
+                                     else f": prefers {pref}")
+                if g.get("delta_aic") is not None:
+                    head += f", AIC(power) - AIC(log) = {g['delta_aic']:.1f}"
+                ax.scatter([p["N"] for p in ok], [p[size_key] for p in ok], s=20, alpha=0.6, color=colour,
+                           edgecolors="none", label=head)
+                cens = [p for p in sel if p.get("censored") and p.get(size_key) is not None]
                 if cens:
-                    ax.scatter([p["N"] for p in cens], [p["d_min"] for p in cens], s=36, facecolors="white",
+                    any_censored = True
+                    ax.scatter([p["N"] for p in cens], [p[size_key] for p in cens], s=36, facecolors="white",
                                edgecolors=colour, linewidths=1.4)
-                for f in fits:
-                    if f.get("embeddings") != kind or f.get("R") != R:
-                        continue
-                    prm = f.get("params", {})
-                    aic = f" AIC {f['aic']:.1f}" if f.get("aic") is not None else ""
-                    if f.get("form") == "log":
-                        yv = prm["a"] + prm["b"] * np.log2(Ngrid)
-                        ax.plot(Ngrid, yv, color=colour, lw=1.6,
-                                label=f"  a + b log2 N, b = {prm['b']:.2f}{aic}")
-                    elif f.get("form") == "power":
-                        yv = prm["c"] * Ngrid ** prm["p"]
-                        ax.plot(Ngrid, yv, color=colour, lw=1.6, ls="--",
-                                label=f"  c N^p, p = {prm['p']:.2f}{aic}")
+                if "log" in g:
+                    lf = g["log"]
+                    log_curve = lf["a"] + lf["b"] * np.log2(Ngrid)
+                    log_curve[log_curve <= 0] = np.nan  # a log axis cannot show d <= 0
+                    ax.plot(Ngrid, log_curve, color=colour, lw=1.6,
+                            label=f"   a + b log2 N: b = {lf['b']:.2f} {_fmt_ci(lf.get('b_ci'))}")
+                if "power" in g:
+                    pf = g["power"]
+                    ax.plot(Ngrid, pf["c"] * Ngrid ** pf["p"], color=colour, lw=1.6, ls="--",
+                            label=f"   c N$^p$: p = {pf['p']:.2f} {_fmt_ci(pf.get('p_ci'))}")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
+            ys = [float(p[size_key]) for p in pts if p.get(size_key)]
+            y_lo = min(y_lo, min(ys) / 1.5)
+            y_hi = max(y_hi, max(ys) * 1.5)  # a fit far off the data is cut, not the data
             ax.set_xlabel("subjects N")
             ax.set_title(f"{kind} subject embeddings")
-            ax.legend(fontsize=7.5, loc="upper left")
-        axes[0].set_ylabel("d_min (100% of N*R facts)")
-        if any(p.get("censored") for p in points):
+            # below the panel: inside, it would hide the large-N points that decide log against power
+            from matplotlib.transforms import offset_copy
+
+            ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                      bbox_transform=offset_copy(ax.transAxes, fig=fig, y=-42, units="points"))
+        axes[0].set_ylim(y_lo, y_hi)
+        axes[0].set_ylabel("d$_{min}$ (100% of the N R facts)")
+        if any_censored:
             fig.supxlabel("open markers: censored (no d in the searched range reached 100%)", fontsize=8)
-        fig.suptitle(title or "minimal dimension: solid = log fit, dashed = power-law fit")
+        fig.suptitle(title or "minimal dimension: solid = a + b log2 N fit, dashed = c N$^p$ fit")
     return fig

@@ -125,7 +125,10 @@ def save_figure(fig: Figure, stem: str | os.PathLike, close: bool = False) -> li
     return [png, pdf]
 
 
-def new_figure(size: tuple[float, float] = FIG_SINGLE, **kwargs) -> Figure:
-    """A figure in the house style, not registered with pyplot's global state (nothing leaks)."""
+def new_figure(size: tuple[float, float] = FIG_SINGLE, layout: str | None = "constrained", **kwargs) -> Figure:
+    """A figure in the house style, not registered with pyplot's global state (nothing leaks).
+
+    ``layout=None`` for pages placed by hand (text blocks, tables at fixed positions).
+    """
     with style_context():
-        return Figure(figsize=size, layout="constrained", **kwargs)
+        return Figure(figsize=size, layout=layout, **kwargs)

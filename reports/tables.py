@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
 from theory.errors import InputError
 
-__all__ = ["slope_table", "term_table", "mathtext_or_plain", "slope_rows"]
+__all__ = ["slope_table", "draw_slope_table", "term_table", "mathtext_or_plain", "slope_rows"]
 
 
 def _ci(ci) -> str:
@@ -45,7 +45,7 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
 
 _HEADER = ["experiment", "line", "thr.", "fitted\nslope", "95% CI\n(HC3)", "95% CI\n(bootstrap)",
            "predicted\nslope", "dominant\nterm", "verdict"]
-_WRAP = [22, 26, 6, 8, 14, 14, 9, 14, 13]
+_WRAP = [22, 26, 6, 8, 14, 14, 9, 18, 13]
 _WIDTHS = [0.16, 0.19, 0.05, 0.07, 0.11, 0.11, 0.08, 0.11, 0.12]
 
 
@@ -56,42 +56,46 @@ def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slo
     ``rows``: dicts as made by :func:`slope_rows`. Rows beyond ``max_rows`` are cut with a note;
     :func:`reports.pdf.build_report` splits long tables over pages instead.
     """
-    shown = list(rows)[:max_rows]
-    cells = []
-    for r in shown:
-        thr = r.get("threshold")
-        raw = [r.get("experiment", ""), r.get("line", ""), "" if thr is None else f"{float(thr):g}",
-               _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
-               _num(r.get("predicted_slope")), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
-        cells.append([textwrap.fill(str(v), w) for v, w in zip(raw, _WRAP)])
     with style_context():
         fig = new_figure(size)
         ax = fig.add_subplot()
-        ax.axis("off")
         ax.set_title(title, loc="left", fontsize=13)
-        if not cells:
-            ax.text(0.5, 0.5, "no fits to show", ha="center", va="center", transform=ax.transAxes)
-            return fig
-        table = ax.table(cellText=cells, colLabels=_HEADER, colWidths=_WIDTHS, loc="upper center",
-                         cellLoc="left", colLoc="left")
-        table.auto_set_font_size(False)
-        table.set_fontsize(8.5)
-        base_h = 0.032
-        for (row, col), cell in table.get_celld().items():
-            text = cell.get_text().get_text()
-            n_lines = max(text.count("\n") + 1, 1)
-            cell.set_height(base_h * max(n_lines, 2 if row == 0 else 1) * 0.85 + 0.01)
-            cell.set_edgecolor("0.7")
-            cell.PAD = 0.04
-            if row == 0:
-                cell.set_facecolor("0.92")
-                cell.get_text().set_fontweight("bold")
-            elif col == len(_HEADER) - 1:
-                cell.set_facecolor(VERDICT_COLOURS.get(shown[row - 1].get("verdict"), "white"))
+        draw_slope_table(ax, list(rows)[:max_rows])
         if len(rows) > max_rows:
             ax.text(0.0, 0.0, f"... {len(rows) - max_rows} more rows not shown", transform=ax.transAxes,
                     fontsize=9)
     return fig
+
+
+def draw_slope_table(ax, rows: Sequence[dict]) -> None:
+    """Draw the slope table on ``ax`` (axis turned off), verdict cells coloured."""
+    ax.axis("off")
+    cells = []
+    for r in rows:
+        thr = r.get("threshold")
+        raw = [r.get("experiment", ""), r.get("line") or "", "" if thr is None else f"{float(thr):g}",
+               _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
+               _num(r.get("predicted_slope")), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
+        cells.append([textwrap.fill(str(v), w) for v, w in zip(raw, _WRAP)])
+    if not cells:
+        ax.text(0.5, 0.5, "no fits to show", ha="center", va="center", transform=ax.transAxes)
+        return
+    table = ax.table(cellText=cells, colLabels=_HEADER, colWidths=_WIDTHS, loc="upper center",
+                     cellLoc="left", colLoc="left")
+    table.auto_set_font_size(False)
+    table.set_fontsize(8.5)
+    # row heights in axes units: one text line is ~ 14 pt at this font size
+    line_h = 11.5 / 72 / max(ax.get_position().height * ax.figure.get_figheight(), 1e-3)
+    for (row, col), cell in table.get_celld().items():
+        n_lines = max(len(cells[row - 1][c].split("\n")) for c in range(len(_HEADER))) if row else 2
+        cell.set_height(line_h * n_lines + 0.3 * line_h)
+        cell.set_edgecolor("0.7")
+        cell.PAD = 0.04
+        if row == 0:
+            cell.set_facecolor("0.92")
+            cell.get_text().set_fontweight("bold")
+        elif col == len(_HEADER) - 1:
+            cell.set_facecolor(VERDICT_COLOURS.get(rows[row - 1].get("verdict"), "white"))
 
 
 # sympy.latex constructs that mathtext lacks, with the mathtext spelling that means the same.
@@ -167,7 +171,7 @@ def term_table(terms: Sequence[dict], title: str = "Theory terms", size=PAGE_LAN
     row_h = min(0.085, 0.80 / n)
     fallback = False
     with style_context():
-        fig = new_figure(size)
+        fig = new_figure(size, layout=None)
         fig.text(0.04, 0.955, title, fontsize=14, fontweight="bold", va="top")
         cols = [0.04, 0.20, 0.29, 0.62, 0.77]
         y = 0.88

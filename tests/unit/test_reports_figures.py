@@ -86,22 +86,24 @@ def synthetic_capacity(label="linear d^2", C=0.8, seeds=3, rng_seed=1):
 
 
 def synthetic_dmin(rng_seed=2):
+    """Boundary points for learned (log) and frozen (power) d_min, run through compare's model selection."""
+    from compare.model_selection import select_by_group
+
     rng = np.random.default_rng(rng_seed)
-    points, fits = [], []
-    for R in (1, 4):
-        for kind in ("learned", "frozen"):
-            for N in (64, 128, 256, 512, 1024):
-                for seed in range(2):
+    out = {}
+    for kind in ("learned", "frozen"):
+        points = []
+        for R in (1, 4):
+            for N in (16, 64, 256, 1024, 4096):
+                for seed in range(3):
                     if kind == "learned":
-                        d = (4 + 3 * R * math.log2(N)) * math.exp(rng.normal(0, 0.05))
+                        d = (4 + 3 * R * math.log2(N)) * math.exp(rng.normal(0, 0.02))
                     else:
                         d = 2 * R ** 0.5 * N ** 0.9 * math.exp(rng.normal(0, 0.05))
-                    points.append({"N": N, "d_min": d, "seed": seed, "embeddings": kind, "R": R,
-                                   "censored": kind == "frozen" and N == 1024 and seed == 1})
-            fits.append({"embeddings": kind, "R": R, "form": "log", "params": {"a": 4.0, "b": 3.0 * R}, "aic": 10.0})
-            fits.append({"embeddings": kind, "R": R, "form": "power", "params": {"c": 2 * R ** 0.5, "p": 0.9},
-                         "aic": 12.0})
-    return {"points": points, "fits": fits}
+                    points.append({"N": N, "d": d, "seed": seed, "R": R,
+                                   "censored": kind == "frozen" and N == 4096 and seed == 1})
+        out[kind] = {"points": points, "selection": select_by_group(points, "R", n_bootstrap=0)}
+    return out
 
 
 SYNTHETIC_TERMS = [
@@ -217,7 +219,10 @@ def test_dmin_plot_panels_and_fits(tmp_path):
     fig = figures.dmin_plot(synthetic_dmin())
     assert [ax.get_title() for ax in fig.axes] == ["learned subject embeddings", "frozen subject embeddings"]
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert any("log2 N" in lab for lab in labels) and any("N^p" in lab for lab in labels)
+    assert any("log2 N" in lab for lab in labels) and any("N$^p$" in lab for lab in labels)
+    assert any(lab.startswith("R = 1: prefers log") for lab in labels), labels
+    frozen = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert any(lab.startswith("R = 4: prefers power") for lab in frozen), frozen
     _look(fig, tmp_path, "dmin")
 
 

@@ -1,0 +1,314 @@
+"""The multi-page PDF report, built from the ``summary`` dict (docs/ARCHITECTURE.md, "reports: summary").
+
+``build_report(summary, out_dir)`` writes ``out_dir/recallkit-report.pdf``, every page also alone as
+PNG and PDF under ``out_dir/figures/``, and ``out_dir/summary.json`` (the input plus the flat
+``entries`` table). The same summary gives the same bytes: dates come from SOURCE_DATE_EPOCH (or the
+summary's own date), the Creator is fixed and figures carry no wall-clock metadata.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+
+from reports import figures, tables
+from reports.style import (
+    PAGE_LANDSCAPE,
+    VERDICT_COLOURS,
+    new_figure,
+    pdf_metadata,
+    save_figure,
+    source_date,
+    style_context,
+)
+from theory.errors import InputError
+
+__all__ = ["build_report", "summary_entries", "validate_summary", "REPORT_NAME", "SCHEMA"]
+
+REPORT_NAME = "recallkit-report.pdf"
+SCHEMA = "recallkit.summary/1"
+KINDS = ("min_size", "capacity", "dmin")
+
+
+def validate_summary(summary: Any) -> None:
+    """Raise InputError naming the first field that does not have the documented shape."""
+    if not isinstance(summary, dict):
+        raise InputError(f"summary: expected a JSON object, got {type(summary).__name__}")
+    exps = summary.get("experiments")
+    if not isinstance(exps, list):
+        raise InputError("summary.experiments: expected a list of experiment entries")
+    seen = set()
+    for i, exp in enumerate(exps):
+        where = f"summary.experiments[{i}]"
+        if not isinstance(exp, dict) or not isinstance(exp.get("name"), str) or not exp["name"]:
+            raise InputError(f"{where}.name: expected a non-empty string")
+        if exp["name"] in seen:
+            raise InputError(f"{where}.name: duplicate experiment name {exp['name']!r}")
+        seen.add(exp["name"])
+        if exp.get("kind", "min_size") not in KINDS:
+            raise InputError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {exp.get('kind')!r}")
+        for key in ("fits", "terms", "lines"):
+            if key in exp and not isinstance(exp[key], list):
+                raise InputError(f"{where}.{key}: expected a list")
+        for j, fit in enumerate(exp.get("fits", [])):
+            if not isinstance(fit, dict) or "points" not in fit:
+                raise InputError(f"{where}.fits[{j}]: expected a FitResult dict with 'points'")
+    prov = summary.get("provenance", {})
+    if not isinstance(prov, dict):
+        raise InputError("summary.provenance: expected an object")
+
+
+def _dominant_of(exp: dict) -> dict:
+    out = {}
+    for line in exp.get("lines", []):
+        pred = line.get("prediction") or {}
+        if line.get("name") and pred.get("dominant"):
+            out[line["name"]] = pred["dominant"]
+    return out
+
+
+def summary_entries(summary: dict) -> list[dict]:
+    """One flat row per (experiment, line, threshold): the numbers each verdict rests on."""
+    rows = []
+    for exp in summary.get("experiments", []):
+        dominant = _dominant_of(exp)
+        for fit in exp.get("fits", []):
+            rows.append({
+                "experiment": exp["name"],
+                "line": fit.get("line"),
+                "threshold": fit.get("threshold"),
+                "x": fit.get("x"),
+                "slope": fit.get("slope"),
+                "slope_ci": fit.get("slope_ci"),
+                "slope_ci_bootstrap": fit.get("slope_ci_bootstrap"),
+                "predicted_slope": fit.get("predicted_slope"),
+                "delta": fit.get("delta"),
+                "alpha": fit.get("alpha"),
+                "dominant": fit.get("dominant") or dominant.get(fit.get("line"), ""),
+                "verdict": fit.get("verdict"),
+                "verdict_reason": fit.get("verdict_reason"),
+                "n_points": fit.get("n_points"),
+                "n_censored": len(fit.get("censored") or []),
+                "C": fit.get("C"),
+                "C_ci": fit.get("C_ci"),
+            })
+        dmin = exp.get("dmin") or {}
+        for kind in ("learned", "frozen"):
+            sel = (dmin.get(kind) or {}).get("selection") or {}
+            for g in sel.get("groups", []):
+                rows.append({
+                    "experiment": exp["name"],
+                    "line": f"{kind}, {sel.get('group_key', 'R')} = {g.get(sel.get('group_key', 'R'))}: "
+                            + ("b of a + b log2 N" if g.get("preferred") == "log" else "p of c N^p"),
+                    "threshold": None, "x": "d_min(N): log vs power",
+                    "slope": (g.get("log") or {}).get("b") if g.get("preferred") == "log"
+                    else (g.get("power") or {}).get("p"),
+                    "slope_ci": (g.get("log") or {}).get("b_ci") if g.get("preferred") == "log"
+                    else (g.get("power") or {}).get("p_ci"),
+                    "slope_ci_bootstrap": None, "predicted_slope": None,
+                    "dominant": (f"predicted {g['predicted']}, " if g.get("predicted") else "")
+                    + f"data prefer {g.get('preferred', 'n/a')}",
+                    "verdict": g.get("verdict"), "verdict_reason": g.get("verdict_reason") or g.get("preferred_reason"),
+                    "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []),
+                })
+    return rows
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower()[:60] or "x"
+
+
+def _summary_date(summary: dict) -> _dt.datetime | None:
+    raw = (summary.get("provenance") or {}).get("date")
+    if not raw:
+        return None
+    try:
+        when = _dt.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
+
+
+def _title_page(summary: dict, rows: list[dict], max_rows: int) -> Figure:
+    prov = summary.get("provenance") or {}
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.04, 0.96, summary.get("title") or "recallkit report", fontsize=20, fontweight="bold", va="top")
+        if summary.get("subtitle"):
+            fig.text(0.04, 0.915, summary["subtitle"], fontsize=11, va="top", color="0.3")
+        hashes = prov.get("config_hashes") or {}
+        n_hashes = sum(len(v) for v in hashes.values()) if isinstance(hashes, dict) else len(hashes)
+        when = source_date() or _summary_date(summary)
+        fields = [
+            ("code version", prov.get("code_version", "unknown")),
+            ("date", when.strftime("%Y-%m-%d %H:%M UTC") if when else prov.get("date", "unknown")),
+            ("device", f"{prov.get('device', 'unknown')}, {prov.get('threads', '?')} thread(s)"),
+            ("torch", prov.get("torch_version", "n/a")),
+            ("preset", prov.get("preset", "n/a")),
+            ("config hashes", _hash_summary(hashes, n_hashes)),
+        ]
+        y = 0.87
+        for key, value in fields:
+            fig.text(0.04, y, key, fontsize=9.5, color="0.35", va="top")
+            fig.text(0.17, y, textwrap.fill(str(value), 130), fontsize=9.5, va="top", family="DejaVu Sans Mono")
+            y -= 0.03 * (1 + str(value).count("\n"))
+        counts = {v: sum(r.get("verdict") == v for r in rows) for v in VERDICT_COLOURS}
+        fig.text(0.04, y - 0.01, "verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()),
+                 fontsize=11, va="top", fontweight="bold")
+        ax = fig.add_axes((0.03, 0.04, 0.94, y - 0.09))
+        tables.draw_slope_table(ax, rows[:max_rows])
+        if len(rows) > max_rows:
+            ax.text(0.0, -0.02, f"continued on the next page ({len(rows) - max_rows} more rows)",
+                    transform=ax.transAxes, fontsize=9, va="top")
+    return fig
+
+
+def _hash_summary(hashes, n: int) -> str:
+    if isinstance(hashes, dict):
+        parts = [f"{exp}: {', '.join(v[:3])}{' ...' if len(v) > 3 else ''} ({len(v)})" for exp, v in hashes.items()]
+        return "\n".join(parts) if parts else "none recorded"
+    return ", ".join(list(hashes)[:6]) + (" ..." if n > 6 else "") if hashes else "none recorded"
+
+
+def _text_page(title: str, paragraphs: Sequence[str]) -> Figure:
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.04, 0.95, title, fontsize=16, fontweight="bold", va="top")
+        y = 0.87
+        for para in paragraphs:
+            wrapped = textwrap.fill(str(para), 120)
+            fig.text(0.04, y, wrapped, fontsize=10.5, va="top")
+            y -= 0.035 * (wrapped.count("\n") + 1) + 0.02
+    return fig
+
+
+def _section_page(title: str, paragraphs: Sequence[str], rows: list[dict], max_rows: int = 16) -> Figure:
+    """A section's first page: what the experiment is, then its fitted-against-predicted table."""
+    fig = _text_page(title, paragraphs)
+    if rows:
+        with style_context():
+            lines = sum(textwrap.fill(str(p), 120).count("\n") + 1 for p in paragraphs)
+            top = 0.87 - 0.035 * lines - 0.02 * len(paragraphs) - 0.03
+            ax = fig.add_axes((0.03, 0.04, 0.94, max(top - 0.04, 0.2)))
+            tables.draw_slope_table(ax, rows[:max_rows])
+            if len(rows) > max_rows:
+                ax.text(0.0, -0.02, f"{len(rows) - max_rows} more rows in summary.json", transform=ax.transAxes,
+                        fontsize=9, va="top")
+    return fig
+
+
+def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Figure]]]:
+    """(stem, builder) for each page of one experiment's section, in reading order."""
+    name = exp["name"]
+    head = f"{index}. {exp.get('title') or name}"
+    pages: list[tuple[str, Callable[[], Figure]]] = []
+
+    intro = [f"experiment: {name}   kind: {exp.get('kind', 'min_size')}   pack: {exp.get('pack', 'n/a')}"]
+    if exp.get("reference"):
+        intro.append(f"reference: {exp['reference']}")
+    if exp.get("description"):
+        intro.append(exp["description"])
+    for line in exp.get("lines", []):
+        pred = line.get("prediction") or {}
+        if pred:
+            intro.append(f"line {line.get('name')}: predicted slope {pred.get('slope_exact', pred.get('slope'))}"
+                         f" (dominant: {pred.get('dominant', 'n/a')}, log power {pred.get('log_power', '0')})")
+    if exp.get("config_hashes"):
+        intro.append("config hashes: " + ", ".join(exp["config_hashes"][:12])
+                     + (" ..." if len(exp["config_hashes"]) > 12 else ""))
+    intro += list(exp.get("notes", []))
+    rows = summary_entries({"experiments": [exp]})
+    pages.append(("summary", lambda: _section_page(head, intro, rows)))
+
+    if exp.get("regions"):
+        def phase() -> Figure:
+            from reports.phase import draw_phase_diagram
+
+            with style_context():
+                fig = new_figure(PAGE_LANDSCAPE)
+                draw_phase_diagram(exp["regions"], lines=exp.get("phase_lines") or [], ax=fig.add_subplot())
+                fig.suptitle(f"{head}: phase diagram with the experiment's lines")
+            return fig
+        pages.append(("phase", phase))
+    if exp.get("terms"):
+        pages.append(("terms", lambda: tables.term_table(exp["terms"], title=f"{head}: theory terms")))
+
+    fits = exp.get("fits", [])
+    if exp.get("kind") == "capacity" and fits:
+        labels = [str(f.get("line") or f.get("experiment")) for f in fits]
+        pages.append(("capacity", lambda: figures.capacity_plot(fits, labels=labels, size=PAGE_LANDSCAPE,
+                                                                title=f"{head}: capacity")))
+    capacity = exp.get("kind") == "capacity"
+    if capacity and fits:  # one series per line: all on one page
+        pages.append(("fits", lambda: figures.fit_grid(fits, title=f"{head}: fits", size=PAGE_LANDSCAPE)))
+    for j, line in enumerate(exp.get("lines", [])):
+        lname = line.get("name", f"line {j + 1}")
+        line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
+        if line.get("heatmap"):
+            pages.append((f"heatmap-{_slug(lname)}", lambda line=line, lf=line_fits, lname=lname:
+                          figures.accuracy_heatmap(line["heatmap"], line.get("boundary_points") or [], lf,
+                                                   title=f"{head}: accuracy, {lname}", size=PAGE_LANDSCAPE)))
+        if line_fits:
+            pages.append((f"fits-{_slug(lname)}", lambda lf=line_fits, lname=lname:
+                          figures.fit_grid(lf, title=f"{head}: fits along {lname}", size=PAGE_LANDSCAPE)))
+    named = {line.get("name") for line in exp.get("lines", [])}
+    orphans = [f for f in fits if f.get("line") not in named]
+    if orphans and not capacity:
+        pages.append(("fits-other", lambda: figures.fit_grid(orphans, title=f"{head}: fits", size=PAGE_LANDSCAPE)))
+    if exp.get("dmin"):
+        pages.append(("dmin", lambda: figures.dmin_plot(exp["dmin"], size=PAGE_LANDSCAPE,
+                                                        title=f"{head}: d_min, solid = a + b log2 N, "
+                                                              f"dashed = c N$^p$")))
+    return [(f"{index:02d}-{_slug(name)}-{stem}", build) for stem, build in pages]
+
+
+def _number(fig: Figure, page: int, total: int, title: str) -> None:
+    fig.text(0.995, 0.004, f"{title} - page {page} of {total}", ha="right", va="bottom", fontsize=7, color="0.5")
+
+
+def build_report(summary: dict, out_dir, max_title_rows: int = 14, write_summary: bool = True) -> Path:
+    """Write the PDF report (and each page alone, and summary.json) under ``out_dir``; return the PDF path."""
+    validate_summary(summary)
+    out_dir = Path(out_dir)
+    fig_dir = out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    rows = summary_entries(summary)
+    title = summary.get("title") or "recallkit report"
+
+    pages: list[tuple[str, Callable[[], Figure]]] = [("00-title", lambda: _title_page(summary, rows, max_title_rows))]
+    for start in range(max_title_rows, len(rows), 22):
+        chunk = rows[start:start + 22]
+        pages.append((f"00-summary-{start // 22 + 1}",
+                      lambda chunk=chunk: tables.slope_table(chunk, title="Summary of verdicts (continued)")))
+    for i, exp in enumerate(summary["experiments"], start=1):
+        pages += _experiment_pages(exp, i)
+
+    pdf_path = out_dir / REPORT_NAME
+    meta = pdf_metadata(title=title, fallback_date=_summary_date(summary))
+    import matplotlib.pyplot as plt
+
+    with style_context(), PdfPages(pdf_path, metadata=meta) as pdf:
+        for n, (stem, build) in enumerate(pages, start=1):
+            fig = build()
+            save_figure(fig, fig_dir / stem)
+            _number(fig, n, len(pages), title)
+            pdf.savefig(fig)
+            plt.close(fig)
+    if write_summary:
+        doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
+        (out_dir / "summary.json").write_text(json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
+    return pdf_path
+
+
+def _json_default(value):
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"summary: value of type {type(value).__name__} is not JSON-serialisable")

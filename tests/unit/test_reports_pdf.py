@@ -1,0 +1,148 @@
+"""The PDF report: structure, byte-reproducibility, standalone figures, summary.json."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from reports.pdf import REPORT_NAME, build_report, summary_entries, validate_summary  # noqa: E402
+from tests.unit.test_reports_figures import (  # noqa: E402
+    SYNTHETIC_TERMS,
+    synthetic_capacity,
+    synthetic_dmin,
+    synthetic_line,
+)
+from theory.errors import InputError  # noqa: E402
+
+LINE = "N=V*log(V), L=V**0.5"
+
+
+def make_summary(with_dmin: bool = True) -> dict:
+    cells, points, fits = synthetic_line(line=LINE)
+    lin = synthetic_capacity()
+    mlp = synthetic_capacity(label="MLP m*d", C=0.5, rng_seed=3)
+    exps = [
+        {"name": "tr_fig2_attn", "title": "Token retrieval, attention-only (Fig 2)", "kind": "min_size",
+         "pack": "token_retrieval", "reference": "Vural et al., ICLR 2026", "config_hashes": ["ab12cd34ef56ab78"],
+         "terms": SYNTHETIC_TERMS,
+         "lines": [{"name": LINE, "prediction": {"slope": 1.5, "slope_exact": "3/2", "dominant": "gradient_noise",
+                                                 "log_power": "1"},
+                    "heatmap": cells, "boundary_points": points}],
+         "fits": fits},
+        {"name": "assoc_linear", "title": "Associative memory (anchor)", "kind": "capacity", "pack": "assoc_memory",
+         "lines": [{"name": "linear d^2", "prediction": {"slope": 1.0, "dominant": "interference"}},
+                   {"name": "MLP m*d", "prediction": {"slope": 1.0, "dominant": "interference"}}],
+         "fits": [lin, mlp]},
+    ]
+    if with_dmin:
+        exps.append({"name": "geo_dmin", "title": "Geometric recall: d_min", "kind": "dmin", "pack": "geometric_recall",
+                     "dmin": synthetic_dmin()})
+    return {"schema": "recallkit.summary/1", "title": "recallkit report (synthetic)",
+            "provenance": {"code_version": "0.1.0+gabc", "date": "2026-11-30T09:00:00Z", "device": "cpu",
+                           "threads": 1, "torch_version": "2.13.0", "preset": "quick",
+                           "config_hashes": {"tr_fig2_attn": ["ab12cd34ef56ab78"]}},
+            "experiments": exps}
+
+
+def test_summary_entries_one_row_per_fit():
+    rows = summary_entries(make_summary(with_dmin=False))
+    assert len(rows) == 3 + 2
+    first = rows[0]
+    assert first["experiment"] == "tr_fig2_attn" and first["threshold"] == 0.1
+    assert first["dominant"] == "gradient_noise"  # taken from the line's prediction
+    assert first["verdict"] == "consistent" and first["n_censored"] == 0
+    assert rows[2]["n_censored"] == 1
+
+
+@pytest.mark.parametrize("bad, match", [
+    ([], "summary: expected a JSON object"),
+    ({"experiments": {}}, "summary.experiments: expected a list"),
+    ({"experiments": [{"name": ""}]}, r"summary.experiments\[0\].name"),
+    ({"experiments": [{"name": "a", "kind": "heat"}]}, r"summary.experiments\[0\].kind: expected one of"),
+    ({"experiments": [{"name": "a"}, {"name": "a"}]}, "duplicate experiment name"),
+    ({"experiments": [{"name": "a", "fits": [{"slope": 1}]}]}, r"fits\[0\]: expected a FitResult dict"),
+])
+def test_validate_summary_names_the_field(bad, match):
+    with pytest.raises(InputError, match=match):
+        validate_summary(bad)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    try:
+        path = build_report(make_summary(), out)
+    finally:
+        mp.undo()
+    return out, path
+
+
+def test_report_writes_pdf_figures_and_summary(built):
+    out, path = built
+    assert path == out / REPORT_NAME and path.read_bytes().startswith(b"%PDF")
+    pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
+    pdfs = sorted(p.name for p in (out / "figures").glob("*.pdf"))
+    assert len(pngs) == len(pdfs) >= 10
+    for stem in ("00-title", "01-tr-fig2-attn-terms", "01-tr-fig2-attn-summary", "02-assoc-linear-capacity",
+                 "03-geo-dmin-dmin"):
+        assert f"{stem}.png" in pngs, pngs
+    assert any(n.startswith("01-tr-fig2-attn-heatmap-") for n in pngs)
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["schema"] == "recallkit.summary/1"
+    assert len(doc["entries"]) == 3 + 2 + 4  # 3 thresholds, 2 capacity series, 2 kinds x 2 R groups
+    assert {"slope", "slope_ci", "slope_ci_bootstrap", "predicted_slope", "verdict"} <= set(doc["entries"][0])
+    assert b"/Creator (recallkit)" in path.read_bytes()
+    assert b"D:20251130" in path.read_bytes()  # CreationDate from SOURCE_DATE_EPOCH (2025-11-30 09:00 UTC)
+
+
+def test_report_is_byte_reproducible(built, tmp_path, monkeypatch):
+    _, first = built
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    second = build_report(make_summary(), tmp_path)
+    assert first.read_bytes() == second.read_bytes()
+    a = (first.parent / "figures" / "00-title.png").read_bytes()
+    assert a == (tmp_path / "figures" / "00-title.png").read_bytes()
+
+
+def test_report_bytes_change_with_the_date(tmp_path, monkeypatch):
+    # the reproducibility test can fail: a different SOURCE_DATE_EPOCH must give different bytes
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    s = {"title": "t", "experiments": [dict(make_summary(with_dmin=False)["experiments"][1])]}
+    a = build_report(s, tmp_path / "a").read_bytes()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764579600")
+    b = build_report(s, tmp_path / "b").read_bytes()
+    assert a != b
+
+
+@pytest.mark.skipif(shutil.which("pdfinfo") is None or shutil.which("pdftoppm") is None,
+                    reason="poppler-utils not installed")
+def test_pdf_page_count_and_render(built, tmp_path):
+    out, path = built
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    pages = int(next(l for l in info.splitlines() if l.startswith("Pages:")).split()[1])
+    assert pages == len(list((out / "figures").glob("*.pdf")))
+    subprocess.run(["pdftoppm", "-r", "20", "-png", "-f", "1", "-l", "2", str(path), str(tmp_path / "p")], check=True)
+    assert len(list(tmp_path.glob("p-*.png"))) == 2
+
+
+def test_report_with_real_phase_diagram(tmp_path):
+    theory = pytest.importorskip("theory")
+    pytest.importorskip("reports.phase")
+    if not hasattr(theory, "load_pack") or not hasattr(theory, "compute_regions"):
+        pytest.skip("theory engine not available")
+    try:
+        pack = theory.load_pack("assoc_memory")
+        diagram = theory.compute_regions(pack, theory.parse_scaling("N=V**a, m=d**k"), axes=("a", "k")).to_dict()
+    except Exception as error:  # the shipped pack may not declare these axes
+        pytest.skip(f"no two-axis diagram for assoc_memory: {error}")
+    s = make_summary(with_dmin=False)
+    s["experiments"][0]["regions"] = diagram
+    s["experiments"][0]["phase_lines"] = [{"label": "a line", "point": [1.0, 1.0]}]
+    build_report(s, tmp_path)
+    assert (tmp_path / "figures" / "01-tr-fig2-attn-phase.png").exists()
