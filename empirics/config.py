@@ -372,9 +372,13 @@ def _from_dict(raw: dict) -> RunConfig:
         trainer_args["decoupled"] = True
     task_config = task_cls(model=model, **task_args)
     trainer_config = trainer_cls(**trainer_args)
+    # expressions are checked against this task's sizes now, so a bad one fails before any training
     if isinstance(trainer_config, ThreeStepConfig):
         for key in ("eta", "gamma"):
             evaluate(getattr(trainer_config, key), key, task_config.sizes())
+    else:
+        evaluate(trainer_config.lr, "lr", task_config.sizes())
+        trainer_config.resolved_batch_size(task_config.sizes(), task_config.n_train)
     return RunConfig(task, model, trainer, seed, task_config, trainer_config)
 
 

@@ -74,3 +74,25 @@ def test_param_counts_follow_the_papers():
     assert parse_config(dict(task="assoc_memory", model="mlp", trainer="adamw", N=10, d=4, m=8, lr=0.1, steps=2)).param_count == 32
     fb = parse_config(dict(task="fact_bijections", model="frozen-subjects", trainer="adam", N=10, R=3, d=4, m=8, lr=0.1, steps=2))
     assert fb.param_count == 3 * 4 + 2 * 8 * 4 + 8 + 10 * 4
+
+
+def test_expressions_must_use_the_tasks_own_sizes():
+    with pytest.raises(InputError, match="^lr: expression 'V/100' uses V, which this task does not have"):
+        parse_config(dict(task="assoc_memory", model="linear", trainer="adamw", N=10, d=4, lr="V/100", steps=2))
+    with pytest.raises(InputError, match="^batch_size: 'N/100' gives 0, expected at least 1"):
+        parse_config(dict(task="assoc_memory", model="linear", trainer="adamw", N=10, d=4, lr=0.1, steps=2, batch_size="N/100"))
+
+
+def test_device_choice():
+    import torch
+
+    from empirics.device import describe, resolve_device
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert describe(torch.device("cpu")) == "cpu"
+    with pytest.raises(InputError, match="^--device: expected one of auto, cpu, cuda"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="torch sees no CUDA device"):
+            resolve_device("cuda")
