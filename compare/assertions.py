@@ -24,11 +24,10 @@ from compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTS
 from compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from theory.errors import InputError
 
-# Where runs are kept unless --store / store= says otherwise; RECALLKIT_STORE overrides.
-DEFAULT_STORE = "results/recallkit.sqlite"
-
-
 def default_store_path() -> str:
+    """The store `recallkit sweep` uses: $RECALLKIT_STORE, else empirics.store.DEFAULT_STORE."""
+    from empirics.store import DEFAULT_STORE
+
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
 
@@ -243,8 +242,19 @@ class ExperimentFits:
 
     def to_dict(self) -> dict[str, Any]:
         return {"experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
-                "store": self.store, "sweep": self.sweep, "predictions": self.predictions,
+                "store": self.store, "sweep": self.sweep, "method": METHOD, "predictions": self.predictions,
                 "fits": [f.to_dict() for f in self.fits]}
+
+
+# How the numbers were made, stated once next to them (the report prints it).
+METHOD = {
+    "fit": "OLS of log(param_count) on x, HC3 standard errors, Student-t intervals with n - 2 df",
+    "bootstrap": "resample seeds with replacement, refit pooled points, percentile interval "
+                 f"({DEFAULT_N_BOOTSTRAP} resamples, numpy default_rng({DEFAULT_BOOTSTRAP_SEED}))",
+    "C": "log C = mean(log param_count - x) with slope fixed at 1; HC3 + t interval, and bootstrap over seeds",
+    "verdict": "consistent: TOST at level alpha ((1 - 2 alpha) interval inside prediction +- delta); "
+               "inconsistent: (1 - alpha) interval outside the band; otherwise inconclusive",
+}
 
 
 def predictions_for(experiment: Any) -> dict[str, Any]:
@@ -331,7 +341,7 @@ def fit_experiment(
                 "inconclusive", f"no predicted slope for this line: {error}", None, None, delta, alpha)
     summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
                "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
-               "wall_time_s": round(sweep.wall_time_s, 3)}
+               "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions)}
     return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
                           summary)
 

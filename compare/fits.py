@@ -56,15 +56,17 @@ def _log_n_ln_n(point: Mapping[str, Any]) -> float:
 
 
 # The regressors an experiment may declare. A fixed table, never evaluated text.
+def _log_of(key: str) -> Callable[[Mapping[str, Any]], float]:
+    return lambda point: _log_positive(point, key)
+
+
+_SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")
 X_TRANSFORMS: dict[str, Callable[[Mapping[str, Any]], float]] = {
-    "log V": lambda p: _log_positive(p, "V"),
-    "log N": lambda p: _log_positive(p, "N"),
-    "log d": lambda p: _log_positive(p, "d"),
-    "log R": lambda p: _log_positive(p, "R"),
+    **{f"log {symbol}": _log_of(symbol) for symbol in _SIZE_SYMBOLS},
     "log(N ln N)": _log_n_ln_n,
 }
 # Aliases people type; all map to a canonical name above.
-X_ALIASES = {"log(V)": "log V", "log(N)": "log N", "log(d)": "log d", "log(R)": "log R",
+X_ALIASES = {**{f"log({symbol})": f"log {symbol}" for symbol in _SIZE_SYMBOLS},
              "log(N log N)": "log(N ln N)", "log(N*log(N))": "log(N ln N)", "log(N ln(N))": "log(N ln N)"}
 
 
@@ -380,6 +382,11 @@ class FitResult:
             "points": list(self.points),
         }
         out.update(verdict.to_dict())
+        if self.constant is not None and fit is not None and fit.r2 > 0:
+            # In a capacity search d is set and N is measured, so noise sits in x and OLS of y on x is
+            # attenuated towards 0. The reverse regression (x on y, inverted: slope / R^2) errs the
+            # other way; the two bracket the slope when both have noise. Reported, not used by the verdict.
+            out["slope_reverse_regression"] = _json_float(fit.slope / fit.r2)
         if self.constant is not None:
             const = self.constant
             out.update({

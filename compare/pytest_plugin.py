@@ -17,7 +17,7 @@ Two ways, both run the experiment's sweep (training only what the results store 
           fits = recallkit_sweep("experiments/x.toml", expect=("consistent", "inconclusive"))
           assert fits.fits[0].fit.n_points >= 6
 
-Options: ``--recallkit-store PATH`` (default: $RECALLKIT_STORE, else results/recallkit.sqlite),
+Options: ``--recallkit-store PATH`` (default: $RECALLKIT_STORE, else results/recallkit.db),
 ``--recallkit-preset NAME`` (overrides the marker's preset). A relative experiment path is looked
 up from the current directory, then from pytest's rootdir.
 
@@ -38,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("recallkit", "recallkit scaling-law checks")
     group.addoption("--recallkit-store", default=None, metavar="PATH",
                     help="results store reused by scaling_law checks (default: $RECALLKIT_STORE or "
-                         "results/recallkit.sqlite)")
+                         "results/recallkit.db)")
     group.addoption("--recallkit-preset", default=None, metavar="NAME",
                     help="preset for scaling_law checks, overriding the marker's (default: quick)")
 

@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
         experiment: str = typer.Argument(..., help="Experiment file (TOML), e.g. experiments/assoc_memory_linear.toml."),
         preset: str = typer.Option("quick", "--preset", help="Preset of the experiment file (quick | paper | ...)."),
         store: Optional[str] = typer.Option(
-            None, "--store", help="Results store (SQLite). Default: $RECALLKIT_STORE or results/recallkit.sqlite."),
+            None, "--store", help="Results store (SQLite). Default: $RECALLKIT_STORE or results/recallkit.db."),
         run: bool = typer.Option(
             True, "--run/--no-run",
             help="Train the runs the store lacks (default), or only replay what it holds (missing runs -> censored)."),

@@ -170,6 +170,9 @@ def test_capacity_points_fit_c_against_n_ln_n():
     assert doc["x"] == "log(N ln N)"
     assert doc["C"] is not None and doc["C_ci"][0] < doc["C"] < doc["C_ci"][1]
     assert 0.3 < doc["C"] < 0.8
+    # reverse regression (x on y, inverted) is slope / R^2, never smaller than the forward slope
+    assert doc["slope_reverse_regression"] == pytest.approx(doc["slope"] / doc["r2"])
+    assert doc["slope_reverse_regression"] >= doc["slope"]
 
 
 def test_bad_points_and_unknown_x_raise():
