@@ -253,3 +253,36 @@ def select_by_group(
         groups.append(entry)
     return {"group_key": group_key, "size_key": size_key, "groups": groups,
             "b_per_group": b_rows, "p_per_group": p_rows}
+
+
+def select_d_min(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Log-versus-power selection for a d_min(N) result, per model and per R.
+
+    ``result`` is the dict of ``empirics.geometric.run_d_min_experiment`` (or any dict with
+    ``"points"``: boundary points with keys model, N, R, d, seed, censored, and optionally
+    ``"predicted"``: {model: "log"|"power"}).  Returns ``{model: select_by_group(...) output}`` with
+    an overall ``"verdict"`` per model: consistent if every R group agrees with the prediction,
+    inconsistent if any group contradicts it, else inconclusive.
+    """
+    points = list(result.get("points", []))
+    predicted = dict(result.get("predicted", {}))
+    out: dict[str, Any] = {}
+    for model in sorted({p.get("model", "model") for p in points}):
+        rows = [p for p in points if p.get("model", "model") == model]
+        selection = select_by_group(rows, group_key="R", predicted=predicted.get(model), **kwargs)
+        verdicts = [g.get("verdict") for g in selection["groups"]]
+        if predicted.get(model) is None:
+            overall = None
+        elif "inconsistent" in verdicts:
+            overall = "inconsistent"
+        elif verdicts and all(v == "consistent" for v in verdicts):
+            overall = "consistent"
+        else:
+            overall = "inconclusive"
+        selection["predicted"] = predicted.get(model)
+        selection["verdict"] = overall
+        selection["verdict_reason"] = "; ".join(
+            f"R={g['R']}: {g.get('preferred')} ({g.get('verdict_reason') or g.get('preferred_reason') or g.get('error')})"
+            for g in selection["groups"])
+        out[model] = selection
+    return out
