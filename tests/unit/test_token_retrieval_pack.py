@@ -65,10 +65,12 @@ def test_attention_mlp_needs_the_same_d_so_m_d_grows_by_k_plus_1_over_2(scaling,
         assert {dominant} | tied == binding
 
 
-def test_mlp_noise_binds_only_for_narrow_mlps():
-    # m = d: m*d >= V L^2 log V beats grad_noise's d^2 >= V L log V (§6.3)
-    slope, dominant, _ = _required("token_retrieval", "N=V**2, L=V**(1/2), m=d")
-    assert (slope, dominant) == (2, "mlp_noise")
+def test_mlp_noise_is_gradient_noise_with_d_squared_replaced_by_m_d():
+    # §5.2, §6.3: at m = d the MLP noise ties with the gradient noise; it binds only for m << d
+    slope, dominant, tied = _required("token_retrieval", "N=V**2, L=V**(1/2), m=d")
+    assert slope == sp.Rational(3, 2) and {dominant} | tied == {"grad_noise", "mlp_noise"}
+    slope, dominant, tied = _required("token_retrieval", "N=V**2, L=V**(1/2), m=d**(1/2)")
+    assert (slope, dominant, tied) == (sp.Rational(3, 2), "mlp_noise", set())
 
 
 @pytest.mark.parametrize("name, scaling", [("token_retrieval_attn", None),
