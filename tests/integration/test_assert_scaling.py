@@ -122,3 +122,16 @@ def test_larger_sweep_is_consistent(tmp_path):
                                       seeds=[0, 1, 2]))
     fitted = compare.assert_scaling(path, "consistent", store=tmp_path / "store.sqlite")
     assert fitted.fits[0].fit.n_points == 15
+
+
+def test_experiment_verdict_table_sets_delta(small_sweep, tmp_path):
+    # The same runs (same configs, so the same store rows) judged with the file's own [verdict] delta.
+    path, store, first = small_sweep
+    strict = tmp_path / "strict.toml"
+    strict.write_text(path.read_text() + "\n[verdict]\ndelta = 0.1\nalpha = 0.05\n")
+    fitted = fit_experiment(strict, store=store, run=False)
+    (fit,) = fitted.fits
+    assert fitted.sweep["missing"] == 0 and fit.fit.slope == first.fits[0].fit.slope
+    assert fit.verdict.delta == 0.1
+    assert fit.verdict.verdict != "consistent"  # slope 0.875 +- 0.036 is not within 1 +- 0.1
+    assert fit_experiment(strict, store=store, run=False, delta=0.3).fits[0].verdict.delta == 0.3  # flag wins
