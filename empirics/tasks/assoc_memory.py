@@ -6,6 +6,10 @@ E then U); target f*(i) = i; loss = mean cross-entropy of softmax(U f(e_i)) over
 - mlp: f(x) = W2 relu(W1 x + b), W1 in R^{m x d}, b in R^m, W2 in R^{d x m}.
 Initial weights (the ``"init"`` stream): W, W1 entries N(0, 1/d), W2 entries N(0, 1/m), b = 0.
 Accuracy is over all N items, so ``accuracy`` and ``train_accuracy`` are the same number.
+
+Measured (linear, d=24, AdamW wd 0, 1000 full-batch steps, early stop > 0.99, seed 0): N=64 reaches
+100% at every lr in {1000, 1, 0.1, 0.01}; N=128 reaches 57% (lr 1 or 0.1) but 27% at lr 1000;
+N=256 about 11%. The anchor's lr 1000 is not the best lr for this Adam parametrisation at small d.
 """
 from __future__ import annotations
 

@@ -10,6 +10,11 @@ N(0, 1/d), b1 = 0, W2 entries N(0, 1/m).
 - ``learned``: E_s, E_r, W1, b1, W2, U all trained.
 - ``frozen-subjects``: E_s stays at its random initial value (the control).
 Success is 100% accuracy over all N*R facts; ``accuracy`` = ``train_accuracy`` over them.
+
+Measured (engine, full-batch Adam lr 0.01, <= 1000 steps, stop at 100%, m = 4d, seed 0, 1 thread):
+N=256, R=8: learned d = 4 / 8 / 16 -> 8.6% / 35% / 100% (at step 156); frozen-subjects 2.4% / 9.1% / 50%.
+At N=64, R=4 both reach 100% already at d=8 (the MLP and U alone have room), so the learned-versus-
+frozen gap needs N*R facts well above the non-subject parameter count.
 """
 from __future__ import annotations
 
