@@ -16,9 +16,12 @@ finite-width fluctuation (MLP noise); see the derivation §5.
 
 Components (keys of :func:`decompose`):
   signal             class-y samples whose informative token is the test token, e.x . e_x part
-  mean_bias          training trigger component a_n z_trig against the whole test vector
-  trigger_crosstalk  training content t_n against the test trigger a z_trig
-  grad_noise         content x content, other-label samples (k != y_n), less grad_noise_label
+  mean_bias          training trigger component a_n z_trig against the whole test vector, k != y_n
+  mean_bias_counts   the same for the label's own samples (k = y_n): the label-count part
+  trigger_crosstalk  training informative token a_n e_{x_n} against the test trigger a z_trig
+  trigger_crosstalk_positions  training noise positions r_n against the test trigger
+  grad_noise         a_n e_{x_n} . t for other-label samples (k != y_n), less grad_noise_label
+  grad_noise_positions  r_n . t for other-label samples (k != y_n)
   grad_noise_label   k != y_n, x_n = x: same informative token, other label (u_k . u_y overlap)
   token_crosstalk    k = y_n, x_n != x: informative-token overlap e_{x_n} . e_x
   localisation       k = y_n: training informative token against the test noise positions r
@@ -42,9 +45,26 @@ from theory.errors import InputError
 FEATURES = ("relu", "relu_centred", "relu_normalised")
 RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)
 
-COMPONENTS = ("signal", "mean_bias", "trigger_crosstalk", "grad_noise", "grad_noise_label",
-              "token_crosstalk", "localisation", "noise_self", "feature_mean", "kernel_nonlinear",
-              "mlp_noise", "finite_eta", "step1")
+COMPONENTS = ("signal", "mean_bias", "mean_bias_counts", "trigger_crosstalk", "trigger_crosstalk_positions",
+              "grad_noise", "grad_noise_positions", "grad_noise_label", "token_crosstalk", "localisation",
+              "noise_self", "feature_mean", "kernel_nonlinear", "mlp_noise", "finite_eta", "step1")
+
+# pack term (theory/packs/token_retrieval*.toml) -> probe components whose sum it predicts.
+# mlp_noise and mlp_noise_samples share one component (the finite-width fluctuation cannot be split
+# exactly into its group-coherent and per-sample parts): fit each only where it dominates.
+PACK_TERM_COMPONENTS = {
+    "signal": ("signal",),
+    "mean_bias": ("mean_bias",),
+    "mean_bias_counts": ("mean_bias_counts",),
+    "grad_noise": ("grad_noise",),
+    "grad_noise_positions": ("grad_noise_positions",),
+    "noise_self": ("noise_self",),
+    "localisation": ("localisation",),
+    "embedding_crosstalk": ("grad_noise_label", "token_crosstalk", "trigger_crosstalk"),
+    "trigger_crosstalk_positions": ("trigger_crosstalk_positions",),
+    "mlp_noise": ("mlp_noise",),
+    "mlp_noise_samples": ("mlp_noise",),
+}
 
 
 def feature_scale(features: str | None, m: int | None, d: int, L: int) -> float:
@@ -221,7 +241,6 @@ def decompose(cfg: ProbeConfig) -> dict:
     Returns {"logits": [n_test, V], "components": {name: [n_test, V]}, "labels": [n_test],
     "accuracy": float, "attention_informative": float, "gamma": float, "kappa_measured": float}.
     """
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     model = ThreeStepModel(cfg)
     with torch.enable_grad():
         steps = model.three_steps()
@@ -275,11 +294,14 @@ def decompose(cfg: ProbeConfig) -> dict:
     def s(coeff: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
         return w * (coeff @ pairs).T                                        # [n_test, V]
 
-    comp["mean_bias"] = s(C, at[:, None] * (z @ o_te_scaled.T)[None, :])
-    comp["trigger_crosstalk"] = s(C, (t_tr @ z)[:, None] * ae[None, :])
-    offdiag_content = s(Co, t_tr @ t_te.T)
+    shared = at[:, None] * (z @ o_te_scaled.T)[None, :]
+    comp["mean_bias"] = s(Co, shared)
+    comp["mean_bias_counts"] = s(Cd, shared)
+    comp["trigger_crosstalk"] = s(C, (inf_tr @ z)[:, None] * ae[None, :])
+    comp["trigger_crosstalk_positions"] = s(C, (rr_tr @ z)[:, None] * ae[None, :])
     comp["grad_noise_label"] = s(Co, EE * same_token)
-    comp["grad_noise"] = offdiag_content - comp["grad_noise_label"]
+    comp["grad_noise"] = s(Co, inf_tr @ t_te.T) - comp["grad_noise_label"]
+    comp["grad_noise_positions"] = s(Co, rr_tr @ t_te.T)
     comp["signal"] = s(Cd, EE * same_token)
     comp["token_crosstalk"] = s(Cd, EE * (1 - same_token))
     comp["localisation"] = s(Cd, inf_tr @ rr_te.T)
@@ -299,6 +321,11 @@ def decompose(cfg: ProbeConfig) -> dict:
         "gamma": gamma,
         "kappa_measured": float(informative_logit.mean()),
         "seen_in_training": torch.isin(te["informative"], tr["informative"]),
+        # the normalisers of the derivation's orders (§4): A, |r|, |t| measured, train and test
+        "norms": {"A_train": float(a_tr.mean()), "A_test": float(a_te.mean()),
+                  "r_train": float(r_tr.norm(dim=-1).pow(2).mean().sqrt()),
+                  "r_test": float(r_te.norm(dim=-1).pow(2).mean().sqrt()),
+                  "t_test": float((a_te[:, None] * model.E[te["informative"]] + r_te).norm(dim=-1).pow(2).mean().sqrt())},
     }
 
 
@@ -340,3 +367,19 @@ def accuracy_without(result: dict, names) -> float:
                          f"expected names from {', '.join(COMPONENTS)}")
     logits = result["logits"] - sum(result["components"][n] for n in names)
     return float((logits.argmax(-1) == result["labels"]).double().mean())
+
+
+def probe_rows(configs: list[ProbeConfig]) -> list[dict]:
+    """One plain JSON-ready row per config: the config, accuracy, the measured normalisers, and per
+    component its mean at the correct label and its spread over the wrong labels (for the fits of
+    the later probe stage; grouping by pack term via PACK_TERM_COMPONENTS)."""
+    import dataclasses
+
+    rows = []
+    for cfg in configs:
+        result = decompose(cfg)
+        rows.append({"config": dataclasses.asdict(cfg), "gamma": result["gamma"], "accuracy": result["accuracy"],
+                     "kappa_measured": result["kappa_measured"], "norms": result["norms"],
+                     "threads": torch.get_num_threads(), "device": "cpu",
+                     "components": spread_over_labels(result)})
+    return rows

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from empirics.probes import (COMPONENTS, accuracy_without, ProbeConfig, decompose, margin_parts, sample_bound_accuracy,
+from empirics.probes import (COMPONENTS, PACK_TERM_COMPONENTS, accuracy_without, probe_rows, ProbeConfig, decompose, margin_parts, sample_bound_accuracy,
                              schedule_expression, schedule_gamma, spread_over_labels)
 from theory.errors import InputError
 
@@ -104,3 +104,32 @@ def test_signal_alone_recalls_exactly_the_tokens_seen_in_training():
     assert accuracy_without(result, []) == result["accuracy"]
     with pytest.raises(InputError, match="unknown component"):
         accuracy_without(result, ["mean_biass"])
+
+
+def test_gradient_noise_parts_scale_with_N_as_derived():
+    # derivation §4.3: the token-grouped part does not depend on N; the noise-position part ~ N^-1/2
+    def ratios(N):
+        rows = probe_rows([ProbeConfig(V=128, N=N, d=32, L=16, kappa=1.0, n_test=128, seed=s) for s in (0, 1)])
+        out = {}
+        for name in ("grad_noise", "grad_noise_positions"):
+            out[name] = sum(r["components"][name]["spread"] / r["components"]["signal"]["at_label"] for r in rows) / 2
+        return out
+    small, large = ratios(1000), ratios(4000)
+    assert small["grad_noise"] / large["grad_noise"] == pytest.approx(1.0, abs=0.15)
+    assert 1.6 < small["grad_noise_positions"] / large["grad_noise_positions"] < 2.6
+
+
+def test_pack_terms_map_onto_probe_components():
+    from theory.pack import load_pack
+    names = set()
+    for pack in ("token_retrieval", "token_retrieval_attn"):
+        names |= {term.name for term in load_pack(pack).terms}
+    assert names == set(PACK_TERM_COMPONENTS)
+    assert all(set(parts) <= set(COMPONENTS) for parts in PACK_TERM_COMPONENTS.values())
+
+
+def test_probe_rows_are_plain_json():
+    import json
+    rows = probe_rows([ProbeConfig(**SMALL)])
+    assert set(rows[0]["components"]) == set(COMPONENTS)
+    assert json.loads(json.dumps(rows))[0]["norms"]["A_test"] > 0
