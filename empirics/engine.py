@@ -33,7 +33,7 @@ def _bytes_per_model(cfg: RunConfig) -> int:
     t = cfg.task_config
     tc = cfg.trainer_config
     if cfg.task == "token_retrieval":
-        n = t.N
+        n = min(t.N, (1 << 22) // max(t.V, t.L, t.m or 0))  # three_step accumulates over sample chunks
         if isinstance(tc, AdamConfig):
             n = tc.resolved_batch_size(t.sizes(), t.n_train)
         per_item = t.V * 3 + t.L * 4 + t.width * 3 + t.d * 3

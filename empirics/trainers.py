@@ -30,9 +30,25 @@ def _expand(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 def _grad(problem, params: dict, name: str) -> torch.Tensor:
+    """Gradient of each model's mean loss over all its training items wrt ``params[name]``.
+
+    Large N is handled by accumulating over chunks of ``problem.train_chunk`` items (a size fixed by
+    the model's shape, not by how many models share the batch), each weighted by its share of N.
+    """
     leaf = params[name].detach().requires_grad_(True)
-    loss, _ = problem.loss({**params, name: leaf})
-    (gradient,) = torch.autograd.grad(loss.sum(), [leaf])
+    n = problem.n_train
+    chunk = getattr(problem, "train_chunk", n)
+    if chunk >= n:
+        loss, _ = problem.loss({**params, name: leaf})
+        (gradient,) = torch.autograd.grad(loss.sum(), [leaf])
+        return gradient
+    M = leaf.shape[0]
+    gradient = torch.zeros_like(leaf)
+    for start in range(0, n, chunk):
+        idx = torch.arange(start, min(n, start + chunk), device=leaf.device).expand(M, -1)
+        loss, _ = problem.loss({**params, name: leaf}, idx)
+        (part,) = torch.autograd.grad(loss.sum() * (idx.shape[1] / n), [leaf])
+        gradient += part
     return gradient
 
 

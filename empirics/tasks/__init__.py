@@ -50,6 +50,24 @@ def cross_entropy_and_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> tu
     return loss, accuracy
 
 
+ITEM_CHUNK_ELEMENTS = 1 << 20  # per model: floats in one [items, width] tensor of an evaluation chunk
+
+
+def items_per_chunk(width: int, budget: int = ITEM_CHUNK_ELEMENTS) -> int:
+    """Items per chunk of a pass over many items. It depends only on a model's shape, never on how many
+    models share the batch, so a model's sums are added in the same order alone and batched (resume
+    relies on that: a stored number must not depend on what else was trained with it)."""
+    return max(1, budget // max(1, width))
+
+
+def loss_and_correct_sums(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-model summed cross-entropy and number of correct argmaxes (exact integers as floats)."""
+    logp = torch.log_softmax(logits, dim=-1)
+    loss_sum = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1).sum(dim=1)
+    correct = (logits.argmax(dim=-1) == labels).sum(dim=1).to(logits.dtype)
+    return loss_sum, correct
+
+
 def build_problem(configs, device: torch.device):
     """The batched problem for configs that share a shape (see empirics.config.shape_key)."""
     task = configs[0].task

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from empirics.tasks import cross_entropy_and_accuracy, generator, unit_sphere
-
-EVAL_CHUNK_ELEMENTS = 1 << 25
+from empirics.tasks import cross_entropy_and_accuracy, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
 
 
 class AssocMemory:
@@ -65,15 +63,14 @@ class AssocMemory:
     @torch.no_grad()
     def evaluate(self, params) -> dict[str, torch.Tensor]:
         M = self.E.shape[0]
-        chunk = max(1, EVAL_CHUNK_ELEMENTS // (M * max(self.N, self.m or 0)))
+        chunk = items_per_chunk(max(self.N, self.m or 0))
         loss_sum = torch.zeros(M, device=self.device)
         correct = torch.zeros(M, device=self.device)
         for start in range(0, self.N, chunk):
             part = slice(start, start + chunk)
-            loss, accuracy = cross_entropy_and_accuracy(self.forward(params, self.E[:, part]), self.labels[:, part])
-            size = self.E[:, part].shape[1]
-            loss_sum += loss * size
-            correct += accuracy * size
+            chunk_loss, chunk_correct = loss_and_correct_sums(self.forward(params, self.E[:, part]), self.labels[:, part])
+            loss_sum += chunk_loss
+            correct += chunk_correct
         accuracy = correct / self.N
         return {"accuracy": accuracy, "train_accuracy": accuracy, "loss": loss_sum / self.N}
 

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from empirics.tasks import cross_entropy_and_accuracy, generator, unit_sphere
-
-EVAL_CHUNK_ELEMENTS = 1 << 25
+from empirics.tasks import cross_entropy_and_accuracy, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
 
 
 class FactBijections:
@@ -84,14 +82,14 @@ class FactBijections:
     def evaluate(self, params) -> dict[str, torch.Tensor]:
         M = self.labels.shape[0]
         facts = self._all_facts()
-        chunk = max(1, EVAL_CHUNK_ELEMENTS // (M * max(self.N, self.m)))
+        chunk = items_per_chunk(max(self.N, self.m))
         loss_sum = torch.zeros(M, device=self.device)
         correct = torch.zeros(M, device=self.device)
         for start in range(0, self.n_train, chunk):
             part = facts[:, start : start + chunk]
-            loss, accuracy = cross_entropy_and_accuracy(self.forward(params, part), self.labels.gather(1, part))
-            loss_sum += loss * part.shape[1]
-            correct += accuracy * part.shape[1]
+            chunk_loss, chunk_correct = loss_and_correct_sums(self.forward(params, part), self.labels.gather(1, part))
+            loss_sum += chunk_loss
+            correct += chunk_correct
         accuracy = correct / self.n_train
         return {"accuracy": accuracy, "train_accuracy": accuracy, "loss": loss_sum / self.n_train}
 

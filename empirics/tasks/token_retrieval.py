@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import torch
 
-from empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, unit_sphere
+from empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
 
-EVAL_CHUNK_ELEMENTS = 1 << 25  # bound on M * chunk * V floats held at once while evaluating
+TRAIN_CHUNK_ELEMENTS = 1 << 22  # per model: floats in one [samples, V] tensor of a full-batch gradient pass
 
 
 def draw_instance(seed: int, V: int, d: int, m: int | None) -> dict[str, torch.Tensor]:
@@ -82,6 +82,10 @@ class TokenRetrieval:
             "V": torch.zeros(M, task.d, task.width, device=device),
         }
         self.n_train = task.N
+        width = max(self.V, self.L, self.m or 0)
+        # full-batch gradients are accumulated over chunks of this many samples (three_step)
+        self.train_chunk = items_per_chunk(width, TRAIN_CHUNK_ELEMENTS)
+        self.eval_chunk = items_per_chunk(width)
 
     def _samples(self, configs, stream: str, n: int) -> dict[str, torch.Tensor]:
         drawn = [draw_samples(c.seed, stream, n, self.V, self.L) for c in configs]
@@ -129,17 +133,15 @@ class TokenRetrieval:
     @torch.no_grad()
     def _metrics_on(self, params, samples) -> dict[str, torch.Tensor]:
         M, n, _ = samples["tokens"].shape
-        chunk = max(1, EVAL_CHUNK_ELEMENTS // (M * max(self.V, self.L, self.m or 0)))
         loss_sum = torch.zeros(M, device=self.device)
         correct = torch.zeros(M, device=self.device)
         mass = torch.zeros(M, device=self.device)
-        for start in range(0, n, chunk):
-            part = slice(start, start + chunk)
+        for start in range(0, n, self.eval_chunk):
+            part = slice(start, start + self.eval_chunk)
             logits, attention_informative = self.forward(params, samples["tokens"][:, part], samples["positions"][:, part])
-            loss, accuracy = cross_entropy_and_accuracy(logits, samples["labels"][:, part])
-            size = logits.shape[1]
-            loss_sum += loss * size
-            correct += accuracy * size
+            chunk_loss, chunk_correct = loss_and_correct_sums(logits, samples["labels"][:, part])
+            loss_sum += chunk_loss
+            correct += chunk_correct
             mass += attention_informative.sum(1)
         return {"loss": loss_sum / n, "accuracy": correct / n, "attention_mass": mass / n}
 

@@ -96,3 +96,26 @@ def test_memorisation_tasks_have_the_right_labels_and_shapes():
     assert fb.labels[0, 2 * 10 + 7].item() == fb.bijections[0, 2, 7].item()
     learned = problem_for(dict(task="fact_bijections", model="learned", trainer="adam", N=10, R=3, d=8, lr=0.01, steps=1))
     assert torch.equal(learned.params["Es"], fb.frozen_subjects)  # the control differs only by freezing
+
+
+def test_three_step_gradient_accumulated_over_sample_chunks_equals_one_pass():
+    whole, _ = three_step(problem_for(TR), eta=[1.0], gamma=[10.0])
+    chunked_problem = problem_for(TR)
+    chunked_problem.train_chunk = 70  # 300 samples -> 5 chunks, the last one partial
+    chunked, _ = three_step(chunked_problem, eta=[1.0], gamma=[10.0])
+    for name in ("W", "V"):
+        assert torch.allclose(chunked[name], whole[name], rtol=1e-5, atol=1e-6 * whole[name].abs().max().item())
+
+
+def test_chunked_evaluation_does_not_depend_on_the_batch():
+    configs = [{**TR, "model": "attention-mlp", "m": 32, "seed": s} for s in range(3)]
+    batched = problem_for(*configs)
+    batched.eval_chunk = 64  # 500 fresh samples -> 8 chunks
+    params, _ = three_step(batched, eta=[1.0] * 3, gamma=[10.0] * 3)
+    together = batched.evaluate(params)
+    alone = problem_for(configs[2])
+    alone.eval_chunk = 64
+    single = alone.evaluate({k: v[2:3] for k, v in params.items()})
+    for key in ("accuracy", "train_accuracy", "loss", "attention_mass"):
+        assert together[key][2].item() == single[key][0].item(), key
+    assert (together["accuracy"] * 500).tolist() == [round(x * 500) for x in together["accuracy"].tolist()]
