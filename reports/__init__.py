@@ -1,1 +1,10 @@
-"""reports stage of recallkit."""
+"""reports stage of recallkit: figures and the multi-page PDF, drawn from plain dicts.
+
+- ``reports.style``: house style (Okabe-Ito palette, page sizes, deterministic metadata), ``save_figure``.
+- ``reports.figures``: accuracy heatmap, fit plot / fit grid, capacity plot, d_min plot.
+- ``reports.tables``: slope/verdict table, theory-term table (sympy LaTeX through mathtext).
+- ``reports.phase``: the phase diagram.
+- ``reports.pdf``: ``build_report(summary, out_dir)``; the summary shape is in docs/ARCHITECTURE.md.
+
+Submodules import matplotlib, so this package imports none of them eagerly.
+"""

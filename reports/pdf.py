@@ -33,7 +33,9 @@ __all__ = ["build_report", "summary_entries", "validate_summary", "REPORT_NAME",
 
 REPORT_NAME = "recallkit-report.pdf"
 SCHEMA = "recallkit.summary/1"
-KINDS = ("min_size", "capacity", "dmin")
+# the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias, and "dmin" for
+# learned-vs-frozen minimal-dimension experiments fitted by compare.model_selection
+KINDS = ("min_size", "max_capacity", "capacity", "grid", "dmin")
 
 
 def validate_summary(summary: Any) -> None:
@@ -65,7 +67,9 @@ def validate_summary(summary: Any) -> None:
 
 
 def _dominant_of(exp: dict) -> dict:
-    out = {}
+    """line label -> dominant term, from ``lines[].prediction`` or compare's ``predictions`` mapping."""
+    out = {label: pred.get("dominant") for label, pred in (exp.get("predictions") or {}).items()
+           if isinstance(pred, dict) and pred.get("dominant")}
     for line in exp.get("lines", []):
         pred = line.get("prediction") or {}
         if line.get("name") and pred.get("dominant"):
@@ -203,6 +207,21 @@ def _section_page(title: str, paragraphs: Sequence[str], rows: list[dict], max_r
     return fig
 
 
+def _lines_of(exp: dict) -> list[dict]:
+    """The experiment's lines in order: ``lines`` first, then any line named only by a fit or a prediction."""
+    lines = [dict(line) for line in exp.get("lines", [])]
+    known = {line.get("name") for line in lines}
+    predictions = exp.get("predictions") or {}
+    for name in [f.get("line") for f in exp.get("fits", [])] + list(predictions):
+        if name not in known:
+            known.add(name)
+            lines.append({"name": name})
+    for line in lines:
+        if "prediction" not in line and line.get("name") in predictions:
+            line["prediction"] = predictions[line["name"]]
+    return lines
+
+
 def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Figure]]]:
     """(stem, builder) for each page of one experiment's section, in reading order."""
     name = exp["name"]
@@ -214,7 +233,8 @@ def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Fig
         intro.append(f"reference: {exp['reference']}")
     if exp.get("description"):
         intro.append(exp["description"])
-    for line in exp.get("lines", []):
+    lines = _lines_of(exp)
+    for line in lines:
         pred = line.get("prediction") or {}
         if pred:
             intro.append(f"line {line.get('name')}: predicted slope {pred.get('slope_exact', pred.get('slope'))}"
@@ -236,18 +256,23 @@ def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Fig
                 fig.suptitle(f"{head}: phase diagram with the experiment's lines")
             return fig
         pages.append(("phase", phase))
-    if exp.get("terms"):
-        pages.append(("terms", lambda: tables.term_table(exp["terms"], title=f"{head}: theory terms")))
+    terms = exp.get("terms") or []
+    per_page = 10  # two-level fractions need about a tenth of a landscape page each
+    for k in range(0, len(terms), per_page):
+        part = f" ({k // per_page + 1} of {-(-len(terms) // per_page)})" if len(terms) > per_page else ""
+        pages.append(("terms" + (f"-{k // per_page + 1}" if k else ""),
+                      lambda chunk=terms[k:k + per_page], part=part:
+                      tables.term_table(chunk, title=f"{head}: theory terms{part}")))
 
     fits = exp.get("fits", [])
-    if exp.get("kind") == "capacity" and fits:
+    if exp.get("kind") in ("capacity", "max_capacity") and fits:
         labels = [str(f.get("line") or f.get("experiment")) for f in fits]
         pages.append(("capacity", lambda: figures.capacity_plot(fits, labels=labels, size=PAGE_LANDSCAPE,
                                                                 title=f"{head}: capacity")))
-    capacity = exp.get("kind") == "capacity"
+    capacity = exp.get("kind") in ("capacity", "max_capacity")
     if capacity and fits:  # one series per line: all on one page
         pages.append(("fits", lambda: figures.fit_grid(fits, title=f"{head}: fits", size=PAGE_LANDSCAPE)))
-    for j, line in enumerate(exp.get("lines", [])):
+    for j, line in enumerate(lines):
         lname = line.get("name", f"line {j + 1}")
         line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
         if line.get("heatmap"):
@@ -257,10 +282,6 @@ def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Fig
         if line_fits:
             pages.append((f"fits-{_slug(lname)}", lambda lf=line_fits, lname=lname:
                           figures.fit_grid(lf, title=f"{head}: fits along {lname}", size=PAGE_LANDSCAPE)))
-    named = {line.get("name") for line in exp.get("lines", [])}
-    orphans = [f for f in fits if f.get("line") not in named]
-    if orphans and not capacity:
-        pages.append(("fits-other", lambda: figures.fit_grid(orphans, title=f"{head}: fits", size=PAGE_LANDSCAPE)))
     if exp.get("dmin"):
         pages.append(("dmin", lambda: figures.dmin_plot(exp["dmin"], size=PAGE_LANDSCAPE,
                                                         title=f"{head}: d_min, solid = a + b log2 N, "

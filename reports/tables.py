@@ -194,7 +194,7 @@ def term_table(terms: Sequence[dict], title: str = "Theory terms", size=PAGE_LAN
                      bbox=dict(boxstyle="round,pad=0.25", facecolor=_PROV_COLOURS.get(prov, "white"),
                                edgecolor="0.6"))
             ref = str(t.get("reference") or "")
-            fig.text(cols[4], y, textwrap.fill(ref, 34), fontsize=8, va="center")
+            fig.text(cols[4], y, textwrap.fill(ref, 40, break_long_words=False), fontsize=8, va="center")
             y -= row_h
         notes = ["Provenance: paper-verbatim = copied from the source; paper-reported = stated there in words; "
                  "anchor = earlier established result; derived-here = this project's derivation."]

@@ -131,18 +131,26 @@ def test_pdf_page_count_and_render(built, tmp_path):
     assert len(list(tmp_path.glob("p-*.png"))) == 2
 
 
-def test_report_with_real_phase_diagram(tmp_path):
+def real_theory_parts():
+    """Regions, one predicted line and the terms of the shipped attention-only pack, as plain dicts."""
     theory = pytest.importorskip("theory")
     pytest.importorskip("reports.phase")
-    if not hasattr(theory, "load_pack") or not hasattr(theory, "compute_regions"):
-        pytest.skip("theory engine not available")
     try:
-        pack = theory.load_pack("assoc_memory")
-        diagram = theory.compute_regions(pack, theory.parse_scaling("N=V**a, m=d**k"), axes=("a", "k")).to_dict()
-    except Exception as error:  # the shipped pack may not declare these axes
-        pytest.skip(f"no two-axis diagram for assoc_memory: {error}")
+        pack = theory.load_pack("token_retrieval_attn")
+        diagram = theory.compute_regions(pack, theory.parse_scaling("N=V**a, L=V**c"), axes=("a", "c")).to_dict()
+        prediction = theory.predict(pack, theory.parse_scaling("N=V**1.5, L=V**0.5")).to_dict()
+    except Exception as error:  # the pack is another stage's and may change shape
+        pytest.skip(f"theory pack token_retrieval_attn unavailable: {error}")
+    return diagram, prediction, [t.to_dict() for t in pack.terms]
+
+
+def test_report_with_real_phase_diagram_and_terms(tmp_path):
+    diagram, prediction, terms = real_theory_parts()
     s = make_summary(with_dmin=False)
-    s["experiments"][0]["regions"] = diagram
-    s["experiments"][0]["phase_lines"] = [{"label": "a line", "point": [1.0, 1.0]}]
+    s["experiments"] = s["experiments"][:1]
+    exp = s["experiments"][0]
+    exp.update(regions=diagram, phase_lines=[{"label": LINE, "point": [1.5, 0.5]}], terms=terms)
+    exp["lines"][0]["prediction"] = prediction
     build_report(s, tmp_path)
     assert (tmp_path / "figures" / "01-tr-fig2-attn-phase.png").exists()
+    assert (tmp_path / "figures" / "01-tr-fig2-attn-terms.png").exists()
