@@ -16,6 +16,8 @@ Schema (every key below is checked; an unknown key is an error)::
 
     [[lines]]                              # one or more lines through the scaling plane
     scaling = "N=V*log(V), L=V**0.5"       # assignments, evaluated in order, in base, size and earlier names
+                                           # ("" when the config needs none, e.g. the linear memory)
+    theory_scaling = "m=d"                 # optional: the line as the theory pack states it (default: scaling)
     label = "N~V log V, L~V^0.5"           # optional, for tables and plots (default: the scaling)
     model = "..."                          # optional per-line override of model / trainer / task
     fixed = { eta = 0.5 }                  # optional per-line overrides of [fixed]
@@ -23,6 +25,7 @@ Schema (every key below is checked; an unknown key is an error)::
     [fixed]                                # fixed parameters: numbers or expressions in V N d L m R
     eta = 1.0
     gamma = "1e7"
+    features = "relu_centred"              # name-valued options (features) are kept as strings
     batch_size = "floor(N/16)"
 
     [search]                               # bounds and resolution of the search over `size`
@@ -41,6 +44,7 @@ Schema (every key below is checked; an unknown key is an error)::
     V = [128, 256, 512, 1024]              # values of the base variable (key = the base's name)
     seeds = [0, 1]
     sizes = [16, 32, 64]                   # kind = "grid" only: the size values of the heatmap
+    lines = ["N~V log V, L~V^0.5"]         # optional: run only these lines (by label)
     thresholds = [...]                     # optional
     fixed = { eval_samples = 2048 }        # merged over [fixed]
     search = { resolution = 0.1 }          # merged over [search]
@@ -68,6 +72,8 @@ INTEGER_PARAMS = {
     "V", "N", "d", "L", "m", "R", "k", "batch_size", "epochs", "steps", "eval_samples",
     "train_samples", "max_steps", "eval_every", "n_eval", "heads",
 }
+# Parameters whose value is a name, not an expression (e.g. features = "relu_centred").
+STRING_PARAMS = {"features"}
 # Upper limits on sizes: a typo such as d = 1e9 must fail at load time, not allocate terabytes.
 SIZE_LIMITS = {"V": 1 << 22, "N": 1 << 26, "d": 1 << 16, "L": 1 << 16, "m": 1 << 20, "R": 1 << 16}
 _FUNCTIONS = {
@@ -78,10 +84,10 @@ _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
     "thresholds", "lines", "fixed", "search", "verdict", "presets",
 }
-_LINE_KEYS = {"scaling", "label", "model", "trainer", "task", "fixed"}
+_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed"}
 _SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand"}
 _VERDICT_KEYS = {"delta", "alpha"}
-_PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search"}
+_PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search", "lines"}
 
 
 class SafeExpression:
@@ -178,6 +184,7 @@ class Line:
     scaling: str
     label: str
     assignments: list[tuple[str, SafeExpression]]
+    theory_scaling: str = ""
     overrides: dict[str, str] = field(default_factory=dict)  # task / model / trainer
     fixed: dict[str, Any] = field(default_factory=dict)
 
@@ -249,7 +256,7 @@ class Experiment:
             "path": self.path, "name": self.name, "description": self.description, "pack": self.pack,
             "task": self.task, "model": self.model, "trainer": self.trainer, "kind": self.kind,
             "base": self.base, "size": self.size, "metric": self.metric, "thresholds": self.thresholds,
-            "lines": [{"scaling": ln.scaling, "label": ln.label, **ln.overrides,
+            "lines": [{"scaling": ln.scaling, "theory_scaling": ln.theory_scaling, "label": ln.label, **ln.overrides,
                        "fixed": {k: _shown(v) for k, v in ln.fixed.items()}} for ln in self.lines],
             "fixed": {k: _shown(v) for k, v in self.fixed.items()},
             "search": {"min": self.search.min, "max": self.search.max,
@@ -312,6 +319,9 @@ def _fixed_table(table: Any, where: str, symbols: set[str]) -> dict[str, Any]:
     for key, value in table.items():
         if not key.isidentifier():
             raise InputError(f"{where}.{key}: parameter names must be identifiers")
+        if isinstance(value, str) and key in STRING_PARAMS:
+            out[key] = value
+            continue
         if isinstance(value, str):
             expr = SafeExpression(value, symbols, f"{where}.{key}")
             # A plain number written as a string ("1e7") is stored as a number.
@@ -342,8 +352,6 @@ def _parse_scaling(text: str, base: str, size: str, where: str) -> list[tuple[st
             raise InputError(f"{where}: {name} is assigned twice or is the base/searched variable")
         assignments.append((name, SafeExpression(rhs, known, where)))
         known.add(name)
-    if not assignments:
-        raise InputError(f"{where}: expected at least one assignment such as 'N=V*log(V)'")
     return assignments
 
 
@@ -390,12 +398,16 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         if not isinstance(table, dict):
             raise InputError(f"{where}: expected a table")
         _unknown_keys(table, _LINE_KEYS, where)
-        scaling = _string(table, "scaling", f"{where}.")
+        scaling = table.get("scaling")
+        if not isinstance(scaling, str):
+            raise InputError(f"{where}.scaling: expected a string of assignments such as 'N=V*log(V), L=V**0.5' (or \"\")")
         assignments = _parse_scaling(scaling, base, size, f"{where}.scaling")
+        theory_scaling = _string(table, "theory_scaling", f"{where}.", scaling or None)
         symbols = set(SIZE_SYMBOLS)
         lines.append(Line(
             scaling=scaling,
-            label=_string(table, "label", f"{where}.", scaling),
+            theory_scaling=theory_scaling,
+            label=_string(table, "label", f"{where}.", theory_scaling),
             assignments=assignments,
             overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
             fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
@@ -416,6 +428,15 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         if isinstance(table, dict):
             _unknown_keys(table, _PRESET_KEYS | {base}, f"{shown}: presets.{other}")
 
+    if "lines" in chosen:
+        wanted = chosen["lines"]
+        labels = [ln.label for ln in lines]
+        if not isinstance(wanted, list) or not wanted or not all(isinstance(x, str) for x in wanted):
+            raise InputError(f"{pw}.lines: expected a non-empty list of line labels")
+        for i, label in enumerate(wanted):
+            if label not in labels:
+                raise InputError(f"{pw}.lines[{i}]: no line labelled {label!r} (labels: {', '.join(map(repr, labels))})")
+        lines = [ln for ln in lines if ln.label in wanted]
     fixed = _fixed_table(raw.get("fixed", {}), f"{shown}: fixed", set(SIZE_SYMBOLS))
     fixed.update(_fixed_table(chosen.get("fixed", {}), f"{pw}.fixed", set(SIZE_SYMBOLS)))
 
@@ -474,11 +495,15 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         base_values=base_values, seeds=[int(s) for s in seeds_raw], sizes=sizes,
     )
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
+    # The run-config validator (empirics.config) then names any key the task or trainer does not take.
+    from empirics.config import parse_config
+
     probe_sizes = sizes or [search.min, search.max]
-    for line in lines:
+    for i, line in enumerate(lines):
         for b in (min(base_values), max(base_values)):
             for s in (min(probe_sizes), max(probe_sizes)):
-                experiment.build_config(line, b, s, experiment.seeds[0])
+                config = experiment.build_config(line, b, s, experiment.seeds[0])
+                parse_config(config, where=f"{shown}: line {line.label!r} at {base}={b}, {size}={s}")
     return experiment
 
 

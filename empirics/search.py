@@ -89,50 +89,32 @@ def _config_hash(config: dict) -> str:
 
 
 def predicted_exponents(experiment: Experiment, line: Line) -> tuple[float, float] | None:
-    """(x, y) with size ~ base**x (log base)**y on ``line``, from the theory pack, or None.
+    """(x, y) with searched size ~ base**x (log base)**y on ``line``, from the theory pack, or None.
 
-    theory.predict gives the slope of log(param_count) against log(base) and its log power; the
-    searched size enters param_count as size**k (k = 2 for d**2, 3 for m*d with m = d**2). Only
-    min_size experiments whose base is the pack's base are predicted; anything else -> None.
+    ``theory.predict`` solves the pack's success condition for its size variable as a power of its
+    base (``size_exponent_float``, ``size_log_power_float``). When the experiment searches the
+    pack's base at fixed size (capacity: N at each d, pack stated as d ~ N**x (log N)**y) the
+    relation is inverted to leading order: N ~ d**(1/x) (log d)**(-y/x). None when the pack is
+    missing or cannot predict this line; the search then calibrates from data alone.
     """
-    if experiment.pack is None or experiment.kind != "min_size":
+    if experiment.pack is None:
         return None
     try:
         import theory
 
-        pack = theory.load_pack(experiment.pack)
-        prediction = theory.predict(pack, theory.parse_scaling(line.scaling)).to_dict()
-        slope = float(prediction["slope"])
-        log_power = float(_number_from(prediction.get("log_power", 0)))
-    except Exception:  # no theory engine yet, a pack that cannot predict this line: use the fallback
+        prediction = theory.predict(theory.load_pack(experiment.pack), line.theory_scaling).to_dict()
+        x = float(prediction["size_exponent_float"])
+        y = float(prediction["size_log_power_float"])
+        pack_base, pack_size = prediction["base"], prediction["size"]
+    except Exception:  # no such pack, a line the pack cannot predict: use the data-driven fallback
         return None
-    k = _size_power_in_param_count(experiment, line)
-    if k is None or not math.isfinite(slope) or slope <= 0:
+    if not (math.isfinite(x) and math.isfinite(y)):
         return None
-    return slope / k, log_power / k
-
-
-def _number_from(value: Any) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    from empirics.experiment import SafeExpression
-
-    return SafeExpression(str(value), set(), "theory prediction log_power").evaluate({})
-
-
-def _size_power_in_param_count(experiment: Experiment, line: Line) -> float | None:
-    """d log(param_count) / d log(size) at fixed base, from the line's assignments (m = d**k)."""
-    base_value = experiment.base_values[0]
-    sizes = [max(experiment.search.min, 16), max(experiment.search.min, 16) * 4]
-    try:
-        counts = []
-        for s in sizes:
-            cfg = experiment.build_config(line, base_value, s, 0)
-            m = cfg.get("m", cfg[experiment.size])
-            counts.append(m * cfg[experiment.size])
-        return math.log(counts[1] / counts[0]) / math.log(sizes[1] / sizes[0])
-    except Exception:
-        return None
+    if (pack_base, pack_size) == (experiment.base, experiment.size):
+        return x, y
+    if (pack_base, pack_size) == (experiment.size, experiment.base) and x > 0:
+        return 1 / x, -y / x
+    return None
 
 
 class _Cell:
@@ -423,7 +405,7 @@ class SweepDriver:
         exp = self.exp
         line = exp.lines[li]
         point: dict[str, Any] = {
-            "experiment": exp.name, "line": line.label, "scaling": line.scaling, "threshold": t, "seed": seed,
+            "experiment": exp.name, "line": line.label, "scaling": line.theory_scaling, "threshold": t, "seed": seed,
             exp.base: b,
         }
         if size is not None:

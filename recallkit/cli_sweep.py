@@ -1,8 +1,133 @@
-"""CLI commands for the 'sweep' stage (filled in by the issue that owns it)."""
+"""``recallkit sweep`` (train what an experiment's search needs) and ``recallkit results`` (what the store holds).
+
+The store defaults to ``results/recallkit.db`` under the current directory (or ``$RECALLKIT_STORE``).
+Progress goes to stderr; ``--json`` prints one JSON document on stdout and nothing else.
+"""
 from __future__ import annotations
 
+import json
+import os
+import sys
+from typing import Optional
+
 import typer
+
+from theory.errors import InputError
+
+STORE_HELP = "results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db"
+
+
+def default_store_path() -> str:
+    from empirics.store import DEFAULT_STORE
+
+    return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
+
+
+def _format_points(result) -> list[str]:
+    """A compact table: one line per (line, threshold), the found size per base value (median over seeds)."""
+    import statistics
+
+    exp = result.experiment
+    out = []
+    lines = list(dict.fromkeys(p["line"] for p in result.points))
+    thresholds = list(dict.fromkeys(p["threshold"] for p in result.points))
+    if exp.kind == "grid" and not thresholds:
+        out.append(f"{len(result.probes)} grid cells stored")
+    for line in lines:
+        out.append(f"line {line}")
+        for t in thresholds:
+            cells = []
+            for b in exp.base_values:
+                pts = [p for p in result.points if p["line"] == line and p["threshold"] == t and p[exp.base] == b]
+                values = [p.get(exp.size) for p in pts if not p["censored"] and p.get(exp.size) is not None]
+                censored = sum(p["censored"] for p in pts)
+                shown = f"{statistics.median(values):g}" if values else "-"
+                cells.append(f"{exp.base}={b}: {exp.size}={shown}" + (f" ({censored} censored)" if censored else ""))
+            out.append(f"  {exp.metric} >= {t:g}:  " + ";  ".join(cells))
+    if result.violations:
+        out.append(f"monotonicity violations along {exp.size}: {len(result.violations)} (see --json)")
+        for v in result.violations[:5]:
+            out.append(f"  {v['line']} {exp.base}={v[exp.base]} seed={v['seed']} t={v['threshold']:g}: "
+                       f"reached at {v['reached_at']}, missed at {v['missed_at']}")
+    return out
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+
+    @app.command("sweep")
+    def sweep(
+        experiment_file: str = typer.Argument(..., metavar="EXPERIMENT.toml", help="experiment file (see experiments/)"),
+        preset: str = typer.Option("quick", "--preset", help="quick (this CPU, minutes) | paper (GPU/cluster) | any preset in the file"),
+        store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+        executor_name: str = typer.Option("local", "--executor", help="local (in-process batched engine) | dask"),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="dask scheduler address, tcp://HOST:PORT"),
+        dask_local: Optional[int] = typer.Option(None, "--dask-local", help="start a LocalCluster with N single-threaded worker processes"),
+        device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+        threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads per engine call (dask default 1); recorded per row"),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress over cells on stderr"),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
+    ) -> None:
+        """Train the probes an experiment's search needs, reusing every result already in the store."""
+        from empirics.executors import make_executor
+        from empirics.experiment import load_experiment
+        from empirics.search import run_sweep
+        from empirics.store import ResultStore
+
+        if threads is not None and threads < 1:
+            raise InputError(f"--threads: expected a positive integer, got {threads}")
+        experiment = load_experiment(experiment_file, preset)
+        executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
+                                 scheduler=scheduler, local_workers=dask_local)
+        try:
+            with ResultStore(store_path or default_store_path()) as store:
+                result = run_sweep(experiment, store, executor, progress=progress)
+        finally:
+            executor.close()
+        summary = f"{experiment.name} [{preset}] on {result.executor}: {result.summary_line()}" + (
+            f", {result.failed} failed" if result.failed else "") + f" in {result.wall_time_s:.1f} s"
+        if as_json:
+            print(summary, file=sys.stderr)
+            typer.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
+            return
+        for line in _format_points(result):
+            typer.echo(line)
+        typer.echo(summary)
+
+    @app.command("results")
+    def results(
+        experiment_file: str = typer.Argument(..., metavar="EXPERIMENT.toml", help="experiment file"),
+        preset: str = typer.Option("quick", "--preset", help="preset whose search is replayed from the store"),
+        store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+        as_json: bool = typer.Option(False, "--json", help="one JSON document: boundary points, probes, violations"),
+        as_csv: bool = typer.Option(False, "--csv", help="CSV of every stored row of this experiment on stdout"),
+        parquet: Optional[str] = typer.Option(None, "--parquet", help="write the rows to this Parquet file (needs pandas+pyarrow)"),
+    ) -> None:
+        """What the store holds for an experiment: its boundary points (replayed, nothing trained) and rows."""
+        from empirics.experiment import load_experiment
+        from empirics.search import replay
+        from empirics.store import ResultStore
+
+        if as_json and as_csv:
+            raise InputError("--json/--csv: choose one")
+        experiment = load_experiment(experiment_file, preset)
+        with ResultStore(store_path or default_store_path(), readonly=True) as store:
+            if parquet:
+                store.to_parquet(parquet, experiment.name)
+            if as_csv:
+                sys.stdout.write(store.to_csv(experiment.name))
+                return
+            result = replay(experiment, store)
+            rows = store.count()
+            versions = store.code_versions(experiment.name)
+        if as_json:
+            document = result.to_dict()
+            for key in ("reused", "computed", "failed", "wall_time_s", "executor"):
+                document.pop(key, None)
+            document["stored_rows_total"] = rows
+            typer.echo(json.dumps(document, sort_keys=True, default=str))
+            return
+        for line in _format_points(result):
+            typer.echo(line)
+        typer.echo(f"{experiment.name} [{preset}]: {result.reused} probes in the store, {result.missing} missing; "
+                   f"code versions: {', '.join(f'{k} ({v})' for k, v in versions.items()) or 'none'}")
