@@ -452,10 +452,19 @@ def fit_points(
 
     distinct = min(len({p["x"] for p in used}), len(set(grid_values)))
     if distinct < MIN_DISTINCT_X:
-        what = f"{grid_key} values" if grid_key else "x value(s)"
+        what = f"{grid_key} value(s)" if grid_key else "x value(s)"
         why = (f"only {distinct} distinct {what} among {len(used)} uncensored points "
                f"({len(censored)} censored); a slope with an interval needs >= {MIN_DISTINCT_X}")
-        return _empty(why + "; widen the searched size range so fewer points are censored, or add grid values")
+        reasons = sorted({str(c.get("censor_reason")) for c in censored if c.get("censor_reason")})
+        if any("not in the results store" in r for r in reasons):
+            advice = "; runs are missing from the store: run the sweep (recallkit sweep, or fit with --run)"
+        elif censored:
+            advice = "; widen the searched size range so fewer points are censored, or add grid values"
+        else:
+            advice = "; add grid values"
+        if reasons:
+            advice += f" (censor reasons: {'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})"
+        return _empty(why + advice)
     seeds = [p["seed"] for p in used]
     fit = fit_slope([p["x"] for p in used], [p["y"] for p in used], seeds,
                     alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)

@@ -97,4 +97,4 @@ def test_capacity_fit_needs_three_distinct_d_not_three_distinct_x():
                for s in range(4) for d in (23, 32)]
     (fit,) = fit_boundary_points(points, {"l": 1.0}, kind="max_capacity", base="d")
     assert fit.verdict.verdict == "inconclusive" and fit.fit is None
-    assert "only 1 distinct d values" in fit.verdict.reason and "8 censored" in fit.verdict.reason
+    assert "only 1 distinct d value(s)" in fit.verdict.reason and "8 censored" in fit.verdict.reason
