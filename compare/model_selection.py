@@ -286,3 +286,15 @@ def select_d_min(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
             for g in selection["groups"])
         out[model] = selection
     return out
+
+
+def d_min_report_dict(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """The input of ``reports.figures.dmin_plot``: ``{"learned": {"points", "selection"},
+    "frozen": {"points", "selection"}}`` from an ``empirics.geometric.run_d_min_experiment`` result
+    (model "frozen-subjects" is shown as "frozen"), each selection with its verdict."""
+    selections = select_d_min(result, **kwargs)
+    out: dict[str, Any] = {}
+    for model, selection in selections.items():
+        key = "frozen" if model == "frozen-subjects" else model
+        out[key] = {"points": [p for p in result["points"] if p.get("model", "model") == model], "selection": selection}
+    return out

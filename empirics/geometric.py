@@ -215,8 +215,12 @@ def counting_lower_bound_d(n_subjects: int, n_relations: int, bits_per_parameter
 
 def smallest_working_k(n_subjects: int, n_relations: int, seed: int = 0, codes: str = "random",
                        k_max: int = 64) -> int | None:
-    """Smallest k (scanning up from 1) at which the construction gets every fact right; None if none <= k_max."""
-    for k in range(1, k_max + 1):
+    """Smallest k at which the construction gets every fact right; None if none <= k_max.
+
+    The scan starts at ceil(log2 N): below it N codes of k bits cannot be distinct, so some attributes
+    tie and the construction cannot be exact (the tests check this at smaller k).
+    """
+    for k in range(max(1, math.ceil(math.log2(n_subjects))), k_max + 1):
         if build_construction(n_subjects, n_relations, k, seed=seed, codes=codes).accuracy() == 1.0:
             return k
     return None
@@ -334,6 +338,7 @@ def train_fact_models(
     import torch
 
     from empirics.config import parse_config
+    from empirics.device import resolve_device
     from empirics.tasks import build_problem
     from empirics.trainers import adam
 
@@ -342,7 +347,7 @@ def train_fact_models(
             "R": n_relations, "d": d, "lr": lr, "steps": steps,
             **({"early_stop": threshold} if threshold is not None else {}), **({"m": width} if width else {})} for s in seeds]
     configs = [parse_config(c, where=f"geometric config seed {c['seed']}") for c in raw]
-    problem = build_problem(configs, torch.device(device))
+    problem = build_problem(configs, resolve_device(device))
     if bijections_override is not None:
         if len(bijections_override) != len(seeds):
             raise InputError(f"bijections_override: expected one (R, N) array per seed ({len(seeds)}), got {len(bijections_override)}")
@@ -372,10 +377,13 @@ def train_fact_models(
     return out
 
 
-def _run_provenance() -> dict[str, Any]:
+def _run_provenance(device: str = "cpu") -> dict[str, Any]:
     import torch
 
-    return {"device": "cpu", "threads": torch.get_num_threads(), "torch_version": torch.__version__}
+    from empirics.device import describe, resolve_device
+
+    return {"device": describe(resolve_device(device)), "threads": torch.get_num_threads(),
+            "torch_version": torch.__version__}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -405,7 +413,8 @@ def smallest_succeeding_on_grid(grid: list[int], succeeds) -> tuple[int | None, 
 
 
 def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], model: str, d_grid: list[int],
-                 lr: float = 1e-2, steps: int = 2000, width_factor: int | None = None) -> list[dict[str, Any]]:
+                 lr: float = 1e-2, steps: int = 2000, width_factor: int | None = None,
+                 device: str = "cpu") -> list[dict[str, Any]]:
     """Smallest d on ``d_grid`` at which the model gets all N*R facts right, per (N, R, seed).
 
     One boundary-point dict per cell, in the ARCHITECTURE.md shape:
@@ -418,7 +427,7 @@ def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], mod
             for seed in seeds:
                 def succeeds(d: int) -> bool:
                     width = None if width_factor is None else width_factor * d
-                    (trained,) = train_fact_models(n, r, d, model, [seed], lr=lr, steps=steps, width=width)
+                    (trained,) = train_fact_models(n, r, d, model, [seed], lr=lr, steps=steps, width=width, device=device)
                     return trained.train_accuracy == 1.0
                 d_min, probes = smallest_succeeding_on_grid(sorted(d_grid), succeeds)
                 width = None if d_min is None else (width_factor or 4) * d_min
@@ -435,7 +444,7 @@ def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], mod
 
 def run_d_min_experiment(n_values: list[int], r_values: list[int], seeds: list[int], d_grid: list[int],
                          models: tuple[str, ...] = ("learned", "frozen-subjects"), lr: float = 1e-2,
-                         steps: int = 2000) -> dict[str, Any]:
+                         steps: int = 2000, device: str = "cpu") -> dict[str, Any]:
     """Experiment 1 (quick own runner): d_min(N) for learned and frozen subjects, log vs power per R.
 
     Returns {"experiment": "geometric_d_min", "points": [...], "predicted": {"learned": "log",
@@ -446,10 +455,10 @@ def run_d_min_experiment(n_values: list[int], r_values: list[int], seeds: list[i
     predicted = {"learned": "log", "frozen-subjects": "power"}
     points = []
     for model in models:
-        points += d_min_points(n_values, r_values, seeds, model, d_grid, lr=lr, steps=steps)
+        points += d_min_points(n_values, r_values, seeds, model, d_grid, lr=lr, steps=steps, device=device)
     return {"experiment": "geometric_d_min", "points": points, "predicted": predicted,
             "settings": {"N": n_values, "R": r_values, "seeds": seeds, "d_grid": d_grid, "lr": lr, "steps": steps},
-            "provenance": _run_provenance(), "wall_time_s": time.perf_counter() - start}
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -507,7 +516,8 @@ NEAR_PERFECT = 0.9  # our reading of the paper's "near perfect" readout; stated 
 
 
 def run_probe_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[int], lr: float = 1e-2,
-                         steps: int = 300, test_fraction: float = 0.25, construction_k: int | None = None) -> dict[str, Any]:
+                         steps: int = 300, test_fraction: float = 0.25, construction_k: int | None = None,
+                         device: str = "cpu") -> dict[str, Any]:
     """Experiment 3: probe accuracy for trained learned and frozen-subject models (and the construction).
 
     Models are trained for all ``steps`` (no early stop), so their embeddings have settled.
@@ -520,7 +530,7 @@ def run_probe_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[
     rows = []
     for model in ("learned", "frozen-subjects"):
         for trained in train_fact_models(n_subjects, n_relations, d, model, seeds, lr=lr, steps=steps,
-                                         stop_at_full_accuracy=False):
+                                         stop_at_full_accuracy=False, device=device):
             probe = linear_readout_probe(trained.subject_embeddings, trained.unembedding, trained.bijections,
                                          test_fraction, seed=trained.seed)
             rows.append({"model": model, "seed": trained.seed, "train_accuracy_model": trained.train_accuracy,
@@ -547,7 +557,7 @@ def run_probe_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[
     return {"experiment": "geometric_probes", "settings": {"N": n_subjects, "R": n_relations, "d": d, "seeds": seeds,
             "lr": lr, "steps": steps, "test_fraction": test_fraction, "construction_k": k},
             "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
-            "provenance": _run_provenance(), "wall_time_s": time.perf_counter() - start}
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -619,7 +629,7 @@ def zero_shot_transfer(trained: TrainedFactModel, seed: int, steps: int = 100, l
 
 
 def run_zero_shot_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[int], lr: float = 1e-2,
-                             train_steps: int = 300, transfer_steps: int = 100) -> dict[str, Any]:
+                             train_steps: int = 300, transfer_steps: int = 100, device: str = "cpu") -> dict[str, Any]:
     """Experiment 4: zero-shot transfer for the learned and the frozen-random-subject model.
 
     Returns {"experiment": "geometric_zero_shot", "settings", "rows": [zero_shot_transfer dicts + 
@@ -630,7 +640,7 @@ def run_zero_shot_experiment(n_subjects: int, n_relations: int, d: int, seeds: l
     rows = []
     for model in ("learned", "frozen-subjects"):
         for trained in train_fact_models(n_subjects, n_relations, d, model, seeds, lr=lr, steps=train_steps,
-                                         stop_at_full_accuracy=False):
+                                         stop_at_full_accuracy=False, device=device):
             row = zero_shot_transfer(trained, trained.seed, steps=transfer_steps, lr=lr)
             row["train_accuracy_model"] = trained.train_accuracy
             rows.append(row)
@@ -651,7 +661,7 @@ def run_zero_shot_experiment(n_subjects: int, n_relations: int, d: int, seeds: l
     return {"experiment": "geometric_zero_shot", "settings": {"N": n_subjects, "R": n_relations, "d": d, "seeds": seeds,
             "lr": lr, "train_steps": train_steps, "transfer_steps": transfer_steps},
             "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
-            "provenance": _run_provenance(), "wall_time_s": time.perf_counter() - start}
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -709,7 +719,8 @@ def chain_of_thought_accuracy(trained: TrainedFactModel, hops: int) -> float:
 
 
 def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int], seeds: list[int], d_grid: list[int],
-                             d_fixed: int, model: str = "learned", lr: float = 1e-2, steps: int = 2000) -> dict[str, Any]:
+                             d_fixed: int, model: str = "learned", lr: float = 1e-2, steps: int = 2000,
+                             device: str = "cpu") -> dict[str, Any]:
     """Experiment 5: d_min and accuracy at fixed d against the number of hops k, no-CoT versus CoT.
 
     no-CoT: one model answers every k-hop query in one pass: the fact_bijections model with R^k
@@ -730,7 +741,8 @@ def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int],
 
         def one_hop(d: int) -> TrainedFactModel:
             if d not in one_hop_cache:
-                (one_hop_cache[d],) = train_fact_models(n_entities, n_relations, d, model, [seed], lr=lr, steps=steps)
+                (one_hop_cache[d],) = train_fact_models(n_entities, n_relations, d, model, [seed], lr=lr, steps=steps,
+                                                        device=device)
             return one_hop_cache[d]
 
         for k in hops:
@@ -738,7 +750,7 @@ def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int],
 
             def no_cot(d: int, composite=composite) -> TrainedFactModel:
                 (trained,) = train_fact_models(n_entities, len(composite), d, model, [seed], lr=lr, steps=steps,
-                                               bijections_override=[composite])
+                                               bijections_override=[composite], device=device)
                 return trained
 
             d_no_cot, _ = smallest_succeeding_on_grid(grid, lambda d: no_cot(d).train_accuracy == 1.0)
@@ -774,7 +786,7 @@ def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int],
     return {"experiment": "geometric_multi_hop", "settings": {"N": n_entities, "R": n_relations, "hops": hops,
             "seeds": seeds, "d_grid": grid, "d_fixed": d_fixed, "model": model, "lr": lr, "steps": steps},
             "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
-            "provenance": _run_provenance(), "wall_time_s": time.perf_counter() - start}
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -862,20 +874,49 @@ def load_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[s
             "preset": preset, "path": str(path), "settings": settings}
 
 
-def run_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[str, Any]:
-    """Load an experiment file and run it; the experiment's result dict plus "name", "preset", "path"."""
+def run_geometric_experiment(path: str | Path, preset: str = "quick", device: str = "cpu") -> dict[str, Any]:
+    """Load an experiment file and run it; the experiment's result dict plus "name", "kind", "preset", "path".
+
+    ``device`` is where models train ("cpu", "cuda", "cuda:1"); it is a property of the machine, not
+    of the experiment, so it is an argument here and not a key of the file."""
     spec = load_geometric_experiment(path, preset)
     s, kind = spec["settings"], spec["kind"]
     if kind == "construction":
         result = run_construction_experiment(s["N"], s["R"], s["seeds"], s["codes"], s["failure_probability"], s["k_max"])
     elif kind == "d_min":
-        result = run_d_min_experiment(s["N"], s["R"], s["seeds"], s["d_grid"], tuple(s["models"]), s["lr"], s["steps"])
+        result = run_d_min_experiment(s["N"], s["R"], s["seeds"], s["d_grid"], tuple(s["models"]), s["lr"], s["steps"], device)
     elif kind == "probes":
-        result = run_probe_experiment(s["N"], s["R"], s["d"], s["seeds"], s["lr"], s["steps"], s["test_fraction"])
+        result = run_probe_experiment(s["N"], s["R"], s["d"], s["seeds"], s["lr"], s["steps"], s["test_fraction"], device=device)
     elif kind == "zero_shot":
-        result = run_zero_shot_experiment(s["N"], s["R"], s["d"], s["seeds"], s["lr"], s["train_steps"], s["transfer_steps"])
+        result = run_zero_shot_experiment(s["N"], s["R"], s["d"], s["seeds"], s["lr"], s["train_steps"], s["transfer_steps"], device)
     else:
         result = run_multi_hop_experiment(s["N"], s["R"], s["hops"], s["seeds"], s["d_grid"], s["d_fixed"], s["model"],
-                                          s["lr"], s["steps"])
-    result.update({"name": spec["name"], "preset": preset, "path": spec["path"]})
+                                          s["lr"], s["steps"], device)
+    result.update({"name": spec["name"], "kind": kind, "preset": preset, "path": spec["path"]})
     return result
+
+
+def construction_gap_table(construction: dict[str, Any], d_min: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Construction vs trained vs lower bound, one row per (N, R), for one figure.
+
+    Rows: {"N", "R", "counting_bound_d" (p = 1), "construction_binary_d_blocks", "construction_random_d_blocks"
+    (median over seeds of R*k_min; the R relation coordinates are not counted, as in the bound),
+    "learned_d_min", "frozen_d_min" (median over seeds of the trained d_min, None if not run or censored)}.
+    """
+    def median(values):
+        values = [v for v in values if v is not None]
+        return float(np.median(values)) if values else None
+
+    trained = d_min["points"] if d_min else []
+    cells = sorted({(p["N"], p["R"]) for p in construction["points"]})
+    rows = []
+    for n, r in cells:
+        here = [p for p in construction["points"] if p["N"] == n and p["R"] == r]
+        rows.append({
+            "N": n, "R": r, "counting_bound_d": here[0]["counting_bound_d"],
+            "construction_binary_d_blocks": median([p["d_blocks_min"] for p in here if p["codes"] == "binary"]),
+            "construction_random_d_blocks": median([p["d_blocks_min"] for p in here if p["codes"] == "random"]),
+            "learned_d_min": median([p["d"] for p in trained if p["model"] == "learned" and p["N"] == n and p["R"] == r]),
+            "frozen_d_min": median([p["d"] for p in trained if p["model"] == "frozen-subjects" and p["N"] == n and p["R"] == r]),
+        })
+    return rows

@@ -65,3 +65,24 @@ def test_by_group_keeps_censored_points_and_reports_b_per_group():
     assert len(out["groups"][1]["censored"]) == 1
     (r1, b1, *_), (r2, b2, *_) = out["b_per_group"]
     assert b2 == pytest.approx(2 * b1, rel=0.05)
+
+
+def test_select_d_min_gives_a_verdict_per_model_and_the_report_shape():
+    from compare.model_selection import d_min_report_dict, select_d_min
+
+    rng = np.random.default_rng(4)
+    points = []
+    for seed in (0, 1, 2):
+        for n in 2 ** np.arange(4, 11):
+            points.append({"model": "learned", "N": int(n), "R": 2, "seed": seed, "censored": False,
+                           "d": 3 + 4 * np.log2(n) + rng.normal(0, 0.5)})
+            points.append({"model": "frozen-subjects", "N": int(n), "R": 2, "seed": seed, "censored": False,
+                           "d": 2 * n**0.5 * np.exp(rng.normal(0, 0.03))})
+    result = {"points": points, "predicted": {"learned": "log", "frozen-subjects": "power"}}
+    selection = select_d_min(result)
+    assert selection["learned"]["verdict"] == "consistent"
+    assert selection["frozen-subjects"]["verdict"] == "consistent"
+    flipped = select_d_min({"points": points, "predicted": {"learned": "power", "frozen-subjects": "log"}})
+    assert flipped["learned"]["verdict"] == "inconsistent"
+    report = d_min_report_dict(result)
+    assert set(report) == {"learned", "frozen"} and report["frozen"]["selection"]["groups"][0]["preferred"] == "power"
