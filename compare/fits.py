@@ -156,6 +156,22 @@ class SlopeFit:
     x_range: tuple[float, float]
     alpha: float
     bootstrap: BootstrapInfo
+    covariance: tuple[tuple[float, float], tuple[float, float]] = ((math.nan, math.nan), (math.nan, math.nan))  # HC3
+
+    def confidence_band(self, n_grid: int = 25) -> dict[str, list[float]]:
+        """Pointwise (1 - alpha) HC3 + t band of the fitted mean line over the data's x range (log units).
+
+        Uses the full intercept/slope covariance, so it is narrowest near the data's centre.
+        """
+        from scipy import stats
+
+        grid = np.linspace(self.x_range[0], self.x_range[1], n_grid)
+        cov = np.asarray(self.covariance)
+        design = np.column_stack([np.ones_like(grid), grid])
+        se = np.sqrt(np.einsum("ij,jk,ik->i", design, cov, design))
+        centre = self.intercept + self.slope * grid
+        half = stats.t.ppf(1 - self.alpha / 2, self.df_resid) * se
+        return {"x": grid.tolist(), "lo": (centre - half).tolist(), "hi": (centre + half).tolist()}
 
 
 @dataclass(frozen=True)
@@ -247,6 +263,7 @@ def fit_slope(
         slope_ci=(float(ci[1, 0]), float(ci[1, 1])),
         slope_ci_tost=(float(ci_tost[1, 0]), float(ci_tost[1, 1])),
         slope_ci_bootstrap=_percentile_interval(boot_slopes, alpha),
+        covariance=tuple(tuple(float(v) for v in row) for row in np.asarray(result.cov_params())),
         intercept=float(result.params[0]),
         intercept_ci=(float(ci[0, 0]), float(ci[0, 1])),
         r2=float(result.rsquared),
@@ -374,6 +391,7 @@ class FitResult:
             "bootstrap": fit.bootstrap.to_dict() if fit else None,
             "intercept": _json_float(fit.intercept) if fit else None,
             "intercept_ci": _json_pair(fit.intercept_ci) if fit else None,
+            "confidence_band": fit.confidence_band() if fit else None,
             "r2": _json_float(fit.r2) if fit else None,
             "n_points": len(self.points),
             "n_seeds": fit.n_seeds if fit else len({p.get("seed") for p in self.points}),
@@ -440,8 +458,13 @@ def fit_points(
         if not isinstance(point, Mapping):
             raise InputError(f"boundary point [{index}]: expected a dict, got {type(point).__name__}")
         if point.get("censored"):
-            censored.append({k: point.get(k) for k in ("line", "threshold", "seed", "V", "N", "d", "m", "L",
-                                                         "censor_reason") if k in point})
+            entry = {k: point.get(k) for k in ("line", "threshold", "seed", "V", "N", "d", "m", "L", "R",
+                                                "param_count", "censor_reason") if k in point}
+            try:  # where the bound that was hit is known, place it in the fit's coordinates too
+                entry["x"], entry["y"] = transform(point), _log_positive(point, y_key)
+            except InputError:
+                pass
+            censored.append(entry)
             continue
         used.append({"x": transform(point), "y": _log_positive(point, y_key), "seed": point.get("seed")})
         grid_values.append(point.get(grid_key) if grid_key else used[-1]["x"])

@@ -132,13 +132,14 @@ def _point(seed, V, d, censored=False, threshold=0.1):
 
 def test_fit_points_lists_censored_and_serialises():
     points = [_point(s, V, int(4 * V**0.5) + s) for s in range(2) for V in (64, 128, 256, 512)]
-    points.append(_point(0, 1024, 0, censored=True))
+    points.append(_point(0, 1024, 2048, censored=True))  # censored at the search bound d = 2048
     result = fit_points(points, predicted_slope=1.0, experiment="e", line="L", threshold=0.1)
     doc = json.loads(json.dumps(result.to_dict()))  # strictly JSON (no NaN)
     assert doc["n_points"] == 8
     assert doc["censored"] == [{"line": "N=V*log(V), L=V**0.5", "threshold": 0.1, "seed": 0, "V": 1024,
-                                "N": int(1024 * math.log(1024)), "d": 0,
-                                "censor_reason": "no d in range reached the threshold"}]
+                                "N": int(1024 * math.log(1024)), "d": 2048, "param_count": 2048 * 2048,
+                                "censor_reason": "no d in range reached the threshold",
+                                "x": math.log(1024), "y": math.log(2048 * 2048)}]
     for key in ("experiment", "threshold", "x", "slope", "slope_ci", "slope_ci_bootstrap", "intercept",
                 "intercept_ci", "r2", "n_points", "censored", "predicted_slope", "delta", "alpha", "verdict",
                 "verdict_reason", "points", "C", "C_ci"):
@@ -189,3 +190,17 @@ def test_finite_range_slope_of_log_factor():
     # log(V log V) over V = e^2..e^8: secant of x + log x is 1 + (log 8 - log 2) / 6.
     assert finite_range_slope(1.0, 1.0, (2.0, 8.0)) == pytest.approx(1 + math.log(4) / 6)
     assert finite_range_slope(1.0, 0.0, (2.0, 8.0)) == 1.0
+
+
+def test_confidence_band_matches_statsmodels_prediction_interval_of_the_mean():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(11)
+    x, y, seeds = _synthetic(rng, 3)
+    fit = fit_slope(x, y, seeds)
+    band = fit.confidence_band(n_grid=7)
+    reference = sm.OLS(y, sm.add_constant(x)).fit(cov_type="HC3", use_t=True)
+    expected = reference.get_prediction(sm.add_constant(np.array(band["x"]))).conf_int(alpha=0.05)
+    assert np.allclose(band["lo"], expected[:, 0]) and np.allclose(band["hi"], expected[:, 1])
+    widths = np.subtract(band["hi"], band["lo"])
+    assert widths[3] < widths[0] and widths[3] < widths[-1]  # narrowest near the data's centre
