@@ -124,7 +124,7 @@ class ProbeConfig:
     m: int | None = None          # None: attention-only
     features: str = "relu_centred"
     eta: float = 1e-3
-    kappa: float = 2.0            # gamma = schedule_gamma(kappa, eta, V, N, L) unless gamma is given
+    kappa: float = 1.0            # gamma = schedule_gamma(...) unless gamma is given; derivation §2.2
     gamma: float | None = None
     n_test: int = 256
     seed: int = 0
