@@ -133,3 +133,9 @@ def test_probe_rows_are_plain_json():
     rows = probe_rows([ProbeConfig(**SMALL)])
     assert set(rows[0]["components"]) == set(COMPONENTS)
     assert json.loads(json.dumps(rows))[0]["norms"]["A_test"] > 0
+
+
+def test_same_config_same_numbers():
+    first, second = decompose(ProbeConfig(**SMALL, m=32)), decompose(ProbeConfig(**SMALL, m=32))
+    assert torch.equal(first["logits"], second["logits"])
+    assert all(torch.equal(first["components"][k], second["components"][k]) for k in COMPONENTS)
