@@ -257,6 +257,16 @@ METHOD = {
 }
 
 
+def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
+    """Devices, thread counts, torch and code versions of the stored runs of this experiment."""
+    from collections import Counter
+
+    rows = results_store.rows(experiment_name)
+    count = lambda key: dict(sorted(Counter(str(r.get(key)) for r in rows).items()))  # noqa: E731
+    return {"stored_runs": len(rows), "devices": count("device"), "threads": count("threads"),
+            "torch_versions": count("torch_version"), "stored_code_versions": count("code_version")}
+
+
 def predictions_for(experiment: Any) -> dict[str, Any]:
     """theory.predict for each line of a loaded experiment, keyed by line label; an entry holds
     ``{"error": message}`` where the pack cannot predict the line (its fits are then inconclusive)."""
@@ -313,12 +323,14 @@ def fit_experiment(
         try:
             with ResultStore(store_path) as results_store:
                 sweep = run_sweep(loaded, results_store, executor, progress=progress, log=log)
+                provenance = _run_provenance(results_store, loaded.name)
         finally:
             if own_executor:
                 executor.close()
     else:
         with ResultStore(store_path, readonly=True) as results_store:
             sweep = replay(loaded, results_store)
+            provenance = _run_provenance(results_store, loaded.name)
     if predicted is None:
         predictions = predictions_for(loaded)
     else:
@@ -336,12 +348,15 @@ def fit_experiment(
                                delta=delta, alpha=alpha, thresholds=thresholds)
     for result in fits:
         error = predictions.get(result.line, {}).get("error")
-        if error and result.verdict.verdict == "inconclusive":
-            result.verdict = type(result.verdict)(
-                "inconclusive", f"no predicted slope for this line: {error}", None, None, delta, alpha)
+        if error:
+            reason = f"no predicted slope for this line: {error}"
+            if result.fit is None:  # keep the data's own reason too
+                reason += f"; and {result.verdict.reason}"
+            result.verdict = type(result.verdict)("inconclusive", reason, None, None, delta, alpha)
     summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
                "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
-               "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions)}
+               "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions),
+               **provenance}
     return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
                           summary)
 

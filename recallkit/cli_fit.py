@@ -41,6 +41,11 @@ def format_table(doc: dict) -> str:
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = [f"{doc['experiment']} ({doc['preset']} preset, {doc['kind']}; x = {fits[0]['x'] if fits else '-'}, "
              f"y = log(param_count); store {doc['store']})"]
+    sweep = doc.get("sweep") or {}
+    if sweep.get("stored_runs"):
+        listed = lambda key: ", ".join(f"{k} x{v}" for k, v in sweep.get(key, {}).items())  # noqa: E731
+        lines.append(f"runs: {sweep['stored_runs']} stored; devices {listed('devices')}; threads {listed('threads')}; "
+                     f"torch {listed('torch_versions')}")
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
