@@ -77,10 +77,10 @@ def register(app: typer.Typer) -> None:
         threshold: Optional[List[float]] = typer.Option(
             None, "--threshold", help="Fit only this threshold (repeatable). Default: all of the preset's."),
         delta: Optional[float] = typer.Option(
-            None, "--delta", help="Equivalence margin on the slope. Default: the experiment's [verdict] delta, else 0.25."),
+            None, "--delta", help="Equivalence margin on the slope. Default: verdict.delta in the experiment file, else 0.25."),
         alpha: Optional[float] = typer.Option(
-            None, "--alpha", help="Test level. Default: the experiment's [verdict] alpha, else 0.05."),
-        device: Optional[str] = typer.Option(None, "--device", help="Torch device for runs the store lacks (cpu, cuda)."),
+            None, "--alpha", help="Test level. Default: verdict.alpha in the experiment file, else 0.05."),
+        device: str = typer.Option("auto", "--device", help="Device for runs the store lacks: auto | cpu | cuda | cuda:N."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
     ) -> None:
         """Fit log(param_count) against log(base) - or against log(N ln N) for capacity experiments -
@@ -88,12 +88,17 @@ def register(app: typer.Typer) -> None:
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
         from compare.assertions import fit_experiment
+        from theory.errors import InputError
 
+        if delta is not None and not delta > 0:
+            raise InputError(f"--delta: expected a positive number (margin on the slope), got {delta}")
+        if alpha is not None and not 0 < alpha < 0.5:
+            raise InputError(f"--alpha: expected a number in (0, 0.5), got {alpha}")
         executor = None
         if run:
             from empirics.executors import make_executor
 
-            executor = make_executor("local", device=device)
+            executor = make_executor("local", device=None if device == "auto" else device)
         try:
             fitted = fit_experiment(experiment, store=store, preset=preset, run=run, executor=executor,
                                     progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,

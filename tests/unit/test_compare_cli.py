@@ -72,3 +72,10 @@ def test_fit_missing_file_is_a_one_line_error():
     assert out.stderr.strip().startswith("error: ") and len(out.stderr.strip().splitlines()) == 1
     assert "no/such/experiment.toml" in out.stderr
 
+
+
+@pytest.mark.parametrize("flag, value", [("--delta", "-1"), ("--alpha", "0.7")])
+def test_bad_levels_name_the_flag(flag, value):
+    out = subprocess.run([sys.executable, "-m", "recallkit.cli", "fit", "x.toml", "--no-run", flag, value],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.startswith(f"error: {flag}: expected")
