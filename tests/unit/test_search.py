@@ -1,0 +1,191 @@
+"""Search: finds the exact integer boundary, batches rounds, resumes from the store, reports violations."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from empirics.executors import LocalExecutor
+from empirics.experiment import experiment_from_dict
+from empirics.search import boundary_points, predicted_exponents, replay, run_sweep
+from empirics.store import ResultStore
+
+
+def boundary(V: int, seed: int) -> float:
+    """The fake model's d at which accuracy crosses 0.5: ~ V**0.75, shifted a little per seed."""
+    return 0.4 * V ** 0.75 * (1 + 0.05 * seed)
+
+
+def fake_accuracy(config: dict) -> float:
+    if "V" in config:  # min size: accuracy grows with d
+        return 1 / (1 + math.exp(-4 * math.log(config["d"] / boundary(config["V"], config["seed"]))))
+    # capacity: accuracy falls with N past N* = d**2 / 2
+    return 1 / (1 + math.exp(4 * math.log(config["N"] / (config["d"] ** 2 / 2 * (1 + 0.05 * config["seed"])))))
+
+
+class FakeRunner:
+    """Deterministic stand-in for empirics.engine.run_configs that counts its calls."""
+
+    def __init__(self, bad_d: set[int] | None = None, dip: tuple[int, int] | None = None, fail_d: int | None = None):
+        self.calls: list[list[dict]] = []
+        self.bad_d = bad_d or set()
+        self.dip = dip
+        self.fail_d = fail_d
+
+    def __call__(self, configs, device=None, progress=False):
+        self.calls.append(list(configs))
+        out = []
+        for c in configs:
+            if c.get("d") == self.fail_d and "V" in c:
+                raise RuntimeError(f"simulated failure at d={c['d']}")
+            acc = fake_accuracy(c)
+            if self.dip and "V" in c and c["V"] == self.dip[0] and c["d"] == self.dip[1]:
+                acc = 0.0  # a non-monotone point
+            out.append({"accuracy": acc, "train_accuracy": acc, "param_count": c.get("d", 1) ** 2,
+                        "wall_time_s": 0.0, "device": "cpu", "threads": 1})
+        return out
+
+
+def min_size_experiment(**preset_extra) -> dict:
+    return {
+        "name": "fake_min", "task": "token_retrieval", "model": "attention-only", "trainer": "three_step",
+        "kind": "min_size", "thresholds": [0.3, 0.5, 0.7],
+        "lines": [{"scaling": "N=V*log(V), L=V**0.5"}],
+        "fixed": {"eta": 1.0, "gamma": 1e7},
+        "search": {"min": 4, "max": 1024},
+        "presets": {"quick": {"V": [64, 128, 256, 512], "seeds": [0, 1], **preset_extra}},
+    }
+
+
+def brute_force_min(V, seed, t, lo=4, hi=1024):
+    for d in range(lo, hi + 1):
+        if fake_accuracy({"V": V, "d": d, "seed": seed}) >= t:
+            return d
+    return None
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ResultStore(tmp_path / "s.db") as s:
+        yield s
+
+
+def test_min_size_finds_the_exact_integer_boundary_with_few_batched_calls(store):
+    exp = experiment_from_dict(min_size_experiment(), "fake.toml")
+    runner = FakeRunner()
+    result = run_sweep(exp, store, LocalExecutor(runner), log=None)
+    assert len(result.points) == 4 * 2 * 3
+    for p in result.points:
+        assert not p["censored"], p
+        assert p["d"] == brute_force_min(p["V"], p["seed"], p["threshold"]), p
+        assert p["param_count"] == p["d"] ** 2 and p["N"] == math.floor(p["V"] * math.log(p["V"]))
+    n_probes = sum(len(c) for c in runner.calls)
+    assert result.computed == n_probes and result.reused == 0 and not result.violations
+    # Rounds are batched across seeds and thresholds: far fewer engine calls than probes.
+    assert len(runner.calls) * 2 < n_probes
+    assert any(len({c["seed"] for c in call}) == 2 for call in runner.calls)
+    # Bisection in log d beats scanning: a few probes per (V, seed), not hundreds.
+    assert n_probes < 4 * 2 * 20
+
+
+def test_rerun_reuses_everything_and_replay_matches(store):
+    exp = experiment_from_dict(min_size_experiment(), "fake.toml")
+    first = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
+    runner = FakeRunner()
+    second = run_sweep(exp, store, LocalExecutor(runner), log=None)
+    assert runner.calls == [] and second.computed == 0 and second.reused == first.computed
+    assert second.summary_line() == f"reused {first.computed} / computed 0"
+    assert second.points == first.points
+    assert boundary_points(exp, store) == first.points
+
+
+def test_partial_store_computes_only_the_missing_probes(tmp_path):
+    exp = experiment_from_dict(min_size_experiment(), "fake.toml")
+    with ResultStore(tmp_path / "full.db") as full:
+        complete = run_sweep(exp, full, LocalExecutor(FakeRunner()), log=None)
+        rows = full.rows()
+    with ResultStore(tmp_path / "half.db") as half:
+        keep = rows[: len(rows) // 2]
+        half.add("fake_min", [r["config"] for r in keep], [r["config_hash"] for r in keep],
+                 [r["metrics"] for r in keep], "v", None)
+        resumed = run_sweep(exp, half, LocalExecutor(FakeRunner()), log=None)
+    assert resumed.reused == len(keep) and resumed.computed == len(rows) - len(keep)
+    assert resumed.points == complete.points
+
+
+def test_replay_of_an_empty_store_censors_every_point(store):
+    exp = experiment_from_dict(min_size_experiment(), "fake.toml")
+    points = boundary_points(exp, store)
+    assert points and all(p["censored"] and "not in the results store" in p["censor_reason"] for p in points)
+
+
+def test_censoring_at_both_search_bounds(store):
+    raw = min_size_experiment()
+    raw["search"] = {"min": 4, "max": 40}
+    raw["presets"]["quick"]["V"] = [8, 2048]
+    exp = experiment_from_dict(raw, "fake.toml")
+    points = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None).points
+    small = [p for p in points if p["V"] == 8]
+    large = [p for p in points if p["V"] == 2048]
+    assert all(p["censored"] and "search.min" in p["censor_reason"] and p["d"] == 4 for p in small)
+    assert all(p["censored"] and "search.max" in p["censor_reason"] and p["d"] == 40 for p in large)
+
+
+def test_non_monotone_accuracy_is_reported_not_hidden(store):
+    exp = experiment_from_dict(min_size_experiment(), "fake.toml")
+    clean = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
+    # The first bracket at V=64 is [64/1.5, 64*1.5] = {42, 96}: both far above the boundary (d ~ 9).
+    assert {42, 96} <= {r["d"] for r in clean.probes if r["V"] == 64}
+    with ResultStore(store.path.with_name("dip.db")) as other:
+        result = run_sweep(exp, other, LocalExecutor(FakeRunner(dip=(64, 96))), log=None)
+    bad = [v for v in result.violations if v["V"] == 64]
+    assert len(bad) == 2 * 3 and all(v["missed_at"] == [96] for v in bad)
+    assert {(v["seed"], v["threshold"]) for v in bad} == {(s, t) for s in (0, 1) for t in (0.3, 0.5, 0.7)}
+    flagged = [p for p in result.points if p["non_monotone"]]
+    assert len(flagged) == 6 and all(p["V"] == 64 for p in flagged)
+    # the boundary itself is still found (the dip is far above it)
+    assert [p["d"] for p in result.points] == [p["d"] for p in clean.points]
+
+
+def test_a_failing_probe_is_logged_and_the_sweep_goes_on(store):
+    exp = experiment_from_dict(min_size_experiment(), "fake.toml")
+    clean = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
+    some_d = clean.probes[len(clean.probes) // 2]["d"]
+    with ResultStore(store.path.with_name("f.db")) as other:
+        result = run_sweep(exp, other, LocalExecutor(FakeRunner(fail_d=some_d)), log=None)
+        assert result.failed >= 1
+        assert any(p["censored"] and "simulated failure" in (p["censor_reason"] or "") for p in result.points)
+        assert sum(not p["censored"] for p in result.points) > 0
+        # failures are not stored, so a rerun with a healthy runner retries them
+        assert run_sweep(exp, other, LocalExecutor(FakeRunner()), log=None).points == clean.points
+
+
+def test_max_capacity_finds_the_largest_n(store):
+    raw = {
+        "name": "fake_cap", "task": "assoc_memory", "model": "linear", "trainer": "adamw", "kind": "max_capacity",
+        "pack": "assoc_memory", "thresholds": [0.5],
+        "lines": [{"scaling": "", "theory_scaling": "m=d", "label": "linear"}],
+        "fixed": {"lr": 1.0, "steps": 10}, "search": {"min": 2, "max": 100000, "start": "d**2/3"},
+        "presets": {"quick": {"d": [8, 16, 32], "seeds": [0, 1]}},
+    }
+    exp = experiment_from_dict(raw, "cap.toml")
+    assert predicted_exponents(exp, exp.lines[0]) == pytest.approx((2.0, -1.0))  # N ~ d^2 / log d
+    result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
+    for p in result.points:
+        expected = max(n for n in range(2, 5000) if fake_accuracy({"N": n, "d": p["d"], "seed": p["seed"]}) >= 0.5)
+        assert p["N"] == expected and not p["censored"]
+
+
+def test_grid_kind_trains_the_product_and_derives_points(store):
+    raw = min_size_experiment(sizes=[8, 16, 32, 64, 128])
+    raw["kind"] = "grid"
+    raw["presets"]["quick"]["V"] = [64, 256]
+    exp = experiment_from_dict(raw, "grid.toml")
+    result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
+    assert result.computed == 2 * 5 * 2 and len(result.probes) == 20
+    for p in result.points:
+        reached = [d for d in (8, 16, 32, 64, 128) if fake_accuracy({"V": p["V"], "d": d, "seed": p["seed"]}) >= p["threshold"]]
+        assert p["d"] == (reached[0] if reached else 128)
+        assert p["censored"] == (not reached or reached[0] == 8)
+    assert replay(exp, store).probes == result.probes
