@@ -33,6 +33,8 @@ import numpy as np
 from theory.errors import InputError
 
 FORMS = ("log", "power")
+# SPEC.md B (paper-reported): learned d_min fits a + b log2 N, frozen random subject embeddings a power law.
+PREDICTED_FORMS = {"learned": "log", "frozen-subjects": "power"}
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_DELTA_AIC = 2.0
 
@@ -298,3 +300,26 @@ def d_min_report_dict(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any
         key = "frozen" if model == "frozen-subjects" else model
         out[key] = {"points": [p for p in result["points"] if p.get("model", "model") == model], "selection": selection}
     return out
+
+
+def points_with_model(points: Iterable[Mapping[str, Any]], experiment: Any) -> list[dict[str, Any]]:
+    """Boundary points of an ``empirics.experiment`` min-size experiment (e.g.
+    experiments/geo_dmin_learned_vs_frozen.toml) with the ``"model"`` key that :func:`select_d_min`
+    groups by, taken from each point's line (its ``model`` override, else the experiment's model)."""
+    model_of = {line.label: line.overrides.get("model", experiment.model) for line in experiment.lines}
+    out = []
+    for i, point in enumerate(points):
+        if "model" in point:
+            out.append(dict(point))
+            continue
+        if point.get("line") not in model_of:
+            raise InputError(f"boundary point {i}: line {point.get('line')!r} is not a line of experiment "
+                             f"{getattr(experiment, 'name', '?')!r} (lines: {', '.join(model_of)})")
+        out.append({**point, "model": model_of[point["line"]]})
+    return out
+
+
+def select_d_min_experiment(points: Iterable[Mapping[str, Any]], experiment: Any, **kwargs: Any) -> dict[str, Any]:
+    """:func:`d_min_report_dict` for the boundary points of a min-size experiment (search layer output),
+    with the SPEC B predictions (learned: log, frozen-subjects: power)."""
+    return d_min_report_dict({"points": points_with_model(points, experiment), "predicted": PREDICTED_FORMS}, **kwargs)

@@ -86,3 +86,24 @@ def test_select_d_min_gives_a_verdict_per_model_and_the_report_shape():
     assert flipped["learned"]["verdict"] == "inconsistent"
     report = d_min_report_dict(result)
     assert set(report) == {"learned", "frozen"} and report["frozen"]["selection"]["groups"][0]["preferred"] == "power"
+
+
+def test_points_from_the_search_layer_get_their_model_from_the_line():
+    from types import SimpleNamespace
+
+    from compare.model_selection import points_with_model, select_d_min_experiment
+
+    experiment = SimpleNamespace(name="geo", model="learned", lines=[
+        SimpleNamespace(label="learned, R=4", overrides={}),
+        SimpleNamespace(label="frozen, R=4", overrides={"model": "frozen-subjects"})])
+    points = []
+    for n in (64, 128, 256, 512, 1024):
+        points.append({"line": "learned, R=4", "N": n, "R": 4, "d": 2 * np.log2(n) + 0.1 * (n % 3), "seed": 0, "censored": False})
+        points.append({"line": "frozen, R=4", "N": n, "R": 4, "d": n**0.5 * (1 + 0.01 * (n % 3)), "seed": 0, "censored": False})
+    tagged = points_with_model(points, experiment)
+    assert {p["model"] for p in tagged} == {"learned", "frozen-subjects"}
+    report = select_d_min_experiment(points, experiment)
+    assert report["learned"]["selection"]["verdict"] == "consistent"
+    assert report["frozen"]["selection"]["verdict"] == "consistent"
+    with pytest.raises(InputError, match="not a line of experiment"):
+        points_with_model([{"line": "other", "N": 4}], experiment)
