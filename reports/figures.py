@@ -172,9 +172,12 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
     with style_context():
         fig = new_figure(size)
         axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        several_lines = len({str(f.get("line")) for f in fits}) > 1
         for i, (ax, fit) in enumerate(zip(axes, fits)):
             thr = fit.get("threshold")
-            draw_fit(ax, fit, title=f"({i + 1}) threshold {thr:g}" if thr is not None else f"({i + 1})",
+            panel = f"({i + 1})" + (f" {fit.get('line')}," if several_lines else "")
+            panel += f" threshold {thr:g}" if thr is not None else ""
+            draw_fit(ax, fit, title=panel,
                      y_label=y_label if i % cols == 0 else "", legend_fontsize=7, box_fontsize=7)
         for ax in axes[n:]:
             ax.axis("off")

@@ -29,13 +29,33 @@ from reports.style import (
 )
 from theory.errors import InputError
 
-__all__ = ["build_report", "summary_entries", "validate_summary", "REPORT_NAME", "SCHEMA"]
+__all__ = ["build_report", "experiment_entry", "summary_entries", "validate_summary", "REPORT_NAME", "SCHEMA"]
 
 REPORT_NAME = "recallkit-report.pdf"
 SCHEMA = "recallkit.summary/1"
 # the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias, and "dmin" for
 # learned-vs-frozen minimal-dimension experiments fitted by compare.model_selection
 KINDS = ("min_size", "max_capacity", "capacity", "grid", "dmin")
+
+
+def experiment_entry(fitted: dict, **extra: Any) -> dict:
+    """A summary experiment entry from ``compare.fit_experiment(...).to_dict()`` (= ``recallkit fit --json``).
+
+    ``extra`` adds or overrides keys: ``title``, ``regions``, ``phase_lines``, ``terms``, ``lines`` (with
+    ``heatmap`` / ``boundary_points``), ``dmin``, ``notes``. Lines named only in ``predictions`` or in a
+    fit are filled in by the report itself.
+    """
+    if not isinstance(fitted, dict) or not fitted.get("experiment"):
+        raise InputError("fit result: expected compare.fit_experiment(...).to_dict() with an 'experiment' name")
+    entry = {k: v for k, v in fitted.items() if k not in ("sweep",)}
+    entry["name"] = fitted["experiment"]
+    if fitted.get("sweep"):
+        sweep = fitted["sweep"]
+        entry.setdefault("notes", []).append(
+            "sweep: " + ", ".join(f"{k} {sweep[k]}" for k in ("reused", "computed", "missing", "failed")
+                                  if k in sweep))
+    entry.update(extra)
+    return entry
 
 
 def validate_summary(summary: Any) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from reports import pdf as pdf_mod  # noqa: E402
 from reports.pdf import REPORT_NAME, build_report, summary_entries, validate_summary  # noqa: E402
 from tests.unit.test_reports_figures import (  # noqa: E402
     SYNTHETIC_TERMS,
@@ -162,3 +163,18 @@ def test_report_with_real_phase_diagram_and_terms(built):
     out, _ = built
     assert (out / "figures" / "01-tr-fig2-attn-phase.png").exists()
     assert (out / "figures" / "01-tr-fig2-attn-terms.png").exists()
+
+
+def test_experiment_entry_from_compare_fit_experiment():
+    _, _, fits = synthetic_line(line=LINE)
+    fitted = {"experiment": "tr_fig2_attn", "path": "experiments/x.toml", "preset": "quick", "kind": "min_size",
+              "store": "s.sqlite", "sweep": {"reused": 30, "computed": 0, "missing": 0, "failed": 0},
+              "predictions": {LINE: {"slope": 1.5, "dominant": "grad_noise"}}, "fits": fits}
+    entry = pdf_mod.experiment_entry(fitted, title="Fig 2")
+    s = {"experiments": [entry]}
+    validate_summary(s)
+    rows = summary_entries(s)
+    assert [r["dominant"] for r in rows] == ["grad_noise"] * 3
+    assert entry["notes"] == ["sweep: reused 30, computed 0, missing 0, failed 0"]
+    with pytest.raises(InputError, match="fit result: expected"):
+        pdf_mod.experiment_entry({"fits": []})
