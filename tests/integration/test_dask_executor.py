@@ -1,0 +1,53 @@
+"""Dask executor: a small sweep on a LocalCluster of 2 worker processes gives the numbers of 'local'."""
+from __future__ import annotations
+
+import pytest
+
+from empirics.executors import DaskExecutor, LocalExecutor, make_executor
+from empirics.experiment import experiment_from_dict
+from empirics.search import run_sweep
+from empirics.store import ResultStore
+from theory.errors import InputError
+
+pytestmark = pytest.mark.integration
+
+SMALL = {
+    "name": "dask_small", "task": "token_retrieval", "model": "attention-only", "trainer": "three_step",
+    "kind": "min_size", "thresholds": [0.1, 0.2],
+    "lines": [{"scaling": "N=V*log(V), L=V**0.5"}],
+    "fixed": {"eta": 1.0, "gamma": 1e7, "n_eval": 512},
+    "search": {"min": 2, "max": 128, "start": "V/2"},
+    "presets": {"quick": {"V": [32, 64], "seeds": [0, 1]}},
+}
+COMPARED = ("accuracy", "train_accuracy", "loss", "attention_mass", "param_count")
+
+
+def test_local_cluster_gives_the_same_numbers_as_local(tmp_path):
+    exp = experiment_from_dict(SMALL, "small.toml")
+    with ResultStore(tmp_path / "local.db") as store:
+        local = run_sweep(exp, store, LocalExecutor(threads=1), log=None)
+        local_rows = {r["config_hash"]: r["metrics"] for r in store.rows()}
+    executor = DaskExecutor(local_workers=2, threads=1)
+    try:
+        workers = executor.client.scheduler_info()["workers"]
+        assert len(workers) == 2 and all(w["nthreads"] == 1 for w in workers.values())
+        with ResultStore(tmp_path / "dask.db") as store:
+            remote = run_sweep(exp, store, executor, log=None)
+            remote_rows = {r["config_hash"]: r["metrics"] for r in store.rows()}
+    finally:
+        executor.close()
+    assert remote.computed == local.computed > 0
+    assert remote.points == local.points
+    assert remote_rows.keys() == local_rows.keys()
+    for h, metrics in local_rows.items():
+        assert {k: remote_rows[h][k] for k in COMPARED} == {k: metrics[k] for k in COMPARED}
+    assert remote.executor.startswith("dask LocalCluster(2 workers)")
+
+
+def test_executor_flags_are_checked():
+    with pytest.raises(InputError, match="exactly one of --scheduler"):
+        make_executor("dask")
+    with pytest.raises(InputError, match="only with --executor dask"):
+        make_executor("local", local_workers=2)
+    with pytest.raises(InputError, match="--executor: expected local or dask"):
+        make_executor("slurm")
