@@ -298,14 +298,14 @@ def _log_edges(values: np.ndarray) -> np.ndarray:
     return np.exp(np.concatenate([[2 * lv[0] - mids[0]], mids, [2 * lv[-1] - mids[-1]]]))
 
 
-def _size_from_params(points: list[dict]) -> tuple[float, float]:
+def _size_from_params(points: list[dict], size_key: str = "d") -> tuple[float, float]:
     """(u, w) with log d = u + w log(param_count), fitted on the boundary points.
 
     Exact when param_count = const * d^k (d^2, alpha d^2, d^3, ...), so the heatmap can draw the fitted
     parameter-count line in the (V, d) plane without knowing the model's formula.
     """
-    pairs = [(math.log(p["param_count"]), math.log(p["d"])) for p in points
-             if p.get("param_count") and p.get("d")]
+    pairs = [(math.log(p["param_count"]), math.log(p[size_key])) for p in points
+             if p.get("param_count") and p.get(size_key)]
     if len({a for a, _ in pairs}) < 2:
         return 0.0, 0.5
     lp, ld = np.array(pairs).T
@@ -314,10 +314,13 @@ def _size_from_params(points: list[dict]) -> tuple[float, float]:
 
 
 def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fits: Sequence[dict] = (),
-                     title: str | None = None, size=FIG_SINGLE) -> Figure:
+                     title: str | None = None, size=FIG_SINGLE, x_key: str = "V", y_key: str = "d",
+                     metric: str = "accuracy") -> Figure:
     """Accuracy over (V, d) on log axes, minimal-d points per threshold and the fitted line per threshold.
 
-    ``cells``: ``[{"V", "d", "accuracy"}]`` (several entries for one cell, e.g. seeds, are averaged).
+    ``cells``: ``[{"V", "d", "accuracy"}]`` (several entries for one cell, e.g. seeds, are averaged);
+    empirics' ``SweepResult.probes`` rows of one line fit as they are. Rows with an ``error`` or no
+    metric (failed runs) are left out, so their cell stays grey like a cell never trained.
     ``boundary_points``: search.boundary_points dicts of this line. ``fits``: FitResult dicts of this
     line, one per threshold (legend gives the slope of log parameter count against log V).
     """
@@ -326,9 +329,13 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
     acc_sum: dict = defaultdict(float)
     acc_n: dict = defaultdict(int)
     for i, c in enumerate(cells):
-        key = (float(_require(c, "V", f"heatmap.cells[{i}]")), float(_require(c, "d", f"heatmap.cells[{i}]")))
-        acc_sum[key] += float(_require(c, "accuracy", f"heatmap.cells[{i}]"))
+        if c.get("error") is not None or (metric in c and c[metric] is None):
+            continue
+        key = (float(_require(c, x_key, f"heatmap.cells[{i}]")), float(_require(c, y_key, f"heatmap.cells[{i}]")))
+        acc_sum[key] += float(_require(c, metric, f"heatmap.cells[{i}]"))
         acc_n[key] += 1
+    if not acc_sum:
+        raise InputError(f"heatmap.cells: no cell has a value for '{metric}' (all runs failed?)")
     Vs = np.array(sorted({k[0] for k in acc_sum}))
     ds = np.array(sorted({k[1] for k in acc_sum}))
     grid = np.full((len(ds), len(Vs)), np.nan)
@@ -337,7 +344,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
 
     thresholds = sorted({float(p["threshold"]) for p in boundary_points if p.get("threshold") is not None}
                         | {float(f["threshold"]) for f in fits if f.get("threshold") is not None})
-    u, w = _size_from_params(list(boundary_points))
+    u, w = _size_from_params(list(boundary_points), y_key)
     with style_context():
         fig = new_figure(size)
         ax = fig.add_subplot()
@@ -346,7 +353,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         mesh = ax.pcolormesh(_log_edges(Vs), _log_edges(ds), np.ma.masked_invalid(grid), cmap=ACCURACY_CMAP,
                              vmin=0.0, vmax=vmax, shading="flat")
         cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
-        cbar.set_label("accuracy on fresh samples")
+        cbar.set_label("accuracy on fresh samples" if metric == "accuracy" else metric)
         for i, thr in enumerate(thresholds):
             colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]
             marker = MARKERS[i % len(MARKERS)]
@@ -354,7 +361,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
             ok = [p for p in pts if not p.get("censored")]
             by_V: dict = defaultdict(list)
             for p in ok:
-                by_V[float(p["V"])].append(float(p["d"]))
+                by_V[float(p[x_key])].append(float(p[y_key]))
             if by_V:
                 vv = np.array(sorted(by_V))
                 med = np.array([np.median(by_V[v]) for v in vv])
@@ -362,7 +369,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                         label=f"min d reaching acc {thr:g} (median of seeds)")
             cens = [p for p in pts if p.get("censored")]
             for p in cens:
-                X, Y = float(p["V"]), float(p["d"])
+                X, Y = float(p[x_key]), float(p[y_key])
                 ax.plot([X], [Y], ls="none", marker=marker, ms=7, mfc="none", mec=colour, mew=1.5, zorder=4)
                 ax.annotate("", xy=(X, Y * 1.3), xytext=(X, Y),
                             arrowprops=dict(arrowstyle="->", color=colour, lw=1.3), zorder=4)
@@ -379,8 +386,9 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         ax.set_xlim(_log_edges(Vs)[0], _log_edges(Vs)[-1])
         ax.set_ylim(_log_edges(ds)[0], _log_edges(ds)[-1])
         _major_labels_only(ax)
-        ax.set_xlabel("vocabulary size V")
-        ax.set_ylabel("embedding dimension d")
+        names = {"V": "vocabulary size V", "d": "embedding dimension d", "N": "number of facts N"}
+        ax.set_xlabel(names.get(x_key, x_key))
+        ax.set_ylabel(names.get(y_key, y_key))
         ax.set_title(title or "accuracy over (V, d)")
         if thresholds:
             # outside the axes: over the heatmap a legend would hide the cells that matter

@@ -278,3 +278,13 @@ def test_term_table_without_latex_uses_theory_parser():
     hostile = tables.term_latex({"name": "t", "role": "noise", "expr": "__import__('os').system('x')",
                                  "provenance": "derived-here"})
     assert hostile is None
+
+
+def test_heatmap_skips_failed_runs_and_rejects_all_failed():
+    cells, points, fits = synthetic_line()
+    broken = cells + [{"V": 64, "d": 8, "error": "nan loss", "line": "l", "seed": 0}]
+    fig = figures.accuracy_heatmap(broken, points, fits)
+    arr = np.ma.masked_invalid(fig.axes[0].collections[0].get_array())
+    assert arr.count() == 5 * 9
+    with pytest.raises(InputError, match="no cell has a value for 'accuracy'"):
+        figures.accuracy_heatmap([{"V": 64, "d": 8, "error": "boom"}])
