@@ -1,0 +1,105 @@
+"""recallkit sweep / results from the command line, on a tiny real experiment."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+TINY = """
+name = "cli_tiny"
+task = "token_retrieval"
+model = "attention-only"
+trainer = "three_step"
+thresholds = [0.1]
+[[lines]]
+scaling = "N=V*log(V), L=V**0.5"
+[fixed]
+eta = 1.0
+gamma = 1e7
+n_eval = 512
+[search]
+min = 2
+max = 64
+start = "V/2"
+[presets.quick]
+V = [32, 64]
+seeds = [0]
+[presets.paper]
+V = [32, 64, 128]
+seeds = [0, 1]
+"""
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "recallkit.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def test_sweep_then_results(tmp_path):
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(TINY)
+    db = tmp_path / "r.db"
+    first = cli("sweep", str(toml), "--store", str(db), "--json", "--no-progress")
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(first.stdout)  # exactly one JSON document on stdout
+    assert doc["experiment"] == "cli_tiny" and doc["computed"] > 0 and doc["reused"] == 0
+    assert len(doc["boundary_points"]) == 2
+    assert all(p["threshold"] == 0.1 and "d" in p for p in doc["boundary_points"])
+    assert "reused 0 / computed" in first.stderr
+
+    again = cli("sweep", str(toml), "--store", str(db), "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert f"reused {doc['computed']} / computed 0" in again.stdout.splitlines()[-1]
+
+    shown = cli("results", str(toml), "--store", str(db), "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["boundary_points"] == doc["boundary_points"]
+
+    table = cli("results", str(toml), "--store", str(db), "--csv")
+    rows = list(csv.DictReader(io.StringIO(table.stdout)))
+    assert len(rows) == doc["computed"] and {"config_hash", "config.d", "metrics.accuracy", "code_version"} <= set(rows[0])
+
+    human = cli("results", str(toml), "--store", str(db))
+    assert "accuracy >= 0.1" in human.stdout and "0 missing" in human.stdout
+
+    other = cli("results", str(toml), "--store", str(db), "--preset", "paper", "--json")
+    assert other.returncode == 0
+    points = json.loads(other.stdout)["boundary_points"]
+    assert any(p["censored"] and "not in the results store" in p["censor_reason"] for p in points)
+
+
+def test_default_store_path_and_env(tmp_path):
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(TINY.replace("V = [32, 64]", "V = [32]"))
+    out = cli("sweep", str(toml), "--no-progress", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "results" / "recallkit.db").exists()
+
+
+@pytest.mark.parametrize("content,expected", [
+    ("name = ", "bad.toml: malformed TOML"),
+    (TINY.replace("V = [32, 64]", "V = [32, -3]"), "bad.toml: presets.quick.V[1]: expected a positive integer, got -3"),
+])
+def test_bad_experiment_is_one_line_exit_2(tmp_path, content, expected):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(content)
+    out = cli("sweep", str(bad), "--store", str(tmp_path / "r.db"))
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: ") and expected in out.stderr and out.stderr.count("\n") == 1
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_foreign_store_is_refused(tmp_path):
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(TINY)
+    store = tmp_path / "thesis.db"
+    store.write_text("not a database")
+    out = cli("sweep", str(toml), "--store", str(store))
+    assert out.returncode == 2 and "thesis.db: not a recallkit results store" in out.stderr
+    assert store.read_text() == "not a database"
