@@ -318,7 +318,8 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                      metric: str = "accuracy") -> Figure:
     """Accuracy over (V, d) on log axes, minimal-d points per threshold and the fitted line per threshold.
 
-    ``cells``: ``[{"V", "d", "accuracy"}]`` (several entries for one cell, e.g. seeds, are averaged);
+    ``cells``: ``[{"V", "d", "accuracy"}]`` (several entries for one cell, e.g. seeds, are averaged;
+    each probed d fills its V column up to halfway, in log, to the next probed d);
     empirics' ``SweepResult.probes`` rows of one line fit as they are. Rows with an ``error`` or no
     metric (failed runs) are left out, so their cell stays grey like a cell never trained.
     ``boundary_points``: search.boundary_points dicts of this line. ``fits``: FitResult dicts of this
@@ -337,10 +338,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
     if not acc_sum:
         raise InputError(f"heatmap.cells: no cell has a value for '{metric}' (all runs failed?)")
     Vs = np.array(sorted({k[0] for k in acc_sum}))
-    ds = np.array(sorted({k[1] for k in acc_sum}))
-    grid = np.full((len(ds), len(Vs)), np.nan)
-    for (V, d), s in acc_sum.items():
-        grid[np.searchsorted(ds, d), np.searchsorted(Vs, V)] = s / acc_n[(V, d)]
+    mean = {key: total / acc_n[key] for key, total in acc_sum.items()}
 
     thresholds = sorted({float(p["threshold"]) for p in boundary_points if p.get("threshold") is not None}
                         | {float(f["threshold"]) for f in fits if f.get("threshold") is not None})
@@ -349,9 +347,17 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         fig = new_figure(size)
         ax = fig.add_subplot()
         ax.set_facecolor("0.85")  # cells never trained show as plain grey, not as accuracy 0
-        vmax = max(float(np.nanmax(grid)), 1e-9)
-        mesh = ax.pcolormesh(_log_edges(Vs), _log_edges(ds), np.ma.masked_invalid(grid), cmap=ACCURACY_CMAP,
-                             vmin=0.0, vmax=vmax, shading="flat")
+        vmax = max(max(mean.values()), 1e-9)
+        x_edges = _log_edges(Vs)
+        y_lo, y_hi = math.inf, 0.0
+        # one column per V with its own cell edges: a bisection probes different d at each V, and a
+        # shared d grid would cut every column into slivers with gaps between the probed sizes
+        for j, V in enumerate(Vs):
+            col = np.array(sorted(d for (v, d) in mean if v == V))
+            y_edges = _log_edges(col)
+            y_lo, y_hi = min(y_lo, y_edges[0]), max(y_hi, y_edges[-1])
+            mesh = ax.pcolormesh(x_edges[j:j + 2], y_edges, np.array([[mean[(V, d)]] for d in col]),
+                                 cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
         cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
         cbar.set_label("accuracy on fresh samples" if metric == "accuracy" else metric)
         for i, thr in enumerate(thresholds):
@@ -384,7 +390,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(_log_edges(Vs)[0], _log_edges(Vs)[-1])
-        ax.set_ylim(_log_edges(ds)[0], _log_edges(ds)[-1])
+        ax.set_ylim(y_lo, y_hi)
         _major_labels_only(ax)
         names = {"V": "vocabulary size V", "d": "embedding dimension d", "N": "number of facts N"}
         ax.set_xlabel(names.get(x_key, x_key))

@@ -203,8 +203,8 @@ def _hash_summary(hashes, n: int) -> str:
 def _text_page(title: str, paragraphs: Sequence[str]) -> Figure:
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
-        fig.text(0.04, 0.95, title, fontsize=16, fontweight="bold", va="top")
-        y = 0.87
+        fig.text(0.04, 0.95, textwrap.fill(title, 85), fontsize=16, fontweight="bold", va="top")
+        y = 0.87 - 0.04 * (len(title) > 85)
         for para in paragraphs:
             wrapped = textwrap.fill(str(para), 120)
             fig.text(0.04, y, wrapped, fontsize=10.5, va="top")
@@ -248,7 +248,9 @@ def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Fig
     head = f"{index}. {exp.get('title') or name}"
     pages: list[tuple[str, Callable[[], Figure]]] = []
 
-    intro = [f"experiment: {name}   kind: {exp.get('kind', 'min_size')}   pack: {exp.get('pack', 'n/a')}"]
+    intro = [f"experiment: {name}   kind: {exp.get('kind', 'min_size')}"
+             + (f"   pack: {exp['pack']}" if exp.get("pack") else "")
+             + (f"   preset: {exp['preset']}" if exp.get("preset") else "")]
     if exp.get("reference"):
         intro.append(f"reference: {exp['reference']}")
     if exp.get("description"):
@@ -256,7 +258,9 @@ def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Fig
     lines = _lines_of(exp)
     for line in lines:
         pred = line.get("prediction") or {}
-        if pred:
+        if pred.get("error"):
+            intro.append(f"line {line.get('name')}: no prediction ({pred['error']})")
+        elif pred:
             intro.append(f"line {line.get('name')}: predicted slope {pred.get('slope_exact', pred.get('slope'))}"
                          f" (dominant: {pred.get('dominant', 'n/a')}, log power {pred.get('log_power', '0')})")
     if exp.get("config_hashes"):
@@ -277,7 +281,8 @@ def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Fig
             return fig
         pages.append(("phase", phase))
     terms = exp.get("terms") or []
-    per_page = 10  # two-level fractions need about a tenth of a landscape page each
+    # two-level fractions need about a tenth of a landscape page each; pages balanced, no lone last row
+    per_page = -(-len(terms) // -(-len(terms) // 11)) if terms else 1
     for k in range(0, len(terms), per_page):
         part = f" ({k // per_page + 1} of {-(-len(terms) // per_page)})" if len(terms) > per_page else ""
         pages.append(("terms" + (f"-{k // per_page + 1}" if k else ""),

@@ -128,6 +128,20 @@ def _look(fig, tmp_path, stem):
     return paths
 
 
+def _n_cells(ax):
+    from matplotlib.collections import QuadMesh
+
+    return sum(np.ma.masked_invalid(c.get_array()).count() for c in ax.collections if isinstance(c, QuadMesh))
+
+
+def test_heatmap_columns_keep_their_own_probed_sizes():
+    # bisection probes different d at each V: every probed cell is drawn, none is split by another column's d
+    cells = [{"V": 64, "d": 8, "accuracy": 0.0}, {"V": 64, "d": 32, "accuracy": 0.2},
+             {"V": 128, "d": 11, "accuracy": 0.0}, {"V": 128, "d": 45, "accuracy": 0.2}]
+    fig = figures.accuracy_heatmap(cells)
+    assert _n_cells(fig.axes[0]) == 4
+
+
 def test_heatmap_draws_cells_markers_and_fit_lines(tmp_path):
     cells, points, fits = synthetic_line()
     fig = figures.accuracy_heatmap(cells, points, fits, title="synthetic")
@@ -137,9 +151,7 @@ def test_heatmap_draws_cells_markers_and_fit_lines(tmp_path):
     # one marker series and one fitted line per threshold, the slope in the fit's label
     for thr, fit in zip(THRESHOLDS, fits):
         assert any(f"acc {thr:g}" in lab and f"slope {fit['slope']:.2f}" in lab for lab in labels), labels
-    mesh = ax.collections[0]
-    arr = np.ma.masked_invalid(mesh.get_array())
-    assert arr.count() == 5 * 9  # every (V, d) cell present
+    assert _n_cells(ax) == 5 * 9  # every (V, d) cell present
     _look(fig, tmp_path, "heatmap")
 
 
@@ -284,7 +296,6 @@ def test_heatmap_skips_failed_runs_and_rejects_all_failed():
     cells, points, fits = synthetic_line()
     broken = cells + [{"V": 64, "d": 8, "error": "nan loss", "line": "l", "seed": 0}]
     fig = figures.accuracy_heatmap(broken, points, fits)
-    arr = np.ma.masked_invalid(fig.axes[0].collections[0].get_array())
-    assert arr.count() == 5 * 9
+    assert _n_cells(fig.axes[0]) == 5 * 9
     with pytest.raises(InputError, match="no cell has a value for 'accuracy'"):
         figures.accuracy_heatmap([{"V": 64, "d": 8, "error": "boom"}])
