@@ -16,9 +16,14 @@ finite-width fluctuation (MLP noise); see the derivation §5.
 
 Components (keys of :func:`decompose`):
   signal             class-y samples whose informative token is the test token, e.x . e_x part
-  mean_bias          training trigger component a_n z_trig against the whole test vector, k != y_n
+  mean_bias          training trigger component A_mean z_trig against the whole test vector, k != y_n
+                     (A_mean = the training samples' mean attention on the informative position)
   mean_bias_counts   the same for the label's own samples (k = y_n): the label-count part
-  trigger_crosstalk  training informative token a_n e_{x_n} against the test trigger a z_trig
+  mean_bias_attention        (a_n - A_mean) z_trig against the test vector, k != y_n: the attention's
+                             token-to-token fluctuation (it moves with e_{x_n} . z_trig), grouped by token
+  mean_bias_counts_attention the same for k = y_n
+  trigger_crosstalk  training informative token a_n e_{x_n} against the test trigger a z_trig, k = y_n
+  trigger_crosstalk_grouped  the same for k != y_n: grouped by token like grad_noise
   trigger_crosstalk_positions  training noise positions r_n against the test trigger
   grad_noise         a_n e_{x_n} . t for other-label samples (k != y_n), less grad_noise_label
   grad_noise_positions  r_n . t for other-label samples (k != y_n)
@@ -41,11 +46,13 @@ import torch
 
 from empirics.tasks.token_retrieval import draw_instance, draw_samples
 from theory.errors import InputError
+from theory.sample_bound import sample_bound_accuracy  # noqa: F401  (re-export; the ceiling lives in theory)
 
 FEATURES = ("relu", "relu_centred", "relu_normalised")
 RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)
 
-COMPONENTS = ("signal", "mean_bias", "mean_bias_counts", "trigger_crosstalk", "trigger_crosstalk_positions",
+COMPONENTS = ("signal", "mean_bias", "mean_bias_counts", "mean_bias_attention", "mean_bias_counts_attention",
+              "trigger_crosstalk", "trigger_crosstalk_grouped", "trigger_crosstalk_positions",
               "grad_noise", "grad_noise_positions", "grad_noise_label", "token_crosstalk", "localisation",
               "noise_self", "feature_mean", "kernel_nonlinear", "mlp_noise", "finite_eta", "step1")
 
@@ -60,11 +67,35 @@ PACK_TERM_COMPONENTS = {
     "grad_noise_positions": ("grad_noise_positions",),
     "noise_self": ("noise_self",),
     "localisation": ("localisation",),
-    "embedding_crosstalk": ("grad_noise_label", "token_crosstalk", "trigger_crosstalk"),
+    "embedding_crosstalk": ("grad_noise_label", "token_crosstalk", "trigger_crosstalk", "mean_bias_counts_attention"),
+    "trigger_overlap": ("trigger_crosstalk_grouped", "mean_bias_attention"),
     "trigger_crosstalk_positions": ("trigger_crosstalk_positions",),
     "mlp_noise": ("mlp_noise",),
     "mlp_noise_samples": ("mlp_noise",),
 }
+
+# pack term -> the measured normalisers its size is proportional to (derivation §4, §5.2): A = attention
+# on the informative position, r = noise-position part, t = content part, o = attended vector; train
+# and test sides. The pack's powers of L are these at their asymptotic sizes A ~ e^kappa / L and
+# |r| ~ |t| ~ |o| ~ L^-1/2 (L >> e^kappa); at CPU sizes A is still far from that (derivation §8), so
+# compare.probe_fits also fits each size with the measured normalisers swapped for the asymptotic ones.
+TERM_NORMALISERS = {
+    "signal": {"A_train": 1, "A_test": 1},
+    "mean_bias": {"A_train": 1, "A_test": 1},
+    "mean_bias_counts": {"A_train": 1, "A_test": 1},
+    "grad_noise": {"A_train": 1, "t_test": 1},
+    "grad_noise_positions": {"r_train": 1, "t_test": 1},
+    "noise_self": {"r_train": 1, "t_test": 1},
+    "localisation": {"A_train": 1, "r_test": 1},
+    "embedding_crosstalk": {"A_train": 1, "A_test": 1},
+    "trigger_overlap": {"A_train": 1, "A_test": 1},
+    "trigger_crosstalk_positions": {"r_train": 1, "A_test": 1},
+    "mlp_noise": {"A_train": 1, "o_test": 1},
+    "mlp_noise_samples": {"o_train": 1, "o_test": 1},
+}
+# the asymptotic L-power of each normaliser (constants such as e^kappa dropped)
+NORMALISER_L_POWER = {"A_train": -1.0, "A_test": -1.0, "r_train": -0.5, "r_test": -0.5, "t_train": -0.5,
+                      "t_test": -0.5, "o_train": -0.5, "o_test": -0.5}
 
 
 def feature_scale(features: str | None, m: int | None, d: int, L: int) -> float:
@@ -94,25 +125,6 @@ def schedule_expression(kappa: float, eta: float, model: str = "attention-only",
     if features == "relu_normalised":
         return f"{c}*4*{RELU_VARIANCE!r}*(L + 1)/(m*(1/V + 1/N))"
     return f"{c}*4*d*L**2/(m*(1/V + 1/N))"
-
-
-def sample_bound_accuracy(V: int, N: int) -> float:
-    """Exact ceiling on the population accuracy of ANY estimator from N samples (derivation §7.1):
-    E[K]/V + P(K < V)/V with K the number of distinct informative tokens seen, i.e.
-    1 - (1 - 1/V)^N + P(some token unseen)/V. P(K = V) by an exact O(N V) recursion on K."""
-    import numpy as np
-
-    if V < 1 or N < 0:
-        raise InputError(f"sample bound: expected V >= 1 and N >= 0, got V={V}, N={N}")
-    seen = -math.expm1(N * math.log1p(-1.0 / V)) if V > 1 else float(N > 0)
-    if N < V:
-        return seen + 1.0 / V
-    dist = np.zeros(V + 1)
-    dist[0] = 1.0
-    k = np.arange(V + 1)
-    for _ in range(N):
-        dist = dist * k / V + np.concatenate(([0.0], dist[:-1] * (V - k[:-1]) / V))
-    return seen + (1.0 - dist[V]) / V
 
 
 @dataclass(frozen=True)
@@ -294,10 +306,19 @@ def decompose(cfg: ProbeConfig) -> dict:
     def s(coeff: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
         return w * (coeff @ pairs).T                                        # [n_test, V]
 
-    shared = at[:, None] * (z @ o_te_scaled.T)[None, :]
+    # a_n = mean + fluctuation: the fluctuation of the informative attention across tokens (it moves
+    # with e_{x_n} . z_trig) is a separate, token-grouped term (derivation §4.2, §4.6)
+    at_mean = at.mean()
+    z_test = (z @ o_te_scaled.T)[None, :]
+    shared = at_mean * z_test.expand(N, -1)
+    shared_fluctuation = (at - at_mean)[:, None] * z_test
     comp["mean_bias"] = s(Co, shared)
     comp["mean_bias_counts"] = s(Cd, shared)
-    comp["trigger_crosstalk"] = s(C, (inf_tr @ z)[:, None] * ae[None, :])
+    comp["mean_bias_attention"] = s(Co, shared_fluctuation)
+    comp["mean_bias_counts_attention"] = s(Cd, shared_fluctuation)
+    trigger_pairs = (inf_tr @ z)[:, None] * ae[None, :]
+    comp["trigger_crosstalk"] = s(Cd, trigger_pairs)
+    comp["trigger_crosstalk_grouped"] = s(Co, trigger_pairs)
     comp["trigger_crosstalk_positions"] = s(C, (rr_tr @ z)[:, None] * ae[None, :])
     comp["grad_noise_label"] = s(Co, EE * same_token)
     comp["grad_noise"] = s(Co, inf_tr @ t_te.T) - comp["grad_noise_label"]
@@ -319,13 +340,18 @@ def decompose(cfg: ProbeConfig) -> dict:
         "accuracy": float((logits.argmax(-1) == labels).double().mean()),
         "attention_informative": float(a_te.mean()),
         "gamma": gamma,
+        # gamma * lambda multiplies every term of the packs (derivation §2.2, §5.2); lambda = 1 attention-only
+        "common_factor": gamma * feature_scale(cfg.features, cfg.m, cfg.d, cfg.L),
         "kappa_measured": float(informative_logit.mean()),
         "seen_in_training": torch.isin(te["informative"], tr["informative"]),
         # the normalisers of the derivation's orders (§4): A, |r|, |t| measured, train and test
         "norms": {"A_train": float(a_tr.mean()), "A_test": float(a_te.mean()),
                   "r_train": float(r_tr.norm(dim=-1).pow(2).mean().sqrt()),
                   "r_test": float(r_te.norm(dim=-1).pow(2).mean().sqrt()),
-                  "t_test": float((a_te[:, None] * model.E[te["informative"]] + r_te).norm(dim=-1).pow(2).mean().sqrt())},
+                  "t_train": float((a_tr[:, None] * model.E[tr["informative"]] + r_tr).norm(dim=-1).pow(2).mean().sqrt()),
+                  "t_test": float((a_te[:, None] * model.E[te["informative"]] + r_te).norm(dim=-1).pow(2).mean().sqrt()),
+                  "o_train": float(o_tr.norm(dim=-1).pow(2).mean().sqrt()),
+                  "o_test": float(o_te.norm(dim=-1).pow(2).mean().sqrt())},
     }
 
 
@@ -357,6 +383,29 @@ def spread_over_labels(result: dict) -> dict[str, float]:
     return out
 
 
+def term_sizes(result: dict, term_components: dict | None = None) -> dict[str, dict]:
+    """Per pack term (PACK_TERM_COMPONENTS): the size of the SUM of its components, divided by the
+    common factor gamma * lambda (lambda the feature scale, 1 for attention-only) so that it is on the
+    scale of the pack's expressions:
+    ``at_label`` (mean over test inputs of the value at the correct label: the signal's size),
+    ``spread`` (mean over test inputs of the standard deviation over the wrong labels: a noise
+    term's per-label scale, without the union-bound factor sqrt(2 log V)), and ``max_wrong`` (mean
+    over test inputs of the largest |value| over the wrong labels: the union bound measured)."""
+    term_components = PACK_TERM_COMPONENTS if term_components is None else term_components
+    labels = result["labels"]
+    idx = torch.arange(len(labels))
+    common = result["common_factor"]
+    out = {}
+    for term, parts in term_components.items():
+        c = sum(result["components"][p] for p in parts) / common
+        mask = torch.ones_like(c, dtype=torch.bool)
+        mask[idx, labels] = False
+        wrong = c[mask].reshape(len(labels), -1)
+        out[term] = {"at_label": float(c[idx, labels].mean()), "spread": float(wrong.std(dim=1).mean()),
+                     "max_wrong": float(wrong.abs().max(dim=1).values.mean())}
+    return out
+
+
 def accuracy_without(result: dict, names) -> float:
     """Test accuracy after removing the named components from the logits (an ablation: how much a
     term costs at this size). Removing every component but ``signal`` leaves the fraction of test
@@ -370,16 +419,17 @@ def accuracy_without(result: dict, names) -> float:
 
 
 def probe_rows(configs: list[ProbeConfig]) -> list[dict]:
-    """One plain JSON-ready row per config: the config, accuracy, the measured normalisers, and per
-    component its mean at the correct label and its spread over the wrong labels (for the fits of
-    the later probe stage; grouping by pack term via PACK_TERM_COMPONENTS)."""
+    """One plain JSON-ready row per config: the config, accuracy, the measured normalisers, per
+    component its mean at the correct label and its spread over the wrong labels, and per pack term
+    the sizes of :func:`term_sizes` (divided by gamma; what compare.probe_fits fits)."""
     import dataclasses
 
     rows = []
     for cfg in configs:
         result = decompose(cfg)
-        rows.append({"config": dataclasses.asdict(cfg), "gamma": result["gamma"], "accuracy": result["accuracy"],
+        rows.append({"config": dataclasses.asdict(cfg), "gamma": result["gamma"],
+                     "common_factor": result["common_factor"], "accuracy": result["accuracy"],
                      "kappa_measured": result["kappa_measured"], "norms": result["norms"],
                      "threads": torch.get_num_threads(), "device": "cpu",
-                     "components": spread_over_labels(result)})
+                     "components": spread_over_labels(result), "terms": term_sizes(result)})
     return rows
