@@ -128,7 +128,7 @@ def select_log_or_power(
     Returns a JSON-serialisable dict:
     ``{"n_points", "N_values", "log": {"a", "a_ci", "b", "b_ci", "rss", "aic", "loo_rmse", "r2"},
     "power": {"c", "p", "p_ci", "p_loglog", "p_loglog_ci", "rss", "aic", "loo_rmse"},
-    "delta_aic" (power minus log: > 0 favours log), "cv_ratio" (power / log LOO RMSE),
+    "delta_aic" (power minus log: > 0 favours log), "exact_fit": {"log": bool, "power": bool}, "cv_ratio" (power / log LOO RMSE),
     "bootstrap_fraction_log" (None without >= 2 seeds), "preferred": "log"|"power"|"inconclusive",
     "preferred_reason", "predicted", "verdict", "verdict_reason", "alpha", "estimator"}``.
     """
@@ -173,12 +173,17 @@ def select_log_or_power(
             total += 1
         bootstrap_fraction_log = wins / total if total else None
 
+    # An exact fit (residuals at rounding level, e.g. integer d_min exactly on a + b log2 N) makes AIC
+    # unbounded: its Delta AIC is then a floor artefact, only its sign means something.
+    exact_fit = {form: rss < 1e-9 * max(float(np.sum(d**2)), 1.0) for form, rss in (("log", rss_log), ("power", rss_power))}
     aic_winner = "log" if delta_aic > 0 else "power"
     cv_winner = "log" if loo_log < loo_power else "power"
     if abs(delta_aic) >= min_delta_aic and aic_winner == cv_winner:
         preferred = aic_winner
         reason = (f"{aic_winner} has lower AIC by {abs(delta_aic):.2f} (>= {min_delta_aic}) and lower "
                   f"leave-one-N-out RMSE ({min(loo_log, loo_power):.3g} vs {max(loo_log, loo_power):.3g})")
+        if exact_fit[aic_winner]:
+            reason += f"; the {aic_winner} form fits exactly, so the size of Delta AIC is not meaningful"
     else:
         preferred = "inconclusive"
         reason = (f"Delta AIC (power - log) = {delta_aic:.2f}, threshold {min_delta_aic}; AIC favours {aic_winner}, "
@@ -201,6 +206,7 @@ def select_log_or_power(
                   "p_loglog_ci": list(map(float, loglog.conf_int(alpha)[1])), "rss": rss_power,
                   "aic": aic_power, "loo_rmse": loo_power},
         "delta_aic": delta_aic,
+        "exact_fit": exact_fit,
         "cv_ratio": cv_ratio,
         "bootstrap_fraction_log": bootstrap_fraction_log,
         "preferred": preferred,
