@@ -234,6 +234,7 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
     _draw_censored(ax, cens, PALETTE["vermillion"], "censored: beyond the searched range")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _limit_y_to_data(ax, np.exp(np.concatenate([ys, [c[1] for c in cens]])))
     ax.set_xlabel(regressor_label(fit.get("x")))
     ax.set_ylabel(y_label)
     ax.legend(loc="upper left", fontsize=legend_fontsize)
@@ -444,16 +445,18 @@ def capacity_plot(fits: Sequence[dict], labels: Sequence[str] | None = None, tit
             grid = np.linspace(xs.min() - 0.1, xs.max() + 0.1, 80)
             band = _band(fit, grid, float(xs.mean()))
             if band is not None:
-                bx, blo, bhi, _ = band
-                ax.fill_between(_invert_n_log_n(bx), np.exp(blo), np.exp(bhi), color=colour, alpha=0.15, lw=0)
+                bx, blo, bhi, blabel = band
+                ax.fill_between(_invert_n_log_n(bx), np.exp(blo), np.exp(bhi), color=colour, alpha=0.15, lw=0,
+                                label=f"{label}: {blabel}")
             ax.plot(_invert_n_log_n(grid), np.exp(fit["intercept"] + fit["slope"] * grid), color=colour, lw=1.8,
                     label=f"{label}: fit slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
             if fit.get("C") is not None:
                 C = float(fit["C"])
                 ax.plot(_invert_n_log_n(grid), C * np.exp(grid), color=colour, lw=1.2, ls="--",
-                        label=f"{label}: C N ln N, C = {C:.3g} {_fmt_ci_g(fit.get('C_ci'))}")
+                        label=f"{label}: C N ln N, C = {C:.3f} {_fmt_ci_g(fit.get('C_ci'))}")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _limit_y_to_data(ax, [math.exp(p["y"]) for f in fits for p in f.get("points", [])])
         ax.set_xlabel("facts stored N (largest N at accuracy threshold)")
         ax.set_ylabel("parameter count (d$^2$ or m$\\cdot$d)")
         ax.set_title(title or "associative-memory capacity")
@@ -465,7 +468,19 @@ def capacity_plot(fits: Sequence[dict], labels: Sequence[str] | None = None, tit
 def _fmt_ci_g(ci) -> str:
     if not ci or len(ci) != 2 or ci[0] is None:
         return ""
-    return f"[{ci[0]:.3g}, {ci[1]:.3g}]"
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _limit_y_to_data(ax, y_values: Sequence[float]) -> None:
+    """Keep the data readable when a band from few points spans decades: the band runs off the frame
+    (visibly cut) instead of squashing the points into a line."""
+    ys = [float(v) for v in y_values if v and v > 0]
+    if not ys:
+        return
+    lo, hi = math.log(min(ys)), math.log(max(ys))
+    pad = max(0.3 * (hi - lo), math.log(3.0))
+    cur_lo, cur_hi = ax.get_ylim()
+    ax.set_ylim(max(cur_lo, math.exp(lo - pad)), min(cur_hi, math.exp(hi + pad)))
 
 
 def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:

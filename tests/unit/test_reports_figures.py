@@ -299,3 +299,13 @@ def test_heatmap_skips_failed_runs_and_rejects_all_failed():
     assert _n_cells(fig.axes[0]) == 5 * 9
     with pytest.raises(InputError, match="no cell has a value for 'accuracy'"):
         figures.accuracy_heatmap([{"V": 64, "d": 8, "error": "boom"}])
+
+
+def test_fit_plot_keeps_points_in_view_when_band_is_wide():
+    _, _, fits = synthetic_line()
+    fit = dict(fits[0], confidence_band={"x": [4.0, 7.0], "lo": [-5.0, -5.0], "hi": [30.0, 30.0]})
+    ax = figures.fit_plot(fit).axes[0]
+    lo, hi = ax.get_ylim()
+    ys = np.exp([p["y"] for p in fit["points"]])
+    assert lo <= ys.min() and hi >= ys.max()
+    assert hi / lo < 1e4  # the e^35-wide band does not set the scale
