@@ -278,7 +278,9 @@ def predictions_for(experiment: Any) -> dict[str, Any]:
     pack = theory.load_pack(experiment.pack)
     for line in experiment.lines:
         try:
-            out[line.label] = theory.predict(pack, theory.parse_scaling(line.scaling)).to_dict()
+            # theory_scaling: the line as the pack states it (a linear memory's config has no m; the pack's m = d)
+            scaling = getattr(line, "theory_scaling", "") or line.scaling
+            out[line.label] = theory.predict(pack, theory.parse_scaling(scaling)).to_dict()
         except InputError as exc:
             out[line.label] = {"error": str(exc)}
     return out

@@ -154,7 +154,7 @@ def decide_numbers(
         advice = (f"; to fit the interval inside the band at this estimate its half-width must shrink from "
                   f"{_fmt(half_width)} to below {_fmt(room)}: about {math.ceil(factor * 10) / 10:g}x as many "
                   f"points (more seeds; width ~ 1/sqrt(n)) or a log-x range about "
-                  f"{math.ceil(half_width / room * 10) / 10:g}x wider (wider V range; width ~ 1/range)")
+                  f"{math.ceil(half_width / room * 10) / 10:g}x wider (a wider grid of the base variable, e.g. V; width ~ 1/range)")
     else:
         half_two = t_two * se
         excess = offset - delta
