@@ -90,3 +90,19 @@ def test_defaults_and_bad_levels():
         decide_numbers(1.0, 0.1, 5, 1.0, delta=0)
     with pytest.raises(InputError, match="alpha"):
         decide_numbers(1.0, 0.1, 5, 1.0, alpha=0.7)
+
+
+def test_error_rates_at_the_band_edge():
+    # True slope exactly on the band's edge (pred + delta): 'consistent' is then a false claim of
+    # equivalence and must happen at most ~alpha = 5%; 'inconsistent' at most ~alpha/2 = 2.5%.
+    # 400 replicates: binomial sd of a 5% rate is 1.1%. HC3 is slightly conservative, so rates sit below.
+    rng = np.random.default_rng(21)
+    x_grid = np.log(2.0 ** np.arange(6, 12))
+    counts = {"consistent": 0, "inconsistent": 0, "inconclusive": 0}
+    for replicate in range(400):
+        x = np.tile(x_grid, 3)
+        y = 1.25 * x + rng.normal(0, 0.15, x.size)
+        counts[decide(fit_slope(x, y, n_bootstrap=10, bootstrap_seed=replicate), 1.0, delta=0.25).verdict] += 1
+    assert counts["consistent"] / 400 <= 0.05 + 0.025, counts
+    assert counts["inconsistent"] / 400 <= 0.025 + 0.02, counts
+    assert counts["inconclusive"] > 300, counts
