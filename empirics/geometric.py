@@ -237,6 +237,7 @@ def run_construction_experiment(n_values: list[int], r_values: list[int], seeds:
     "verdict": {...}}.  "k_small" = max(1, ceil(log2 N) - 2): fewer than log2 N bits cannot give N
     distinct codes, so at most 2^k_small / N of the attributes can be told apart.
     """
+    start = time.perf_counter()
     points = []
     for codes_kind in codes:
         for n in n_values:
@@ -264,7 +265,8 @@ def run_construction_experiment(n_values: list[int], r_values: list[int], seeds:
     reason = (f"100% at the predicted k in {sum(at_pred)}/{len(points)} cases; "
               f"below 100% at k = ceil(log2 N) - 2 in {sum(small_fail)}/{len(points)} cases")
     return {"experiment": "geometric_construction", "failure_probability": failure_probability,
-            "points": points, "verdict": verdict, "verdict_reason": reason}
+            "points": points, "verdict": verdict, "verdict_reason": reason,
+            "wall_time_s": time.perf_counter() - start}
 
 
 # ----------------------------------------------------------------------------------------------
