@@ -197,12 +197,16 @@ class SweepDriver:
         try:
             metrics = self.executor.run(configs)
             outcomes = list(zip(missing, configs, metrics, strict=True))
+        except InputError:
+            raise  # a bad flag or config (e.g. --device cuda without CUDA) is the user's to fix, not a probe failure
         except Exception as exc:  # one bad config must not take the batch with it: retry one by one
             self._say(f"batch of {len(configs)} failed ({type(exc).__name__}: {exc}); retrying one by one")
             outcomes = []
             for h, cfg in zip(missing, configs):
                 try:
                     outcomes.append((h, cfg, self.executor.run([cfg])[0]))
+                except InputError:
+                    raise
                 except Exception as single:
                     message = f"{type(single).__name__}: {single}".splitlines()[0]
                     self._say(f"probe failed: {cfg}: {message}")

@@ -77,6 +77,10 @@ def register(app: typer.Typer) -> None:
         if threads is not None and threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
         experiment = load_experiment(experiment_file, preset)
+        if executor_name == "local":
+            from empirics.device import resolve_device
+
+            resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
         executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
                                  scheduler=scheduler, local_workers=dask_local)
         try:
