@@ -443,6 +443,10 @@ def run_probe(source: str = "token_retrieval", pack: str | None = None, preset: 
               delta: float | None = None, alpha: float | None = None, rows: list[dict] | None = None,
               log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The whole probe document (= ``recallkit probe --json``): grid, provenance of the rows, fits."""
+    if statistic not in STATISTICS:
+        raise InputError(f"--statistic: expected one of {', '.join(STATISTICS)}, got {statistic!r}")
+    if method not in METHODS:
+        raise InputError(f"--method: expected one of {', '.join(METHODS)}, got {method!r}")
     grid = load_probe_grid(source, pack, preset)
     if delta is not None:
         grid = dataclasses.replace(grid, delta=_positive_number(delta, "--delta"))

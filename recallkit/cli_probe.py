@@ -1,8 +1,67 @@
-"""CLI commands for the 'probe' stage (filled in by the issue that owns it)."""
+"""CLI: ``recallkit probe token_retrieval`` - each theorem term's measured exponents against the pack's."""
 from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the root app."""
+    """Add ``recallkit probe`` to the root app."""
+
+    @app.command("probe")
+    def probe_command(
+        probe: str = typer.Argument("token_retrieval", help="Probe name (token_retrieval) or a probe TOML file."),
+        pack: Optional[str] = typer.Option(
+            None, "--pack", help="Pack whose terms are checked: token_retrieval (attention-MLP, default) or "
+                                 "token_retrieval_attn (attention-only)."),
+        preset: str = typer.Option("quick", "--preset", help="Grid preset of the probe file (quick | paper)."),
+        store: Optional[str] = typer.Option(
+            None, "--store", help="Results store (SQLite) that keeps probe rows for reuse. "
+                                  "Default: $RECALLKIT_STORE or results/recallkit.db."),
+        use_store: bool = typer.Option(True, "--use-store/--no-store", help="Reuse and keep probe rows in the store."),
+        statistic: str = typer.Option(
+            "spread", "--statistic", help="Noise-term size: spread (std over wrong labels; union-bound log factor "
+                                         "left out) or max_wrong (largest over wrong labels; log factor kept)."),
+        method: str = typer.Option("axis", "--method", help="axis: one fit per axis of the star grid; joint: one OLS "
+                                                            "of log size on all log variables."),
+        delta: Optional[float] = typer.Option(None, "--delta", help="Equivalence margin on the exponent (default: the file's, 0.25)."),
+        alpha: Optional[float] = typer.Option(None, "--alpha", help="Test level (default: the file's, 0.05)."),
+        threads: int = typer.Option(1, "--threads", help="torch CPU threads (recorded with every row)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+    ) -> None:
+        """Split the logits after the three steps into the pack's terms on a grid where one of V, N, d, L, m
+        moves at a time, fit each term's size against each variable (OLS, HC3, t intervals), and judge the
+        fitted exponent against the pack's (TOST): term, variable, predicted, fitted with interval, verdict.
+        Also shown: the same fit with the measured attention normalisers swapped for their asymptotic
+        L-powers (drift-corrected), which separates finite-L transients from errors in the derivation."""
+        import torch
+
+        from compare.assertions import default_store_path
+        from compare.probe_fits import format_table, run_probe
+        from recallkit import code_version
+        from theory.errors import InputError
+
+        if threads < 1:
+            raise InputError(f"--threads: expected a positive integer, got {threads}")
+        torch.set_num_threads(threads)
+        result_store = None
+        if use_store:
+            from empirics.store import ResultStore
+
+            result_store = ResultStore(store or default_store_path())
+        log = (lambda message: typer.echo(message, err=True))  # noqa: E731
+        try:
+            doc = run_probe(probe, pack, preset, store=result_store, code_version=code_version(),
+                            statistic=statistic, method=method, delta=delta, alpha=alpha, log=log)
+        finally:
+            if result_store is not None:
+                result_store.close()
+        typer.echo(f"probe rows: reused {doc['rows']['reused']} / computed {doc['rows']['computed']}", err=True)
+        if as_json:
+            typer.echo(json.dumps(doc, allow_nan=False))
+        else:
+            typer.echo(format_table(doc))
+        sys.stdout.flush()
