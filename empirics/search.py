@@ -139,6 +139,7 @@ class SweepDriver:
         self.log = log
         self.cache: dict[str, dict | Failure] = {}
         self.hash_of: dict[tuple[int, int, int, int], str] = {}   # (line, base, size, seed) -> hash
+        self.sizes_of: dict[tuple[int, int, int], dict[int, str]] = {}  # (line, base, seed) -> {size: hash}
         self.config_of: dict[str, dict] = {}
         self.reused = self.computed = self.failed = self.missing = 0
         self._predicted: dict[int, tuple[float, float] | None] = {}
@@ -155,6 +156,7 @@ class SweepDriver:
             config = self.exp.build_config(self.exp.lines[line_index], base_value, size, seed)
             h = _config_hash(config)
             self.hash_of[key] = h
+            self.sizes_of.setdefault((line_index, base_value, seed), {})[size] = h
             self.config_of[h] = config
         return self.hash_of[key]
 
@@ -172,11 +174,8 @@ class SweepDriver:
         return float(value)
 
     def _known(self, line_index: int, base_value: int, seed: int) -> dict[int, float | Failure]:
-        out = {}
-        for (li, b, s, sd), h in self.hash_of.items():
-            if li == line_index and b == base_value and sd == seed and h in self.cache:
-                out[s] = self._metric(li, b, s, sd)
-        return out
+        sizes = self.sizes_of.get((line_index, base_value, seed), {})
+        return {s: self._metric(line_index, base_value, s, seed) for s, h in sizes.items() if h in self.cache}
 
     def _execute(self, wanted: dict[str, dict]) -> None:
         found = self.store.get(wanted)
@@ -328,8 +327,8 @@ class SweepDriver:
             cells = []
         else:
             cells = self._run_search()
-        points = self._points(cells)
         violations = self._violations()
+        points = self._points(cells, violations)
         result = SweepResult(
             experiment=exp, points=points, violations=violations, probes=self._probe_rows(),
             reused=self.reused, computed=self.computed, failed=self.failed, missing=self.missing,
@@ -430,7 +429,7 @@ class SweepDriver:
         point["censor_reason"] = reason
         return point
 
-    def _points(self, cells: list[_Cell]) -> list[dict]:
+    def _points(self, cells: list[_Cell], violations: list[dict]) -> list[dict]:
         exp = self.exp
         points = []
         if exp.kind == "grid":
@@ -444,7 +443,7 @@ class SweepDriver:
                 r = c.result
                 points.append(self._point(c.line_index, r.base_value, c.seed, c.threshold, r.size, r.censored,
                                           r.censor_reason))
-        flagged = {(v["line"], v[exp.base], v["seed"], v["threshold"]) for v in self._violations()}
+        flagged = {(v["line"], v[exp.base], v["seed"], v["threshold"]) for v in violations}
         for p in points:
             p["non_monotone"] = (p["line"], p[exp.base], p["seed"], p["threshold"]) in flagged
         return points
