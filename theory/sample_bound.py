@@ -10,9 +10,10 @@ population accuracy of ANY estimator trained on N samples over a vocabulary of V
 
 Everything here is pure Python integer/float arithmetic (no numpy, no torch): ``sample_bound_exact``
 returns the ceiling as a ``fractions.Fraction`` computed with integers only; ``sample_bound_accuracy``
-returns a float (the exact value rounded, or a certified Bonferroni bracket's midpoint for sizes where
-the integers would be huge). ``ceiling_check`` decides whether a measured accuracy on a finite
-evaluation set beats the ceiling by more than binomial sampling explains.
+returns a float (the exact value rounded, or a Bonferroni bracket's midpoint for sizes where the
+integers would be huge). ``instance_ceiling`` is the same ceiling for one given training set, and
+``ceiling_check`` decides whether a measured accuracy on a finite evaluation set beats a ceiling by
+more than binomial sampling explains.
 """
 from __future__ import annotations
 
@@ -99,25 +100,38 @@ def sample_bound_bracket(V: int, N: int) -> tuple[float, float]:
     return seen + lo / V, seen + hi / V
 
 
-def ceiling_check(accuracy: float, n_eval: int, V: int, N: int, alpha: float = 1e-3) -> dict:
-    """Does a measured accuracy (``accuracy`` = correct / n_eval on fresh samples) beat the ceiling?
+def instance_ceiling(V: int, seen: int) -> float:
+    """The ceiling for ONE training set in which ``seen`` distinct tokens appeared as informative tokens:
+    (K + [K < V]) / V. The Bayes-optimal estimator is right on the K seen tokens and, on an unseen one,
+    guesses among the V - K unseen labels. A single run is judged against this, since its own K may
+    exceed E[K] (so its accuracy may exceed acc*(V, N), the average over training sets)."""
+    _check(V, 0)
+    if isinstance(seen, bool) or not isinstance(seen, int) or not 0 <= seen <= V:
+        raise InputError(f"instance ceiling: seen: expected an integer in [0, V={V}], got {seen!r}")
+    return (seen + (1 if seen < V else 0)) / V
 
-    One-sided exact binomial test of H0: population accuracy <= acc*(V, N). The model is flagged
-    (``"violates": True``) when P(Binomial(n_eval, acc*) >= correct) < alpha, i.e. when the excess
-    over the ceiling is too large to be evaluation-set noise. Returns a plain dict with the numbers."""
+
+def ceiling_check(accuracy: float, n_eval: int, ceiling: float, alpha: float = 1e-3) -> dict:
+    """Does a measured accuracy (correct / n_eval on fresh samples) beat ``ceiling``?
+
+    One-sided exact binomial test of H0: population accuracy <= ceiling. The model is flagged
+    (``"violates": True``) when P(Binomial(n_eval, ceiling) >= correct) < alpha, i.e. when the excess
+    over the ceiling is too large to be evaluation-set noise. Returns a plain dict with the numbers,
+    including the largest accuracy this n_eval lets pass (what the tolerance amounts to)."""
     from scipy import stats
 
-    if not (isinstance(n_eval, int) and n_eval >= 1):
+    if isinstance(n_eval, bool) or not isinstance(n_eval, int) or n_eval < 1:
         raise InputError(f"ceiling check: n_eval: expected a positive integer, got {n_eval!r}")
-    if not (isinstance(accuracy, (int, float)) and 0.0 <= accuracy <= 1.0):
-        raise InputError(f"ceiling check: accuracy: expected a number in [0, 1], got {accuracy!r}")
+    for name, value in (("accuracy", accuracy), ("ceiling", ceiling)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise InputError(f"ceiling check: {name}: expected a number in [0, 1], got {value!r}")
     if not 0 < alpha < 1:
         raise InputError(f"ceiling check: alpha: expected a number in (0, 1), got {alpha!r}")
-    ceiling = sample_bound_bracket(V, N)[1]
     correct = int(round(accuracy * n_eval))
-    p_value = float(stats.binom.sf(correct - 1, n_eval, min(ceiling, 1.0)))
-    # the largest accuracy the test lets pass at this n_eval (what the tolerance amounts to)
-    allowed = int(stats.binom.isf(alpha, n_eval, min(ceiling, 1.0))) / n_eval
-    return {"V": V, "N": N, "accuracy": accuracy, "n_eval": n_eval, "correct": correct, "ceiling": ceiling,
-            "largest_accepted_accuracy": allowed, "p_value": p_value, "alpha": alpha,
+    p_value = float(stats.binom.sf(correct - 1, n_eval, ceiling))
+    largest = int(stats.binom.isf(alpha, n_eval, ceiling))
+    while largest < n_eval and stats.binom.sf(largest, n_eval, ceiling) >= alpha:
+        largest += 1    # isf can sit one below the last accepted count at the discrete edge
+    return {"accuracy": float(accuracy), "n_eval": n_eval, "correct": correct, "ceiling": float(ceiling),
+            "largest_accepted_accuracy": largest / n_eval, "p_value": p_value, "alpha": alpha,
             "violates": p_value < alpha}

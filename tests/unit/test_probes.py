@@ -139,3 +139,30 @@ def test_same_config_same_numbers():
     first, second = decompose(ProbeConfig(**SMALL, m=32)), decompose(ProbeConfig(**SMALL, m=32))
     assert torch.equal(first["logits"], second["logits"])
     assert all(torch.equal(first["components"][k], second["components"][k]) for k in COMPONENTS)
+
+
+def test_term_sizes_sum_a_terms_components_on_the_packs_scale():
+    from empirics.probes import term_sizes, feature_scale
+    cfg = ProbeConfig(**SMALL, m=64)
+    result = decompose(cfg)
+    assert result["common_factor"] == pytest.approx(result["gamma"] * feature_scale(cfg.features, 64, cfg.d, cfg.L))
+    sizes = term_sizes(result)
+    assert set(sizes) == set(PACK_TERM_COMPONENTS)
+    labels = result["labels"]
+    idx = torch.arange(len(labels))
+    total = sum(result["components"][p] for p in PACK_TERM_COMPONENTS["embedding_crosstalk"]) / result["common_factor"]
+    assert sizes["embedding_crosstalk"]["at_label"] == pytest.approx(float(total[idx, labels].mean()))
+    wrong = total.clone()
+    wrong[idx, labels] = 0.0
+    assert sizes["embedding_crosstalk"]["max_wrong"] == pytest.approx(float(wrong.abs().max(dim=1).values.mean()))
+
+
+def test_attention_fluctuation_parts_are_present_and_smaller_than_the_mean_parts():
+    # derivation §4.2: a_n = mean + fluctuation; the exact sum is checked by test_components_add_up_to_the_logits
+    result = decompose(ProbeConfig(**SMALL))
+    model_parts = result["components"]
+    for own, fluct in (("mean_bias", "mean_bias_attention"), ("mean_bias_counts", "mean_bias_counts_attention")):
+        assert model_parts[fluct].abs().max() > 0
+        assert model_parts[fluct].abs().max() < model_parts[own].abs().max()
+    # the label's own trigger cross-talk sits on the diagonal part only: grouped part is other labels
+    assert model_parts["trigger_crosstalk_grouped"].abs().max() > 0
