@@ -100,6 +100,20 @@ def _fmt(value: float) -> str:
     return f"{value:.3f}"
 
 
+def _points_factor(se: float, df_resid: float, quantile: float, target_half_width: float) -> str:
+    """How many times as many points would bring t_q(df') * se * sqrt(n / n') below the target.
+
+    Assumes the standard error shrinks as 1/sqrt(n) at the same spread of x and noise; the t quantile
+    is recomputed at the new df, which matters when df is small (t_0.975 is 12.7 at df = 1).
+    """
+    n = df_resid + 2
+    for factor in [1 + k / 10 for k in range(1, 100)] + list(range(11, 1001)):
+        n_new = n * factor
+        if stats.t.ppf(quantile, n_new - 2) * se * math.sqrt(n / n_new) < target_half_width:
+            return f"about {factor:g}x"
+    return "more than 1000x"
+
+
 def decide_numbers(
     slope: float,
     se: float,
@@ -150,18 +164,18 @@ def decide_numbers(
             f"is not inside the band {band_text} (TOST p = {p_tost:.3g}), and the {level} interval "
             f"[{_fmt(ci[0])}, {_fmt(ci[1])}] overlaps it")
     if room > 0:
-        factor = (half_width / room) ** 2
+        factor = _points_factor(se, df_resid, 1 - alpha, room)
         advice = (f"; to fit the interval inside the band at this estimate its half-width must shrink from "
-                  f"{_fmt(half_width)} to below {_fmt(room)}: about {math.ceil(factor * 10) / 10:g}x as many "
-                  f"points (more seeds; width ~ 1/sqrt(n)) or a log-x range about "
-                  f"{math.ceil(half_width / room * 10) / 10:g}x wider (a wider grid of the base variable, e.g. V; width ~ 1/range)")
+                  f"{_fmt(half_width)} to below {_fmt(room)}: {factor} as many points (more seeds; se ~ 1/sqrt(n), "
+                  f"and the t quantile falls with the df) or a log-x range about "
+                  f"{math.ceil(half_width / room * 10) / 10:g}x wider (a wider grid of the base variable; se ~ 1/range)")
     else:
         half_two = t_two * se
         excess = offset - delta
         if excess > 0:
-            factor = (half_two / excess) ** 2
+            factor = _points_factor(se, df_resid, 1 - alpha / 2, excess)
             advice = (f"; the estimate itself lies {_fmt(excess)} outside the band, so more data would more likely "
-                      f"end 'inconsistent' (about {math.ceil(factor * 10) / 10:g}x as many points, or a "
+                      f"end 'inconsistent' ({factor} as many points, or a "
                       f"{math.ceil(half_two / excess * 10) / 10:g}x wider log-x range, would settle it)")
         else:
             advice = "; the estimate sits on the band's edge, so no realistic amount of data will settle it"
