@@ -33,9 +33,11 @@ __all__ = ["build_report", "experiment_entry", "summary_entries", "validate_summ
 
 REPORT_NAME = "recallkit-report.pdf"
 SCHEMA = "recallkit.summary/1"
-# the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias, and "dmin" for
-# learned-vs-frozen minimal-dimension experiments fitted by compare.model_selection
-KINDS = ("min_size", "max_capacity", "capacity", "grid", "dmin")
+# the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias, "dmin" for
+# learned-vs-frozen minimal-dimension experiments fitted by compare.model_selection, "geometric" for the
+# other SPEC B experiments (entry["geometric"] = empirics.geometric result dict) and "probes" for the
+# token-retrieval term-probe table (entry["probes"] = compare.probe_fits.run_probe document)
+KINDS = ("min_size", "max_capacity", "capacity", "grid", "dmin", "geometric", "probes")
 
 
 def experiment_entry(fitted: dict, **extra: Any) -> dict:
