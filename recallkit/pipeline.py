@@ -212,14 +212,30 @@ def geometric_summary_entry(spec: dict, result: dict, key: str) -> dict:
     pieces = _pack_pieces(spec.get("pack"), [])
     pieces.pop("regions", None)
     notes = pieces.pop("notes", [])
-    entry: dict[str, Any] = {"name": spec["name"], "title": spec.get("description") or spec["name"],
+    titles = {"construction": "Geometric recall: explicit construction", "d_min": "Geometric recall: d_min(N)",
+              "probes": "Geometric recall: linear readout probes", "zero_shot": "Geometric recall: zero-shot transfer",
+              "multi_hop": "Geometric recall: multi-hop chains"}
+    # a short title for page heads; the file's description (often a paragraph) goes on the section page
+    entry: dict[str, Any] = {"name": spec["name"], "title": titles.get(spec["kind"], spec["name"]),
                              "description": spec.get("description", ""), "config_hashes": [key],
                              "geometric": result, "notes": notes, **pieces}
     if spec["kind"] == "d_min":
+        from compare.model_selection import d_min_report_dict
+
         entry["kind"] = "dmin"
-        entry["dmin"] = result.get("dmin") or result.get("report") or {}
+        # log against power per model and R, judged against SPEC B (learned: log, frozen: power)
+        try:
+            entry["dmin"] = d_min_report_dict(result) if result.get("points") else {}
+        except RecallkitError as exc:
+            entry["dmin"] = {}
+            entry["notes"].append(f"no log-versus-power selection: {exc}")
     else:
         entry["kind"] = "geometric"
+    provenance = result.get("provenance") or {}
+    if provenance or result.get("wall_time_s") is not None:
+        entry["notes"].append("ran on " + ", ".join(f"{k} {v}" for k, v in provenance.items())
+                              + (f"; wall time {result['wall_time_s']:.1f} s" if result.get("wall_time_s") is not None
+                                 else ""))
     return entry
 
 

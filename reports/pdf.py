@@ -18,6 +18,8 @@ from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
 from reports import figures, tables
+from reports.geometric import geometric_pages, geometric_rows, trained_dmin_points
+from reports.probes import probe_rows, probe_table_pages
 from reports.style import (
     PAGE_LANDSCAPE,
     VERDICT_COLOURS,
@@ -143,6 +145,10 @@ def summary_entries(summary: dict) -> list[dict]:
                     "verdict": g.get("verdict"), "verdict_reason": g.get("verdict_reason") or g.get("preferred_reason"),
                     "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []),
                 })
+        if exp.get("kind") == "geometric":
+            rows += geometric_rows(exp)
+        if exp.get("kind") == "probes":
+            rows += probe_rows(exp)
     return rows
 
 
@@ -244,8 +250,11 @@ def _lines_of(exp: dict) -> list[dict]:
     return lines
 
 
-def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Figure]]]:
-    """(stem, builder) for each page of one experiment's section, in reading order."""
+def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None) -> list[tuple[str, Callable[[], Figure]]]:
+    """(stem, builder) for each page of one experiment's section, in reading order.
+
+    ``trained``: d_min boundary points of the report's d_min experiments (with ``model``), which the
+    SPEC B construction page draws beside the construction and the bound."""
     name = exp["name"]
     head = f"{index}. {exp.get('title') or name}"
     pages: list[tuple[str, Callable[[], Figure]]] = []
@@ -313,6 +322,10 @@ def _experiment_pages(exp: dict, index: int) -> list[tuple[str, Callable[[], Fig
         pages.append(("dmin", lambda: figures.dmin_plot(exp["dmin"], size=PAGE_LANDSCAPE,
                                                         title=f"{head}: d_min, solid = a + b log2 N, "
                                                               f"dashed = c N$^p$")))
+    if exp.get("kind") == "geometric" and exp.get("geometric"):
+        pages += geometric_pages(exp, head, trained=trained or ())
+    if exp.get("kind") == "probes" and exp.get("probes"):
+        pages += probe_table_pages(exp["probes"], head)
     return [(f"{index:02d}-{_slug(name)}-{stem}", build) for stem, build in pages]
 
 
@@ -334,8 +347,10 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 14, write_summary
         chunk = rows[start:start + 22]
         pages.append((f"00-summary-{start // 22 + 1}",
                       lambda chunk=chunk: tables.slope_table(chunk, title="Summary of verdicts (continued)")))
+    # trained d_min from any d_min experiment of this report, for the construction-vs-trained page
+    trained = [p for exp in summary["experiments"] for p in trained_dmin_points(exp.get("dmin"))]
     for i, exp in enumerate(summary["experiments"], start=1):
-        pages += _experiment_pages(exp, i)
+        pages += _experiment_pages(exp, i, trained)
 
     pdf_path = out_dir / REPORT_NAME
     meta = pdf_metadata(title=title, fallback_date=_summary_date(summary))

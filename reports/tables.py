@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
 from theory.errors import InputError
 
-__all__ = ["slope_table", "draw_slope_table", "term_table", "mathtext_or_plain", "slope_rows"]
+__all__ = ["slope_table", "draw_slope_table", "draw_table", "term_table", "mathtext_or_plain", "slope_rows"]
 
 
 def _ci(ci) -> str:
@@ -96,6 +96,38 @@ def draw_slope_table(ax, rows: Sequence[dict]) -> None:
             cell.get_text().set_fontweight("bold")
         elif col == len(_HEADER) - 1:
             cell.set_facecolor(VERDICT_COLOURS.get(rows[row - 1].get("verdict"), "white"))
+
+
+def draw_table(ax, header: Sequence[str], cells: Sequence[Sequence[str]], widths: Sequence[float],
+               fontsize: float = 8.5, cell_colours: Sequence[Sequence[str | None]] | None = None,
+               wrap: Sequence[int] | None = None) -> None:
+    """A plain table on ``ax`` (axis off) in the slope table's look: bold grey header, grey rules.
+
+    ``cell_colours[i][j]``: a facecolour for body cell (i, j) or None; ``wrap[j]``: wrap column j's
+    text at that many characters (rows grow to the tallest cell).
+    """
+    ax.axis("off")
+    if not cells:
+        ax.text(0.5, 0.5, "no rows", ha="center", va="center", transform=ax.transAxes)
+        return
+    if wrap:
+        cells = [[textwrap.fill(str(v), w) if w else str(v) for v, w in zip(row, wrap)] for row in cells]
+    table = ax.table(cellText=[list(map(str, r)) for r in cells], colLabels=list(header), colWidths=list(widths),
+                     loc="upper center", cellLoc="left", colLoc="left")
+    table.auto_set_font_size(False)
+    table.set_fontsize(fontsize)
+    line_h = (fontsize + 3) / 72 / max(ax.get_position().height * ax.figure.get_figheight(), 1e-3)
+    head_lines = max(str(h).count("\n") + 1 for h in header)
+    for (row, col), cell in table.get_celld().items():
+        n_lines = max(str(c).count("\n") + 1 for c in cells[row - 1]) if row else head_lines
+        cell.set_height(line_h * n_lines + 0.3 * line_h)
+        cell.set_edgecolor("0.7")
+        cell.PAD = 0.04
+        if row == 0:
+            cell.set_facecolor("0.92")
+            cell.get_text().set_fontweight("bold")
+        elif cell_colours and cell_colours[row - 1][col]:
+            cell.set_facecolor(cell_colours[row - 1][col])
 
 
 # sympy.latex constructs that mathtext lacks, with the mathtext spelling that means the same.
