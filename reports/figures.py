@@ -16,6 +16,7 @@ from matplotlib import patheffects
 from matplotlib.figure import Figure
 
 from reports.style import (
+    VERDICT_COLOURS,
     ACCURACY_CMAP,
     CYCLE,
     FIG_SINGLE,
@@ -25,6 +26,7 @@ from reports.style import (
     new_figure,
     save_figure,
     style_context,
+    wrap_title,
 )
 from theory.errors import InputError
 
@@ -190,7 +192,7 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
             fig.supxlabel("\n".join(textwrap.fill(r, width) for r in reasons), fontsize=8, ha="left", x=0.01,
                           color="0.2")
         if title:
-            fig.suptitle(title)
+            fig.suptitle(wrap_title(title, fig.get_figwidth() * 0.95, 14))
     return fig
 
 
@@ -396,7 +398,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         names = {"V": "vocabulary size V", "d": "embedding dimension d", "N": "number of facts N"}
         ax.set_xlabel(names.get(x_key, x_key))
         ax.set_ylabel(names.get(y_key, y_key))
-        ax.set_title(title or "accuracy over (V, d)")
+        ax.set_title(wrap_title(title or "accuracy over (V, d)", fig.get_figwidth() * 0.75, 12))
         if thresholds:
             # outside the axes: over the heatmap a legend would hide the cells that matter
             fig.legend(loc="outside lower center", ncol=2, fontsize=8,
@@ -459,7 +461,7 @@ def capacity_plot(fits: Sequence[dict], labels: Sequence[str] | None = None, tit
         _limit_y_to_data(ax, [math.exp(p["y"]) for f in fits for p in f.get("points", [])])
         ax.set_xlabel("facts stored N (largest N at accuracy threshold)")
         ax.set_ylabel("parameter count (d$^2$ or m$\\cdot$d)")
-        ax.set_title(title or "associative-memory capacity")
+        ax.set_title(wrap_title(title or "associative-memory capacity", fig.get_figwidth() * 0.85, 12))
         ax.legend(loc="upper left", fontsize=8)
         _major_labels_only(ax)
     return fig
@@ -531,23 +533,47 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
                     any_censored = True
                     ax.scatter([p["N"] for p in cens], [p[size_key] for p in cens], s=36, facecolors="white",
                                edgecolors=colour, linewidths=1.4)
+                fitted_N = np.array([float(p["N"]) for p in ok]) if ok else np.array(Ns)
+                # one band per group, on the form the data prefer (else the predicted one): two
+                # overlapping bands, one of them for a form far off the data, hide the points
+                band_form = pref if pref in ("log", "power") else selection.get("predicted") or g.get("predicted")
                 if "log" in g:
                     lf = g["log"]
                     log_curve = lf["a"] + lf["b"] * np.log2(Ngrid)
                     log_curve[log_curve <= 0] = np.nan  # a log axis cannot show d <= 0
                     ax.plot(Ngrid, log_curve, color=colour, lw=1.6,
                             label=f"   a + b log2 N: b = {lf['b']:.2f} {_fmt_ci(lf.get('b_ci'))}")
+                    ci = lf.get("b_ci")
+                    if ci and ci[0] is not None and band_form == "log":
+                        # the b interval pivoted at the data's centre (no a-b covariance in the dict)
+                        x0 = float(np.mean(np.log2(fitted_N)))
+                        y0 = lf["a"] + lf["b"] * x0
+                        lo, hi = (y0 + c * (np.log2(Ngrid) - x0) for c in ci)
+                        lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+                        ax.fill_between(Ngrid, np.where(lo > 0, lo, np.nan), np.where(hi > 0, hi, np.nan),
+                                        color=colour, alpha=0.12, lw=0)
                 if "power" in g:
                     pf = g["power"]
                     ax.plot(Ngrid, pf["c"] * Ngrid ** pf["p"], color=colour, lw=1.6, ls="--",
                             label=f"   c N$^p$: p = {pf['p']:.2f} {_fmt_ci(pf.get('p_ci'))}")
+                    ci = pf.get("p_ci")
+                    if ci and ci[0] is not None and pf["c"] > 0 and band_form == "power":
+                        x0 = float(np.mean(np.log(fitted_N)))
+                        y0 = math.log(pf["c"]) + pf["p"] * x0
+                        lo, hi = (np.exp(y0 + c * (np.log(Ngrid) - x0)) for c in ci)
+                        ax.fill_between(Ngrid, np.minimum(lo, hi), np.maximum(lo, hi), color=colour, alpha=0.12,
+                                        lw=0)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
             ys = [float(p[size_key]) for p in pts if p.get(size_key)]
             y_lo = min(y_lo, min(ys) / 1.5)
             y_hi = max(y_hi, max(ys) * 1.5)  # a fit far off the data is cut, not the data
             ax.set_xlabel("subjects N")
-            ax.set_title(f"{kind} subject embeddings")
+            verdict = selection.get("verdict")
+            ax.set_title(f"{kind} subject embeddings"
+                         + (f"\npredicted {selection['predicted']}: {verdict}" if verdict and selection.get("predicted")
+                            else ""),
+                         backgroundcolor=VERDICT_COLOURS.get(verdict, "none") if verdict else None)
             # below the panel: inside, it would hide the large-N points that decide log against power
             from matplotlib.transforms import offset_copy
 
@@ -555,7 +581,10 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
                       bbox_transform=offset_copy(ax.transAxes, fig=fig, y=-42, units="points"))
         axes[0].set_ylim(y_lo, y_hi)
         axes[0].set_ylabel("d$_{min}$ (100% of the N R facts)")
+        notes = ["shaded: interval of b (log form) or p (power form) of the preferred form, pivoted at the data's centre"]
         if any_censored:
-            fig.supxlabel("open markers: censored (no d in the searched range reached 100%)", fontsize=8)
-        fig.suptitle(title or "minimal dimension: solid = a + b log2 N fit, dashed = c N$^p$ fit")
+            notes.append("open markers: censored (no d in the searched range reached 100%)")
+        fig.supxlabel("; ".join(notes), fontsize=8)
+        fig.suptitle(wrap_title(title or "minimal dimension: solid = a + b log2 N fit, dashed = c N$^p$ fit",
+                                fig.get_figwidth() * 0.95, 14))
     return fig

@@ -22,12 +22,14 @@ from reports.geometric import geometric_pages, geometric_rows, trained_dmin_poin
 from reports.probes import probe_rows, probe_table_pages
 from reports.style import (
     PAGE_LANDSCAPE,
+    PALETTE,
     VERDICT_COLOURS,
     new_figure,
     pdf_metadata,
     save_figure,
     source_date,
     style_context,
+    wrap_title,
 )
 from theory.errors import InputError
 
@@ -167,7 +169,34 @@ def _summary_date(summary: dict) -> _dt.datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)
 
 
-def _title_page(summary: dict, rows: list[dict], max_rows: int) -> Figure:
+_COMPARED = {"min_size": "fitted slope of log(parameter count) against log of the base, per line and threshold",
+             "grid": "fitted slope of log(parameter count) against log of the base, per line and threshold",
+             "max_capacity": "fitted capacity slope and constant C, per series",
+             "capacity": "fitted capacity slope and constant C, per series",
+             "dmin": "log (a + b log2 N) against power (c N^p) form of d_min(N), per model and R",
+             "probes": "each term's fitted exponent against the pack's, per variable (TOST)"}
+
+
+def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
+    """One row per experiment for the title page: what is compared and how many checks gave which verdict."""
+    out = []
+    hashes = (summary.get("provenance") or {}).get("config_hashes") or {}
+    for i, exp in enumerate(summary.get("experiments", []), start=1):
+        mine = [r for r in rows if r.get("experiment") == exp["name"]]
+        kind = exp.get("kind", "min_size")
+        compared = _COMPARED.get(kind, "")
+        if kind == "geometric":
+            compared = "SPEC B: " + "; ".join(str(r.get("line")) for r in mine) if mine else "SPEC B (no verdict)"
+        own = exp.get("config_hashes") or (hashes.get(exp["name"]) if isinstance(hashes, dict) else None) or []
+        out.append({"index": i, "experiment": exp.get("title") or exp["name"], "name": exp["name"], "kind": kind,
+                    "compared": compared, "checks": len(mine),
+                    **{v: sum(r.get("verdict") == v for r in mine) for v in VERDICT_COLOURS},
+                    "config_hashes": f"{own[0]}{' +' + str(len(own) - 1) if len(own) > 1 else ''}" if own else "n/a"})
+    return out
+
+
+def _title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
+    """Title, provenance, the per-experiment verdict overview and any failed experiments."""
     prov = summary.get("provenance") or {}
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
@@ -183,21 +212,47 @@ def _title_page(summary: dict, rows: list[dict], max_rows: int) -> Figure:
             ("device", f"{prov.get('device', 'unknown')}, {prov.get('threads', '?')} thread(s)"),
             ("torch", prov.get("torch_version", "n/a")),
             ("preset", prov.get("preset", "n/a")),
-            ("config hashes", _hash_summary(hashes, n_hashes)),
+            ("config hashes", f"{n_hashes} over {len(hashes)} experiments: first of each in the table below, "
+                              "all in summary.json (provenance.config_hashes)" if n_hashes else "none recorded"),
         ]
+        if summary.get("wall_time_s") is not None:
+            fields.append(("wall time", f"{summary['wall_time_s']} s"))
         y = 0.87
         for key, value in fields:
             fig.text(0.04, y, key, fontsize=9.5, color="0.35", va="top")
-            fig.text(0.17, y, textwrap.fill(str(value), 130), fontsize=9.5, va="top", family="DejaVu Sans Mono")
-            y -= 0.03 * (1 + str(value).count("\n"))
+            fig.text(0.17, y, str(value), fontsize=9.5, va="top", family="DejaVu Sans Mono")
+            y -= 0.028
         counts = {v: sum(r.get("verdict") == v for r in rows) for v in VERDICT_COLOURS}
-        fig.text(0.04, y - 0.01, "verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()),
+        fig.text(0.04, y - 0.01, f"{len(rows)} checks: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+                 + " (each with its numbers on the next pages)",
                  fontsize=11, va="top", fontweight="bold")
-        ax = fig.add_axes((0.03, 0.04, 0.94, y - 0.09))
-        tables.draw_slope_table(ax, rows[:max_rows])
-        if len(rows) > max_rows:
-            ax.text(0.0, -0.02, f"continued on the next page ({len(rows) - max_rows} more rows)",
-                    transform=ax.transAxes, fontsize=9, va="top")
+        y -= 0.05
+        overview = overview_rows(summary, rows)
+        failures = [str(f) for f in summary.get("failures") or []]
+        fail_text = ""
+        if failures:
+            fail_text = "\n".join(textwrap.fill(f"- {f}", 150, subsequent_indent="  ") for f in failures[:8])
+            if len(failures) > 8:
+                fail_text += f"\n... and {len(failures) - 8} more (summary.json: failures)"
+        fail_h = 0.0 if not fail_text else 0.05 + 0.022 * (fail_text.count("\n") + 1)
+        header = ["#", "experiment", "kind", "what is compared", "checks", "consistent", "inconsistent",
+                  "inconclusive", "config hash"]
+        cells, colours = [], []
+        for o in overview[:max_rows]:
+            cells.append([str(o["index"]), o["experiment"], o["kind"], o["compared"], str(o["checks"]),
+                          str(o["consistent"]), str(o["inconsistent"]), str(o["inconclusive"]), o["config_hashes"]])
+            colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
+                                         for v in ("consistent", "inconsistent", "inconclusive")] + [None])
+        ax = fig.add_axes((0.03, 0.04 + fail_h, 0.94, y - 0.04 - fail_h))
+        tables.draw_table(ax, header, cells, [0.03, 0.19, 0.07, 0.31, 0.05, 0.08, 0.08, 0.08, 0.11], fontsize=8,
+                          cell_colours=colours, wrap=[0, 32, 0, 58, 0, 0, 0, 0, 0])
+        if len(overview) > max_rows:
+            ax.text(0.0, 0.0, f"... {len(overview) - max_rows} more experiments in the sections that follow",
+                    transform=ax.transAxes, fontsize=9)
+        if fail_text:
+            fig.text(0.04, 0.03 + fail_h, f"{len(failures)} experiment(s) failed and are not in this report:",
+                     fontsize=10, fontweight="bold", va="top", color=PALETTE["vermillion"])
+            fig.text(0.04, 0.03 + fail_h - 0.03, fail_text, fontsize=8.5, va="top")
     return fig
 
 
@@ -227,11 +282,15 @@ def _section_page(title: str, paragraphs: Sequence[str], rows: list[dict], max_r
         with style_context():
             lines = sum(textwrap.fill(str(p), 120).count("\n") + 1 for p in paragraphs)
             top = 0.87 - 0.035 * lines - 0.02 * len(paragraphs) - 0.03
-            ax = fig.add_axes((0.03, 0.04, 0.94, max(top - 0.04, 0.2)))
-            tables.draw_slope_table(ax, rows[:max_rows])
-            if len(rows) > max_rows:
-                ax.text(0.0, -0.02, f"{len(rows) - max_rows} more rows in summary.json", transform=ax.transAxes,
-                        fontsize=9, va="top")
+            height = max(top - 0.06, 0.2)
+            ax = fig.add_axes((0.03, 0.06, 0.94, height))
+            # as many rows as the space holds (a row is as tall as its most wrapped cell)
+            budget = height * fig.get_figheight() * 72 / 11.5 - 3.0
+            shown = tables.chunk_rows(rows, budget=budget)[0][:max_rows]
+            tables.draw_slope_table(ax, shown)
+            if len(rows) > len(shown):
+                fig.text(0.03, 0.035, f"{len(rows) - len(shown)} more rows in the summary of verdicts and in "
+                         "summary.json", fontsize=9, va="top")
     return fig
 
 
@@ -250,11 +309,13 @@ def _lines_of(exp: dict) -> list[dict]:
     return lines
 
 
-def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None) -> list[tuple[str, Callable[[], Figure]]]:
+def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
+                      terms_shown_in: int | None = None) -> list[tuple[str, Callable[[], Figure]]]:
     """(stem, builder) for each page of one experiment's section, in reading order.
 
     ``trained``: d_min boundary points of the report's d_min experiments (with ``model``), which the
-    SPEC B construction page draws beside the construction and the bound."""
+    SPEC B construction page draws beside the construction and the bound. ``terms_shown_in``: the
+    section that already showed this pack's terms (the page is not repeated)."""
     name = exp["name"]
     head = f"{index}. {exp.get('title') or name}"
     pages: list[tuple[str, Callable[[], Figure]]] = []
@@ -279,7 +340,10 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None) 
                      + (" ..." if len(exp["config_hashes"]) > 12 else ""))
     intro += list(exp.get("notes", []))
     rows = summary_entries({"experiments": [exp]})
-    pages.append(("summary", lambda: _section_page(head, intro, rows)))
+    if terms_shown_in:
+        intro.append(f"theory terms of pack {exp.get('pack')}: see section {terms_shown_in}")
+    if not (exp.get("kind") == "probes" and exp.get("probes")):  # the probe table's first page introduces it
+        pages.append(("summary", lambda: _section_page(head, intro, rows)))
 
     if exp.get("regions"):
         def phase() -> Figure:
@@ -288,10 +352,10 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None) 
             with style_context():
                 fig = new_figure(PAGE_LANDSCAPE)
                 draw_phase_diagram(exp["regions"], lines=exp.get("phase_lines") or [], ax=fig.add_subplot())
-                fig.suptitle(f"{head}: phase diagram with the experiment's lines")
+                fig.suptitle(wrap_title(f"{head}: phase diagram with the experiment's lines", 10.5, 14))
             return fig
         pages.append(("phase", phase))
-    terms = exp.get("terms") or []
+    terms = [] if terms_shown_in else exp.get("terms") or []
     # two-level fractions need about a tenth of a landscape page each; pages balanced, no lone last row
     per_page = -(-len(terms) // -(-len(terms) // 11)) if terms else 1
     for k in range(0, len(terms), per_page):
@@ -333,7 +397,7 @@ def _number(fig: Figure, page: int, total: int, title: str) -> None:
     fig.text(0.995, 0.004, f"{title} - page {page} of {total}", ha="right", va="bottom", fontsize=7, color="0.5")
 
 
-def build_report(summary: dict, out_dir, max_title_rows: int = 14, write_summary: bool = True) -> Path:
+def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary: bool = True) -> Path:
     """Write the PDF report (and each page alone, and summary.json) under ``out_dir``; return the PDF path."""
     validate_summary(summary)
     out_dir = Path(out_dir)
@@ -343,14 +407,21 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 14, write_summary
     title = summary.get("title") or "recallkit report"
 
     pages: list[tuple[str, Callable[[], Figure]]] = [("00-title", lambda: _title_page(summary, rows, max_title_rows))]
-    for start in range(max_title_rows, len(rows), 22):
-        chunk = rows[start:start + 22]
-        pages.append((f"00-summary-{start // 22 + 1}",
-                      lambda chunk=chunk: tables.slope_table(chunk, title="Summary of verdicts (continued)")))
+    chunks = tables.chunk_rows(rows, budget=46)
+    for k, chunk in enumerate(chunks, start=1):
+        part = f" ({k} of {len(chunks)})" if len(chunks) > 1 else ""
+        pages.append((f"00-summary-{k}", lambda chunk=chunk, part=part: tables.slope_table(
+            chunk, title=f"Summary of verdicts{part}: one row per check; reasons in summary.json (entries)",
+            max_rows=len(chunk))))
     # trained d_min from any d_min experiment of this report, for the construction-vs-trained page
     trained = [p for exp in summary["experiments"] for p in trained_dmin_points(exp.get("dmin"))]
+    terms_section: dict[str, int] = {}  # pack -> first section that shows its terms
     for i, exp in enumerate(summary["experiments"], start=1):
-        pages += _experiment_pages(exp, i, trained)
+        pack = exp.get("pack")
+        shown = terms_section.get(pack) if pack else None
+        if pack and exp.get("terms") and shown is None:
+            terms_section[pack] = i
+        pages += _experiment_pages(exp, i, trained, terms_shown_in=shown)
 
     pdf_path = out_dir / REPORT_NAME
     meta = pdf_metadata(title=title, fallback_date=_summary_date(summary))

@@ -21,7 +21,8 @@ from theory.errors import InputError
 
 __all__ = ["probe_table_figure", "probe_reasons_figure", "probe_table_pages", "probe_rows"]
 
-ROWS_PER_PAGE = 16
+ROWS_PER_PAGE = 26
+REASON_WIDTH = 165  # characters per line of the 7.5 pt reason pages (a landscape page holds ~170)
 
 
 def _table(doc: dict) -> list[dict]:
@@ -120,34 +121,34 @@ def probe_reasons_figure(doc: dict, entries: list[dict], title: str, first: int 
     for i, e in enumerate(entries, start=first):
         c = e.get("drift_corrected") or {}
         lines.append(textwrap.fill(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}",
-                                   190, subsequent_indent="      "))
+                                   REASON_WIDTH, subsequent_indent="      "))
         if c.get("verdict"):
-            lines.append(textwrap.fill(f"drift-corrected: {c['verdict']}: {c.get('verdict_reason', '')}", 184,
+            lines.append(textwrap.fill(f"drift-corrected: {c['verdict']}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6,
                                        initial_indent="      ", subsequent_indent="      "))
     for note in notes or []:
-        lines.append(textwrap.fill(f"note: {note}", 190, subsequent_indent="      "))
+        lines.append(textwrap.fill(f"note: {note}", REASON_WIDTH, subsequent_indent="      "))
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
         fig.text(0.03, 0.975, textwrap.fill(title, 95), fontsize=14, fontweight="bold", va="top")
-        fig.text(0.03, 0.92, "\n".join(lines), fontsize=7, va="top", family="DejaVu Sans")
+        fig.text(0.03, 0.92, "\n".join(lines), fontsize=7.5, va="top", family="DejaVu Sans")
     return fig
 
 
-def _reason_chunks(doc: dict, max_lines: int = 62) -> list[tuple[int, list[dict], list[str]]]:
+def _reason_chunks(doc: dict, max_lines: int = 52) -> list[tuple[int, list[dict], list[str]]]:
     """Split entries (and the notes, last) into pages of at most ``max_lines`` wrapped lines of reasons."""
     table = _table(doc)
     notes = sorted({n for e in table for n in e.get("notes", [])})
     chunks, current, start, used = [], [], 1, 0
     for i, e in enumerate(table, start=1):
         c = e.get("drift_corrected") or {}
-        n = len(textwrap.wrap(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}", 190))
-        n += len(textwrap.wrap(f"drift-corrected: {c.get('verdict_reason', '')}", 184)) if c.get("verdict") else 0
+        n = len(textwrap.wrap(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}", REASON_WIDTH))
+        n += len(textwrap.wrap(f"drift-corrected: {c.get('verdict')}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6)) if c.get("verdict") else 0
         if current and used + n > max_lines:
             chunks.append((start, current, []))
             current, start, used = [], i, 0
         current.append(e)
         used += n
-    note_lines = sum(len(textwrap.wrap(f"note: {n}", 190)) for n in notes)
+    note_lines = sum(len(textwrap.wrap(f"note: {n}", REASON_WIDTH)) for n in notes)
     if current and used + note_lines <= max_lines:
         chunks.append((start, current, notes))
     else:
@@ -194,7 +195,7 @@ def probe_rows(exp: dict) -> list[dict]:
                      "x": f"log {e['variable']}", "slope": e.get("fitted_exponent"), "slope_ci": e.get("ci"),
                      "slope_ci_bootstrap": e.get("ci_bootstrap"), "predicted_slope": e.get("predicted_exponent"),
                      "delta": grid.get("delta"), "alpha": grid.get("alpha"),
-                     "dominant": f"{e.get('role', '')} term; drift-corrected: {c.get('verdict', 'n/a')}",
+                     "dominant": f"{e.get('role', '')}; corrected: {c.get('verdict', 'n/a')}",
                      "verdict": e["verdict"], "verdict_reason": e.get("verdict_reason"),
                      "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None})
     return rows

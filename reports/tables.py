@@ -7,10 +7,10 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
+from reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context, wrap_title
 from theory.errors import InputError
 
-__all__ = ["slope_table", "draw_slope_table", "draw_table", "term_table", "mathtext_or_plain", "slope_rows"]
+__all__ = ["slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain", "slope_rows"]
 
 
 def _ci(ci) -> str:
@@ -57,9 +57,11 @@ def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slo
     :func:`reports.pdf.build_report` splits long tables over pages instead.
     """
     with style_context():
-        fig = new_figure(size)
-        ax = fig.add_subplot()
-        ax.set_title(title, loc="left", fontsize=13)
+        # placed by hand: row heights are computed from the axes' height, which a layout engine would
+        # change afterwards (the table then ran off the page)
+        fig = new_figure(size, layout=None)
+        fig.text(0.03, 0.975, textwrap.fill(title, 100), fontsize=13, va="top")
+        ax = fig.add_axes((0.03, 0.03, 0.94, 0.89))
         draw_slope_table(ax, list(rows)[:max_rows])
         if len(rows) > max_rows:
             ax.text(0.0, 0.0, f"... {len(rows) - max_rows} more rows not shown", transform=ax.transAxes,
@@ -67,16 +69,38 @@ def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slo
     return fig
 
 
+def _slope_cells(r: dict) -> list[str]:
+    thr = r.get("threshold")
+    raw = [r.get("experiment", ""), r.get("line") or "", "" if thr is None else f"{float(thr):g}",
+           _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
+           _num(r.get("predicted_slope")), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
+    return [textwrap.fill(str(v), w) for v, w in zip(raw, _WRAP)]
+
+
+def slope_row_lines(row: dict) -> int:
+    """Text lines the slope table gives ``row`` (its height), for splitting long tables over pages."""
+    return max(c.count("\n") + 1 for c in _slope_cells(row))
+
+
+def chunk_rows(rows: Sequence[dict], budget: float, first_budget: float | None = None) -> list[list[dict]]:
+    """Split slope-table rows into pages of at most ``budget`` text lines (each row costs its lines
+    plus its padding); the first page may have a smaller ``first_budget``."""
+    chunks: list[list[dict]] = [[]]
+    used, limit = 0.0, budget if first_budget is None else first_budget
+    for r in rows:
+        cost = slope_row_lines(r) + 0.3
+        if chunks[-1] and used + cost > limit:
+            chunks.append([])
+            used, limit = 0.0, budget
+        chunks[-1].append(r)
+        used += cost
+    return [c for c in chunks if c]
+
+
 def draw_slope_table(ax, rows: Sequence[dict]) -> None:
     """Draw the slope table on ``ax`` (axis turned off), verdict cells coloured."""
     ax.axis("off")
-    cells = []
-    for r in rows:
-        thr = r.get("threshold")
-        raw = [r.get("experiment", ""), r.get("line") or "", "" if thr is None else f"{float(thr):g}",
-               _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
-               _num(r.get("predicted_slope")), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
-        cells.append([textwrap.fill(str(v), w) for v, w in zip(raw, _WRAP)])
+    cells = [_slope_cells(r) for r in rows]
     if not cells:
         ax.text(0.5, 0.5, "no fits to show", ha="center", va="center", transform=ax.transAxes)
         return
@@ -204,7 +228,8 @@ def term_table(terms: Sequence[dict], title: str = "Theory terms", size=PAGE_LAN
     fallback = False
     with style_context():
         fig = new_figure(size, layout=None)
-        fig.text(0.04, 0.955, title, fontsize=14, fontweight="bold", va="top")
+        fig.text(0.04, 0.955, wrap_title(title, size[0] * 0.92, 14, max_lines=1), fontsize=14, fontweight="bold",
+                 va="top")
         cols = [0.04, 0.20, 0.29, 0.62, 0.77]
         y = 0.88
         for x, head in zip(cols, ["term", "role", "formula", "provenance", "reference"]):
