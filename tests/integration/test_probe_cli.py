@@ -65,11 +65,24 @@ def test_probe_json_table_and_store_reuse(tmp_path):
     (["--statistic", "median"], "--statistic: expected one of spread, max_wrong"),
     (["--delta", "-1"], "--delta: expected a positive number"),
 ])
-def test_bad_flags_are_one_line_errors(tmp_path, args, match):
+def test_bad_flags_are_one_line_errors(tmp_path, capsys, monkeypatch, args, match):
+    # in process (the real entry point, its error handling included) to spare a subprocess's import time
+    import torch
+
+    from recallkit.cli import main
+
     grid = tmp_path / "probe.toml"
     grid.write_text(GRID_TOML)
-    out = recallkit("probe", str(grid), "--pack", "token_retrieval_attn", "--no-store",
-                    *(args if args[0] == "--preset" else ["--preset", "tiny", *args]))
-    assert out.returncode == 2
-    assert out.stderr.startswith("error: ") and match in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1
+    argv = ["recallkit", "probe", str(grid), "--pack", "token_retrieval_attn", "--no-store",
+            *(args if args[0] == "--preset" else ["--preset", "tiny", *args])]
+    monkeypatch.setattr(sys, "argv", argv)
+    threads = torch.get_num_threads()
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+    finally:
+        torch.set_num_threads(threads)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and match in err
+    assert len(err.strip().splitlines()) == 1
