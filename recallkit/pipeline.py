@@ -231,11 +231,13 @@ def geometric_summary_entry(spec: dict, result: dict, key: str) -> dict:
             entry["notes"].append(f"no log-versus-power selection: {exc}")
     else:
         entry["kind"] = "geometric"
-    provenance = result.get("provenance") or {}
-    if provenance or result.get("wall_time_s") is not None:
-        entry["notes"].append("ran on " + ", ".join(f"{k} {v}" for k, v in provenance.items())
-                              + (f"; wall time {result['wall_time_s']:.1f} s" if result.get("wall_time_s") is not None
-                                 else ""))
+    # where it ran: the experiment's own provenance, else what the pipeline stored beside it
+    provenance = result.get("provenance") or {k: result[k] for k in ("device", "threads") if k in result}
+    ran = ", ".join(f"{k} {v}" for k, v in provenance.items())
+    if result.get("wall_time_s") is not None:
+        ran += ("; " if ran else "") + f"wall time {result['wall_time_s']:.1f} s"
+    if ran:
+        entry["notes"].append("ran on " + ran if provenance else ran)
     return entry
 
 

@@ -402,7 +402,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         if thresholds:
             # outside the axes: over the heatmap a legend would hide the cells that matter
             fig.legend(loc="outside lower center", ncol=2, fontsize=8,
-                       title="slope = fitted slope of log(parameter count) against log V, 95% CI (HC3)",
+                       title=f"slope = fitted slope of log(parameter count) against log {x_key}, 95% CI (HC3)",
                        title_fontsize=8)
     return fig
 

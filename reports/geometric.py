@@ -127,7 +127,8 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
             "Dimension of the subject blocks (R k; the construction's R relation coordinates are not counted, as in "
             "the bound) at the smallest k where the construction gets all N R facts right, median over seeds (bars: "
             "seed range). Bound: N d p >= R log2(N!) with p = 1 bit per coordinate and no other parameters. "
-            "Trained d_min (100% of the facts) is the full d of a trained model at the same (N, R).", 145),
+            "Trained d_min (100% of the facts) is the full d of a trained model at the same (N, R); its float "
+            "parameters carry more than 1 bit each, so it may lie below this 1-bit bound.", 145),
             fontsize=8.5, va="top", color="0.25")
         n_panels = len(Rs)
         gs = fig.add_gridspec(1, n_panels, left=0.06, right=0.985, top=0.80, bottom=0.25, wspace=0.22)
@@ -363,14 +364,14 @@ def geometric_pages(exp: dict, head: str, trained: Sequence[dict] = ()) -> list[
     kind = geometric_kind(result)
     if kind == "construction":
         return [("construction", lambda: construction_figure(
-            result, trained, title=f"{head}: construction vs trained d_min vs counting bound"
-            if trained else f"{head}: construction vs counting bound"))]
+            result, trained, title=f"{head}: against trained d_min and the counting bound"
+            if trained else f"{head}: against the counting bound"))]
     if kind == "probes":
-        return [("probes", lambda: probe_figure(result, title=f"{head}: linear readout probes"))]
+        return [("probes", lambda: probe_figure(result, title=head))]
     if kind == "zero_shot":
-        return [("zero-shot", lambda: zero_shot_figure(result, title=f"{head}: zero-shot transfer"))]
+        return [("zero-shot", lambda: zero_shot_figure(result, title=head))]
     if kind == "multi_hop":
-        return [("multi-hop", lambda: multi_hop_figure(result, title=f"{head}: multi-hop, CoT vs no CoT"))]
+        return [("multi-hop", lambda: multi_hop_figure(result, title=f"{head}: with and without chain-of-thought"))]
     return []  # d_min results are drawn from the entry's "dmin" key by reports.figures.dmin_plot
 
 

@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import re
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -244,8 +245,8 @@ def _title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
                                          for v in ("consistent", "inconsistent", "inconclusive")] + [None])
         ax = fig.add_axes((0.03, 0.04 + fail_h, 0.94, y - 0.04 - fail_h))
-        tables.draw_table(ax, header, cells, [0.03, 0.19, 0.07, 0.31, 0.05, 0.08, 0.08, 0.08, 0.11], fontsize=8,
-                          cell_colours=colours, wrap=[0, 32, 0, 58, 0, 0, 0, 0, 0])
+        tables.draw_table(ax, header, cells, [0.03, 0.18, 0.07, 0.30, 0.05, 0.08, 0.08, 0.08, 0.13], fontsize=8,
+                          cell_colours=colours, wrap=[0, 28, 0, 48, 0, 0, 0, 0, 0])
         if len(overview) > max_rows:
             ax.text(0.0, 0.0, f"... {len(overview) - max_rows} more experiments in the sections that follow",
                     transform=ax.transAxes, fontsize=9)
@@ -307,6 +308,19 @@ def _lines_of(exp: dict) -> list[dict]:
         if "prediction" not in line and line.get("name") in predictions:
             line["prediction"] = predictions[line["name"]]
     return lines
+
+
+def _heatmap_axes(exp: dict, cells: list[dict]) -> tuple[str, str]:
+    """(base, size) keys of an experiment's heatmap cells: the entry's own ``base``/``size`` when given,
+    else the fits' regressor ("log N" -> N), else the first of V, N present in the cells; size d."""
+    base = exp.get("base")
+    if not base:
+        x = next((f.get("x") for f in exp.get("fits", []) if f.get("x")), "")
+        name = str(x).removeprefix("log").strip(" ()")
+        base = name if name and all(name in c for c in cells[:1]) else None
+    if not base:
+        base = next((k for k in ("V", "N") if cells and k in cells[0]), "V")
+    return base, exp.get("size") or "d"
 
 
 def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
@@ -376,8 +390,11 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
         lname = line.get("name", f"line {j + 1}")
         line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
         if line.get("heatmap"):
-            pages.append((f"heatmap-{_slug(lname)}", lambda line=line, lf=line_fits, lname=lname:
+            x_key, y_key = _heatmap_axes(exp, line["heatmap"])
+            pages.append((f"heatmap-{_slug(lname)}", lambda line=line, lf=line_fits, lname=lname, x_key=x_key,
+                          y_key=y_key:
                           figures.accuracy_heatmap(line["heatmap"], line.get("boundary_points") or [], lf,
+                                                   x_key=x_key, y_key=y_key,
                                                    title=f"{head}: accuracy, {lname}", size=PAGE_LANDSCAPE)))
         if line_fits:
             pages.append((f"fits-{_slug(lname)}", lambda lf=line_fits, lname=lname:
@@ -427,15 +444,26 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
     meta = pdf_metadata(title=title, fallback_date=_summary_date(summary))
     import matplotlib.pyplot as plt
 
+    page_errors: list[str] = []
     with style_context(), PdfPages(pdf_path, metadata=meta) as pdf:
         for n, (stem, build) in enumerate(pages, start=1):
-            fig = build()
+            try:
+                fig = build()
+            except (InputError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+                # one page that cannot be drawn must not cost the whole report: say so on its page
+                page_errors.append(f"{stem}: {type(exc).__name__}: {exc}")
+                warnings.warn(f"report page {stem} could not be drawn: {exc}", stacklevel=2)
+                fig = _text_page(f"page {stem} could not be drawn", [f"{type(exc).__name__}: {exc}",
+                                 "The numbers are in summary.json; this is a bug in the report or a field "
+                                 "missing from the summary, please report it."])
             save_figure(fig, fig_dir / stem)
             _number(fig, n, len(pages), title)
             pdf.savefig(fig)
             plt.close(fig)
     if write_summary:
         doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
+        if page_errors:
+            doc["page_errors"] = page_errors
         (out_dir / "summary.json").write_text(json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
     return pdf_path
 

@@ -35,6 +35,10 @@ def _table(doc: dict) -> list[dict]:
     return doc["table"]
 
 
+def _p(v) -> str:
+    return "n/a" if v is None else f"{float(v):.3f}" if float(v) >= 0.001 else "< 0.001"
+
+
 def _signed(v) -> str:
     return "n/a" if v is None else f"{float(v):+.2f}"
 
@@ -89,16 +93,16 @@ def probe_table_figure(doc: dict, entries: list[dict] | None = None, title: str 
     table = _table(doc)
     entries = table if entries is None else entries
     level = _level(doc)
-    header = ["#", "term", "var.", "predicted\nexponent", "fitted\nexponent", f"{level} CI\n(HC3)", "verdict",
-              "drift-corr.\nfitted", f"{level} CI", "verdict\n(drift-corr.)", "n"]
+    header = ["#", "term", "var.", "predicted\nexponent", "fitted\nexponent", f"{level} CI\n(HC3)", "TOST p",
+              "verdict", "drift-corr.\nfitted", f"{level} CI", "TOST p", "verdict\n(drift-corr.)", "n"]
     cells, colours = [], []
     for i, e in enumerate(entries, start=first):
         c = e.get("drift_corrected") or {}
         cells.append([str(i), str(e["term"]).replace("_", " "), str(e["variable"]), _predicted(e),
-                      _signed(e.get("fitted_exponent")), _interval(e.get("ci")), str(e["verdict"]),
-                      _signed(c.get("fitted_exponent")), _interval(c.get("ci")), str(c.get("verdict") or "n/a"),
-                      str(e.get("n_points", ""))])
-        colours.append([None] * 6 + [VERDICT_COLOURS.get(e["verdict"])] + [None] * 2
+                      _signed(e.get("fitted_exponent")), _interval(e.get("ci")), _p(e.get("p_tost")), str(e["verdict"]),
+                      _signed(c.get("fitted_exponent")), _interval(c.get("ci")), _p(c.get("p_tost")),
+                      str(c.get("verdict") or "n/a"), str(e.get("n_points", ""))])
+        colours.append([None] * 7 + [VERDICT_COLOURS.get(e["verdict"])] + [None] * 3
                        + [VERDICT_COLOURS.get(c.get("verdict"))] + [None])
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
@@ -109,8 +113,8 @@ def probe_table_figure(doc: dict, entries: list[dict] | None = None, title: str 
             fig.text(0.03, top, text, fontsize=8.5, va="top", color="0.25")
             top -= 0.022 * (text.count("\n") + 1) + 0.02
         ax = fig.add_axes((0.03, 0.04, 0.94, top - 0.05))
-        draw_table(ax, header, cells, [0.03, 0.17, 0.04, 0.09, 0.07, 0.13, 0.10, 0.08, 0.13, 0.11, 0.04],
-                   fontsize=8.5, cell_colours=colours, wrap=[0, 26, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        draw_table(ax, header, cells, [0.03, 0.15, 0.04, 0.08, 0.07, 0.12, 0.06, 0.09, 0.07, 0.12, 0.06, 0.09, 0.03],
+                   fontsize=8.5, cell_colours=colours, wrap=[0, 24] + [0] * 11)
     return fig
 
 
@@ -119,12 +123,17 @@ def probe_reasons_figure(doc: dict, entries: list[dict], title: str, first: int 
     """The verdict reasons of ``entries`` (numbered as in the table), and the notes, in small type."""
     lines = []
     for i, e in enumerate(entries, start=first):
+        i = e.get("_index", i)
         c = e.get("drift_corrected") or {}
         lines.append(textwrap.fill(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}",
                                    REASON_WIDTH, subsequent_indent="      "))
         if c.get("verdict"):
             lines.append(textwrap.fill(f"drift-corrected: {c['verdict']}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6,
                                        initial_indent="      ", subsequent_indent="      "))
+    if notes:
+        lines.append("")
+        lines.append("Consistent rows are not repeated here: their interval lies inside the band and TOST p < alpha "
+                     "(table). Every reason is in summary.json (experiments[].probes.table[].verdict_reason).")
     for note in notes or []:
         lines.append(textwrap.fill(f"note: {note}", REASON_WIDTH, subsequent_indent="      "))
     with style_context():
@@ -134,12 +143,22 @@ def probe_reasons_figure(doc: dict, entries: list[dict], title: str, first: int 
     return fig
 
 
-def _reason_chunks(doc: dict, max_lines: int = 52) -> list[tuple[int, list[dict], list[str]]]:
-    """Split entries (and the notes, last) into pages of at most ``max_lines`` wrapped lines of reasons."""
+def _needs_reason(e: dict) -> bool:
+    """Rows whose reason goes on the reason pages: a verdict (raw or drift-corrected) other than
+    consistent. A consistent row is fully described by its table row (interval inside the band, TOST p)."""
+    return e["verdict"] != "consistent" or (e.get("drift_corrected") or {}).get("verdict") not in (None, "consistent")
+
+
+def _reason_chunks(doc: dict, max_lines: int = 58) -> list[tuple[int, list[dict], list[str]]]:
+    """Split the rows that need a reason (and the notes, last) into pages of at most ``max_lines`` lines.
+    Each chunk is (first table number, rows, notes); rows keep their table numbers in ``_index``."""
     table = _table(doc)
     notes = sorted({n for e in table for n in e.get("notes", [])})
     chunks, current, start, used = [], [], 1, 0
     for i, e in enumerate(table, start=1):
+        if not _needs_reason(e):
+            continue
+        e = {**e, "_index": i}
         c = e.get("drift_corrected") or {}
         n = len(textwrap.wrap(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}", REASON_WIDTH))
         n += len(textwrap.wrap(f"drift-corrected: {c.get('verdict')}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6)) if c.get("verdict") else 0
@@ -148,7 +167,7 @@ def _reason_chunks(doc: dict, max_lines: int = 52) -> list[tuple[int, list[dict]
             current, start, used = [], i, 0
         current.append(e)
         used += n
-    note_lines = sum(len(textwrap.wrap(f"note: {n}", REASON_WIDTH)) for n in notes)
+    note_lines = 3 + sum(len(textwrap.wrap(f"note: {n}", REASON_WIDTH)) for n in notes)
     if current and used + note_lines <= max_lines:
         chunks.append((start, current, notes))
     else:
@@ -174,7 +193,7 @@ def probe_table_pages(doc: dict, head: str) -> list[tuple[str, Callable[[], Figu
     for j, (first, entries, notes) in enumerate(chunks):
         part = f" ({j + 1} of {len(chunks)})" if len(chunks) > 1 else ""
         pages.append((f"probe-reasons-{j + 1}", lambda first=first, entries=entries, notes=notes, part=part:
-                      probe_reasons_figure(doc, entries, title=f"{head}: the numbers behind each verdict{part}",
+                      probe_reasons_figure(doc, entries, title=f"{head}: why the verdicts that are not 'consistent' are what they are{part}",
                                            first=first, notes=notes)))
     return pages
 
