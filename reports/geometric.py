@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, new_figure, style_context
+from reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, new_figure, style_context, wrap_title
 from reports.tables import draw_table
 from theory.errors import InputError
 
@@ -73,9 +73,9 @@ def _verdict_caption(fig: Figure, result: dict, width: int = 150) -> None:
 def page_title(fig: Figure, title: str, y: float = 0.975) -> float:
     """A page title that never runs off the page: shrunk and wrapped (at most 2 lines) when long.
     Returns the y (figure fraction) just below it."""
-    size, width = (14, 95) if len(title) <= 95 else (12, 115)
-    text = textwrap.shorten(title, 2 * width, placeholder=" ...") if len(title) > 2 * width else title
-    wrapped = textwrap.fill(text, width)
+    width_in = fig.get_figwidth() * 0.94
+    size = 14 if "\n" not in wrap_title(title, width_in, 14, bold=True) else 12
+    wrapped = wrap_title(title, width_in, size, max_lines=2, bold=True)
     fig.text(0.03, y, wrapped, fontsize=size, fontweight="bold", va="top")
     return y - (wrapped.count("\n") + 1) * size * 1.35 / 72 / fig.get_figheight() - 0.012
 

@@ -286,7 +286,7 @@ def _section_page(title: str, paragraphs: Sequence[str], rows: list[dict], max_r
             height = max(top - 0.06, 0.2)
             ax = fig.add_axes((0.03, 0.06, 0.94, height))
             # as many rows as the space holds (a row is as tall as its most wrapped cell)
-            budget = height * fig.get_figheight() * 72 / 11.5 - 3.0
+            budget = tables.slope_table_budget(height * fig.get_figheight())
             shown = tables.chunk_rows(rows, budget=budget)[0][:max_rows]
             tables.draw_slope_table(ax, shown)
             if len(rows) > len(shown):
@@ -424,7 +424,7 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
     title = summary.get("title") or "recallkit report"
 
     pages: list[tuple[str, Callable[[], Figure]]] = [("00-title", lambda: _title_page(summary, rows, max_title_rows))]
-    chunks = tables.chunk_rows(rows, budget=46)
+    chunks = tables.chunk_rows(rows, budget=tables.slope_table_budget(tables.SLOPE_TABLE_AXES[3] * PAGE_LANDSCAPE[1]))
     for k, chunk in enumerate(chunks, start=1):
         part = f" ({k} of {len(chunks)})" if len(chunks) > 1 else ""
         pages.append((f"00-summary-{k}", lambda chunk=chunk, part=part: tables.slope_table(

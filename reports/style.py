@@ -134,13 +134,13 @@ def new_figure(size: tuple[float, float] = FIG_SINGLE, layout: str | None = "con
         return Figure(figsize=size, layout=layout, **kwargs)
 
 
-def wrap_title(text: str, width_in: float, fontsize: float = 14, max_lines: int = 2) -> str:
-    """``text`` wrapped to a ``width_in``-inch line at ``fontsize`` (DejaVu Sans averages ~0.55 em per
-    character), cut with " ..." after ``max_lines`` lines: a long experiment or line name never runs
-    off the page."""
+def wrap_title(text: str, width_in: float, fontsize: float = 14, max_lines: int = 2, bold: bool = False) -> str:
+    """``text`` wrapped to a ``width_in``-inch line at ``fontsize`` (DejaVu Sans averages ~0.56 em per
+    character, bold ~0.64), cut with " ..." after ``max_lines`` lines: a long experiment or line name
+    never runs off the page."""
     import textwrap
 
-    chars = max(int(width_in * 72 / (0.56 * fontsize)), 20)
+    chars = max(int(width_in * 72 / ((0.64 if bold else 0.56) * fontsize)), 20)
     lines = textwrap.wrap(str(text), chars)
     if len(lines) > max_lines:
         lines = lines[:max_lines]

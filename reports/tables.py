@@ -61,7 +61,7 @@ def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slo
         # change afterwards (the table then ran off the page)
         fig = new_figure(size, layout=None)
         fig.text(0.03, 0.975, textwrap.fill(title, 100), fontsize=13, va="top")
-        ax = fig.add_axes((0.03, 0.03, 0.94, 0.89))
+        ax = fig.add_axes(SLOPE_TABLE_AXES)
         draw_slope_table(ax, list(rows)[:max_rows])
         if len(rows) > max_rows:
             ax.text(0.0, 0.0, f"... {len(rows) - max_rows} more rows not shown", transform=ax.transAxes,
@@ -80,6 +80,15 @@ def _slope_cells(r: dict) -> list[str]:
 def slope_row_lines(row: dict) -> int:
     """Text lines the slope table gives ``row`` (its height), for splitting long tables over pages."""
     return max(c.count("\n") + 1 for c in _slope_cells(row))
+
+
+SLOPE_TABLE_AXES = (0.03, 0.03, 0.94, 0.89)  # where slope_table puts its table on the page
+_LINE_PT = 11.5  # one text line of the slope table, in points (draw_slope_table's row unit)
+
+
+def slope_table_budget(height_in: float) -> float:
+    """Text lines of rows that fit in a slope table ``height_in`` inches tall (header and margin taken off)."""
+    return height_in * 72 / _LINE_PT - 2.3 - 0.7
 
 
 def chunk_rows(rows: Sequence[dict], budget: float, first_budget: float | None = None) -> list[list[dict]]:
@@ -109,7 +118,7 @@ def draw_slope_table(ax, rows: Sequence[dict]) -> None:
     table.auto_set_font_size(False)
     table.set_fontsize(8.5)
     # row heights in axes units: one text line is ~ 14 pt at this font size
-    line_h = 11.5 / 72 / max(ax.get_position().height * ax.figure.get_figheight(), 1e-3)
+    line_h = _LINE_PT / 72 / max(ax.get_position().height * ax.figure.get_figheight(), 1e-3)
     for (row, col), cell in table.get_celld().items():
         n_lines = max(len(cells[row - 1][c].split("\n")) for c in range(len(_HEADER))) if row else 2
         cell.set_height(line_h * n_lines + 0.3 * line_h)

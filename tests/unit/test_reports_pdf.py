@@ -178,3 +178,126 @@ def test_experiment_entry_from_compare_fit_experiment():
     assert entry["notes"] == ["sweep: reused 30, computed 0, missing 0, failed 0"]
     with pytest.raises(InputError, match="fit result: expected"):
         pdf_mod.experiment_entry({"fits": []})
+
+
+# ----------------------------------------------------------------------------- SPEC B and term probes
+def geometric_summary() -> dict:
+    """d_min (synthetic points through compare's selection, with SPEC B predictions), the real quick-preset
+    construction and multi-hop results, a slice of a real probe document, and one failed experiment."""
+    from compare.model_selection import d_min_report_dict
+    from tests.unit.test_reports_figures import synthetic_dmin
+    from tests.unit.test_reports_geometric import DATA as GEO_DATA
+    from tests.unit.test_reports_probes import DATA as PROBE_DATA
+
+    synthetic = synthetic_dmin()
+    points = ([{**p, "model": "learned"} for p in synthetic["learned"]["points"]]
+              + [{**p, "model": "frozen-subjects"} for p in synthetic["frozen"]["points"]])
+    dmin = d_min_report_dict({"points": points, "predicted": {"learned": "log", "frozen-subjects": "power"}},
+                             n_bootstrap=0)
+    geo = json.loads(GEO_DATA.read_text())
+    exps = [
+        {"name": "geo_dmin", "title": "Geometric recall: d_min(N)", "kind": "dmin", "pack": "geometric_recall",
+         "terms": SYNTHETIC_TERMS, "dmin": dmin},
+        {"name": "geometric_construction", "title": "Geometric recall: explicit construction", "kind": "geometric",
+         "pack": "geometric_recall", "terms": SYNTHETIC_TERMS, "geometric": geo["construction"]},
+        {"name": "geometric_multi_hop", "title": "Geometric recall: multi-hop chains", "kind": "geometric",
+         "geometric": geo["multi_hop"]},
+        {"name": "token_retrieval_probes", "title": "Token retrieval: term-by-term probes", "kind": "probes",
+         "probes": json.loads(PROBE_DATA.read_text())},
+        {"name": "broken_zero_shot", "kind": "geometric", "geometric": {"kind": "zero_shot", "verdict": "consistent"}},
+    ]
+    return {"schema": "recallkit.summary/1", "title": "recallkit report (SPEC B)",
+            "provenance": {"code_version": "0.1.0+gabc", "date": "2026-11-30T09:00:00Z", "device": "cpu",
+                           "threads": 1, "torch_version": "2.13.0", "preset": "quick",
+                           "config_hashes": {"geometric_construction": ["geo-b97ccdbda3056356"]}},
+            "experiments": exps,
+            "failures": ["geometric_zero_shot.toml: geometric.presets.quick.N: expected a positive integer, got -1"]}
+
+
+@pytest.fixture(scope="module")
+def built_geometric(tmp_path_factory):
+    import reports.geometric as geometric_mod
+
+    out = tmp_path_factory.mktemp("report_geo")
+    seen = {}
+    original = geometric_mod.construction_figure
+
+    def recording(result, trained=(), **kwargs):
+        seen["trained"] = list(trained)
+        return original(result, trained, **kwargs)
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    mp.setattr(geometric_mod, "construction_figure", recording)
+    try:
+        with pytest.warns(UserWarning, match="could not be drawn"):
+            path = build_report(geometric_summary(), out)
+    finally:
+        mp.undo()
+    return out, path, seen
+
+
+def test_geometric_and_probe_sections(built_geometric):
+    out, path, seen = built_geometric
+    stems = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    for stem in ("01-geo-dmin-dmin", "02-geometric-construction-construction", "03-geometric-multi-hop-multi-hop",
+                 "04-token-retrieval-probes-probe-table-1", "04-token-retrieval-probes-probe-reasons-1"):
+        assert stem in stems, stems
+    assert "04-token-retrieval-probes-summary" not in stems  # the probe table introduces its own section
+    assert "02-geometric-construction-terms" not in stems  # the pack's terms are shown once, in section 1
+    assert "01-geo-dmin-terms" in stems
+    # the construction page got the d_min experiment's trained points (both models, uncensored only)
+    models = {p["model"] for p in seen["trained"]}
+    assert models == {"learned", "frozen-subjects"} and all(p["d"] is not None for p in seen["trained"])
+
+
+def test_geometric_verdicts_in_summary_entries(built_geometric):
+    out, _, _ = built_geometric
+    doc = json.loads((out / "summary.json").read_text())
+    by_exp = {}
+    for row in doc["entries"]:
+        by_exp.setdefault(row["experiment"], []).append(row)
+    assert [r["verdict"] for r in by_exp["geometric_construction"]] == ["consistent"]
+    assert by_exp["geometric_multi_hop"][0]["verdict_reason"].startswith("median d_min without CoT")
+    assert len(by_exp["token_retrieval_probes"]) == 9
+    assert {r["verdict"] for r in by_exp["geo_dmin"]} == {"consistent"}  # log for learned, power for frozen
+    assert any("broken-zero-shot" in e for e in doc["page_errors"])  # drawn as an error page, report complete
+    assert doc["failures"] == geometric_summary()["failures"]
+
+
+def test_title_page_overview_and_failures():
+    s = geometric_summary()
+    rows = summary_entries(s)
+    overview = pdf_mod.overview_rows(s, rows)
+    assert [o["name"] for o in overview] == [e["name"] for e in s["experiments"]]
+    probes_row = next(o for o in overview if o["name"] == "token_retrieval_probes")
+    assert (probes_row["consistent"], probes_row["inconclusive"], probes_row["inconsistent"], probes_row["checks"]) \
+        == (3, 3, 3, 9)
+    assert overview[1]["config_hashes"] == "geo-b97ccdbda3056356"
+    fig = pdf_mod._title_page(s, rows)
+    from matplotlib.text import Text
+
+    text = " ".join(t.get_text() for t in fig.findobj(Text))
+    assert "1 experiment(s) failed" in text and "geometric.presets.quick.N" in text
+    from tests.unit.test_reports_geometric import assert_text_inside
+
+    assert_text_inside(fig)
+
+
+def test_summary_pages_fit_their_rows_on_the_page():
+    from reports import tables
+
+    s = geometric_summary()
+    rows = summary_entries(s) * 3
+    budget = tables.slope_table_budget(tables.SLOPE_TABLE_AXES[3] * 8.27)
+    chunks = tables.chunk_rows(rows, budget=budget)
+    assert sum(len(c) for c in chunks) == len(rows) and len(chunks) > 1
+    assert all(sum(tables.slope_row_lines(r) + 0.3 for r in c) <= budget for c in chunks)
+    fig = tables.slope_table(chunks[0], max_rows=len(chunks[0]))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    table = fig.axes[0].tables[0]
+    bottom = min(cell.get_window_extent(canvas.get_renderer()).y0 for cell in table.get_celld().values())
+    assert bottom >= 0, "the table runs off the bottom of the page"
