@@ -64,7 +64,11 @@ def test_shipped_packs_load_with_provenance():
     provenance = {t.name: t.provenance for t in geometric.terms}
     assert provenance["single_hop"] == "paper-reported"
     assert provenance["chains_no_cot"] == "derived-here"
-    assert all(f.provenance == "paper-reported" for f in geometric.facts)
+    # what the paper's abstract reports stays paper-reported; what our code verifies is derived-here
+    for fact in geometric.facts:
+        expected = "paper-reported" if fact.reference.startswith("arXiv") else "derived-here"
+        assert fact.provenance == expected, fact.text
+    assert {f.provenance for f in geometric.facts} == {"paper-reported", "derived-here"}
 
 
 def test_user_path_loads(tmp_path):
