@@ -192,7 +192,7 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
         out.append({"index": i, "experiment": exp.get("title") or exp["name"], "name": exp["name"], "kind": kind,
                     "compared": compared, "checks": len(mine),
                     **{v: sum(r.get("verdict") == v for r in mine) for v in VERDICT_COLOURS},
-                    "config_hashes": f"{own[0]}{' +' + str(len(own) - 1) if len(own) > 1 else ''}" if own else "n/a"})
+                    "config_hashes": (own[0] if len(own) == 1 else f"{own[0][:12]} (+{len(own) - 1})") if own else "n/a"})
     return out
 
 
@@ -245,8 +245,8 @@ def _title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
                                          for v in ("consistent", "inconsistent", "inconclusive")] + [None])
         ax = fig.add_axes((0.03, 0.04 + fail_h, 0.94, y - 0.04 - fail_h))
-        tables.draw_table(ax, header, cells, [0.03, 0.18, 0.07, 0.30, 0.05, 0.08, 0.08, 0.08, 0.13], fontsize=8,
-                          cell_colours=colours, wrap=[0, 28, 0, 48, 0, 0, 0, 0, 0])
+        tables.draw_table(ax, header, cells, [0.03, 0.17, 0.09, 0.27, 0.05, 0.08, 0.08, 0.08, 0.15], fontsize=8,
+                          cell_colours=colours, wrap=[0, 27, 0, 43, 0, 0, 0, 0, 0])
         if len(overview) > max_rows:
             ax.text(0.0, 0.0, f"... {len(overview) - max_rows} more experiments in the sections that follow",
                     transform=ax.transAxes, fontsize=9)

@@ -199,8 +199,8 @@ def probe_table_pages(doc: dict, head: str) -> list[tuple[str, Callable[[], Figu
 
 
 def probe_rows(exp: dict) -> list[dict]:
-    """Summary rows (the ``entries`` shape) of a "probes" entry: one per (term, variable), raw verdict;
-    the drift-corrected verdict is named in ``dominant`` so the title table shows both."""
+    """Summary rows (the ``entries`` shape) of a "probes" entry: one per (term, variable), raw verdict,
+    plus ``verdict_drift_corrected`` and its reason (shown on the probe table pages)."""
     doc = exp.get("probes") or {}
     try:
         table = _table(doc)
@@ -214,7 +214,8 @@ def probe_rows(exp: dict) -> list[dict]:
                      "x": f"log {e['variable']}", "slope": e.get("fitted_exponent"), "slope_ci": e.get("ci"),
                      "slope_ci_bootstrap": e.get("ci_bootstrap"), "predicted_slope": e.get("predicted_exponent"),
                      "delta": grid.get("delta"), "alpha": grid.get("alpha"),
-                     "dominant": f"{e.get('role', '')}; corrected: {c.get('verdict', 'n/a')}",
-                     "verdict": e["verdict"], "verdict_reason": e.get("verdict_reason"),
+                     "dominant": f"{e.get('role', '')} term", "verdict": e["verdict"],
+                     "verdict_reason": e.get("verdict_reason"),
+                     "verdict_drift_corrected": c.get("verdict"), "verdict_reason_drift_corrected": c.get("verdict_reason"),
                      "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None})
     return rows

@@ -72,6 +72,7 @@ def test_probe_rows_for_the_summary(doc):
     assert first["slope"] == doc["table"][0]["fitted_exponent"]
     assert first["predicted_slope"] == doc["table"][0]["predicted_exponent"]
     assert [r["verdict"] for r in rows] == [e["verdict"] for e in doc["table"]]
+    assert [r["verdict_drift_corrected"] for r in rows] == [e["drift_corrected"]["verdict"] for e in doc["table"]]
     assert probes.probe_rows({"name": "x", "probes": {"no": "table"}}) == []
 
 
