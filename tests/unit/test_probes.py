@@ -166,3 +166,29 @@ def test_attention_fluctuation_parts_are_present_and_smaller_than_the_mean_parts
         assert model_parts[fluct].abs().max() < model_parts[own].abs().max()
     # the label's own trigger cross-talk sits on the diagonal part only: grouped part is other labels
     assert model_parts["trigger_crosstalk_grouped"].abs().max() > 0
+
+
+def test_three_step_experiments_use_the_theorys_schedule():
+    # SPEC A: the step-size schedule is part of the experiment config and of the theory, and is the same
+    # in both. Every shipped three-step token-retrieval experiment must give schedule_gamma(kappa=1).
+    from pathlib import Path
+    from empirics.config import evaluate
+    from empirics.experiment import load_experiment
+
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    checked = 0
+    for path in sorted(root.glob("tr_fig*.toml")):
+        exp = load_experiment(path, "quick")
+        if exp.trainer != "three_step":
+            continue
+        for line in exp.lines:
+            cfg = exp.build_config(line, 256, 32, 0)
+            sizes = {k: cfg[k] for k in ("V", "N", "d", "L", "m") if k in cfg}
+            eta = evaluate(cfg["eta"], "eta", sizes)
+            gamma = evaluate(cfg["gamma"], "gamma", sizes)
+            expected = schedule_gamma(1.0, eta, cfg["V"], cfg["N"], cfg["L"], cfg["d"], cfg.get("m"),
+                                      cfg.get("features", "relu"))
+            assert eta == pytest.approx(1e-3), path.name
+            assert gamma == pytest.approx(expected, rel=1e-12), (path.name, line)
+            checked += 1
+    assert checked >= 4
