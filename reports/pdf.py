@@ -264,25 +264,42 @@ def _hash_summary(hashes, n: int) -> str:
     return ", ".join(list(hashes)[:6]) + (" ..." if n > 6 else "") if hashes else "none recorded"
 
 
+_PARA_FONT = 10.5
+_PARA_LINE = _PARA_FONT * 1.25 / 72 / PAGE_LANDSCAPE[1]  # one text line, in figure height
+
+
+def _write_text(fig: Figure, title: str, paragraphs: Sequence[str], bottom: float = 0.08) -> float:
+    """Title and paragraphs from the top of ``fig``; returns the y below the last one. Paragraphs that
+    would pass ``bottom`` are replaced by one line saying how many were left out (nothing runs off)."""
+    wrapped_title = wrap_title(title, PAGE_LANDSCAPE[0] * 0.92, 16, bold=True)
+    fig.text(0.04, 0.96, wrapped_title, fontsize=16, fontweight="bold", va="top")
+    y = 0.96 - (wrapped_title.count("\n") + 1) * 16 * 1.3 / 72 / PAGE_LANDSCAPE[1] - 0.03
+    for k, para in enumerate(paragraphs):
+        wrapped = textwrap.fill(str(para), 120)
+        height = _PARA_LINE * (wrapped.count("\n") + 1)
+        if y - height < bottom:
+            fig.text(0.04, y, f"... {len(paragraphs) - k} more paragraph(s) (notes) in summary.json",
+                     fontsize=_PARA_FONT, va="top", style="italic")
+            return y - _PARA_LINE - 0.015
+        fig.text(0.04, y, wrapped, fontsize=_PARA_FONT, va="top")
+        y -= height + 0.015
+    return y
+
+
 def _text_page(title: str, paragraphs: Sequence[str]) -> Figure:
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
-        fig.text(0.04, 0.95, textwrap.fill(title, 85), fontsize=16, fontweight="bold", va="top")
-        y = 0.87 - 0.04 * (len(title) > 85)
-        for para in paragraphs:
-            wrapped = textwrap.fill(str(para), 120)
-            fig.text(0.04, y, wrapped, fontsize=10.5, va="top")
-            y -= 0.035 * (wrapped.count("\n") + 1) + 0.02
+        _write_text(fig, title, paragraphs)
     return fig
 
 
 def _section_page(title: str, paragraphs: Sequence[str], rows: list[dict], max_rows: int = 16) -> Figure:
     """A section's first page: what the experiment is, then its fitted-against-predicted table."""
-    fig = _text_page(title, paragraphs)
-    if rows:
-        with style_context():
-            lines = sum(textwrap.fill(str(p), 120).count("\n") + 1 for p in paragraphs)
-            top = 0.87 - 0.035 * lines - 0.02 * len(paragraphs) - 0.03
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        # keep room for at least a few table rows under the text
+        top = _write_text(fig, title, paragraphs, bottom=0.30 if rows else 0.06) - 0.01
+        if rows:
             height = max(top - 0.06, 0.2)
             ax = fig.add_axes((0.03, 0.06, 0.94, height))
             # as many rows as the space holds (a row is as tall as its most wrapped cell)
@@ -354,6 +371,8 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
                      + (" ..." if len(exp["config_hashes"]) > 12 else ""))
     intro += list(exp.get("notes", []))
     rows = summary_entries({"experiments": [exp]})
+    if exp.get("kind") == "geometric":  # SPEC B verdicts rest on numbers in words: put them on the page
+        intro += [f"verdict on '{r['line']}': {r['verdict']}. {r.get('verdict_reason') or ''}" for r in rows]
     if terms_shown_in:
         intro.append(f"theory terms of pack {exp.get('pack')}: see section {terms_shown_in}")
     if not (exp.get("kind") == "probes" and exp.get("probes")):  # the probe table's first page introduces it

@@ -301,3 +301,17 @@ def test_summary_pages_fit_their_rows_on_the_page():
     table = fig.axes[0].tables[0]
     bottom = min(cell.get_window_extent(canvas.get_renderer()).y0 for cell in table.get_celld().values())
     assert bottom >= 0, "the table runs off the bottom of the page"
+
+
+def test_section_page_with_long_title_and_many_notes_stays_on_the_page():
+    from tests.unit.test_reports_geometric import assert_text_inside
+
+    rows = summary_entries(geometric_summary())[:3]
+    notes = [f"note {i}: " + "a sweep note that is long enough to wrap onto a second line of the page " * 2
+             for i in range(40)]
+    fig = pdf_mod._section_page("7. " + "A very long experiment title that goes on " * 6, notes, rows)
+    assert_text_inside(fig)
+    from matplotlib.text import Text
+
+    assert any("more paragraph(s) (notes) in summary.json" in t.get_text() for t in fig.findobj(Text))
+    assert fig.axes and fig.axes[0].tables  # the table still gets its place
