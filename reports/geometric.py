@@ -120,15 +120,17 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
         for key in ("N", "R", "codes", "counting_bound_d"):
             _need(p, key, f"construction.points[{i}]")
     rows = construction_gap_table(result, {"points": list(trained)} if trained else None)
+    any_trained = any(r.get("learned_d_min") is not None or r.get("frozen_d_min") is not None for r in rows)
     Rs = sorted({r["R"] for r in rows})
     with style_context():
         fig, y_text = _page(title or "SPEC B construction against the counting bound")
         fig.text(0.03, y_text, textwrap.fill(
             "Dimension of the subject blocks (R k; the construction's R relation coordinates are not counted, as in "
             "the bound) at the smallest k where the construction gets all N R facts right, median over seeds (bars: "
-            "seed range). Bound: N d p >= R log2(N!) with p = 1 bit per coordinate and no other parameters. "
-            "Trained d_min (100% of the facts) is the full d of a trained model at the same (N, R); its float "
-            "parameters carry more than 1 bit each, so it may lie below this 1-bit bound.", 145),
+            "seed range). Bound: N d p >= R log2(N!) with p = 1 bit per coordinate and no other parameters."
+            + (" Trained d_min (100% of the facts) is the full d of a trained model at the same (N, R); its float "
+               "parameters carry more than 1 bit each, so it may lie below this 1-bit bound." if any_trained else
+               " No d_min experiment in this report shares these (N, R), so no trained d_min is drawn."), 145),
             fontsize=8.5, va="top", color="0.25")
         n_panels = len(Rs)
         gs = fig.add_gridspec(1, n_panels, left=0.06, right=0.985, top=0.80, bottom=0.25, wspace=0.22)

@@ -217,7 +217,7 @@ def _title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
                               "all in summary.json (provenance.config_hashes)" if n_hashes else "none recorded"),
         ]
         if summary.get("wall_time_s") is not None:
-            fields.append(("wall time", f"{summary['wall_time_s']} s"))
+            fields.append(("run time", f"{summary['wall_time_s']} s (experiments, this run)"))
         y = 0.87
         for key, value in fields:
             fig.text(0.04, y, key, fontsize=9.5, color="0.35", va="top")

@@ -68,7 +68,8 @@ def test_construction_figure_one_panel_per_R_with_bound_and_verdict(results):
     assert np.allclose(bound.get_xdata(), [n for n, _ in expected])
     assert np.allclose(bound.get_ydata(), [b for _, b in expected])
     assert any(t.startswith("verdict: consistent. 100% at the predicted k") for t in texts(fig))
-    assert not any("trained d_min" in t for t in texts(fig))
+    assert not any(line.get_label().startswith("trained d_min") for ax in fig.axes for line in ax.get_lines())
+    assert any("so no trained d_min is drawn" in t for t in texts(fig))
     assert_text_inside(fig)
 
 
