@@ -64,14 +64,14 @@ def _synthetic_rows(grid, exponents: dict[str, dict[str, float]], noise=0.05, se
     rng = np.random.default_rng(seed)
     rows = []
     for cfg in grid.configs():
-        point = {"V": cfg.V, "N": cfg.N, "d": cfg.d, "L": cfg.L}
+        point = {"V": cfg.V, "N": cfg.N, "d": cfg.d, "L": cfg.L, "m": cfg.m or 1}
         terms = {}
         for name in PACK_TERM_COMPONENTS:
             powers = exponents.get(name, {})
             size = math.exp(sum(p * math.log(point[v]) for v, p in powers.items()) + noise * rng.standard_normal())
             terms[name] = {"at_label": size, "spread": size, "max_wrong": size}
         norms = {k: cfg.L ** p for k, p in NORMALISER_L_POWER.items()}   # asymptotic: no drift to correct
-        rows.append({"config": {"V": cfg.V, "N": cfg.N, "d": cfg.d, "L": cfg.L, "m": None, "seed": cfg.seed},
+        rows.append({"config": {"V": cfg.V, "N": cfg.N, "d": cfg.d, "L": cfg.L, "m": cfg.m, "seed": cfg.seed},
                      "terms": terms, "norms": norms, "accuracy": 0.0, "threads": 1, "device": "cpu"})
     return rows
 
@@ -180,3 +180,29 @@ def test_probe_rows_are_stored_and_reused(grid_file, tmp_path):
     assert all(isinstance(e["verdict"], str) and "fitted_exponent" in e for e in table)
     doc = run_probe(str(grid_file), "token_retrieval_attn", "tiny", rows=second)
     json.dumps(doc, allow_nan=False)
+
+
+def test_terms_sharing_one_probe_component_say_so(tmp_path):
+    path = tmp_path / "mlp.toml"
+    path.write_text("""
+[packs.token_retrieval.presets.quick]
+base = { V = 256, N = 4000, d = 32, L = 16, m = 512 }
+vary = { m = [128, 512, 2048], d = [16, 32, 64] }
+seeds = [0, 1, 2]
+""")
+    grid = load_probe_grid(str(path), "token_retrieval", "quick")
+    pack = load_pack("token_retrieval")
+    exps = {t.name: {v: float(e) for v, e in term_exponents(t.expr, ["V", "N", "d", "L", "m"])[0].items()}
+            for t in pack.terms}
+    rows = _synthetic_rows(grid, exps)
+    rng = np.random.default_rng(1)
+    for row, cfg in zip(rows, grid.configs()):
+        # the shared component follows the group-coherent mlp_noise (as measured, derivation §5.2)
+        size = math.exp(-0.5 * math.log(cfg.m) - 0.5 * math.log(cfg.d) + 0.05 * rng.standard_normal())
+        row["terms"]["mlp_noise"] = row["terms"]["mlp_noise_samples"] = {"at_label": 0.0, "spread": size, "max_wrong": size}
+    table = {(e["term"], e["variable"]): e for e in fit_terms(rows, grid)}
+    for name in ("mlp_noise", "mlp_noise_samples"):
+        assert any("shares its probe component" in n for n in table[(name, "m")]["notes"])
+    assert not any("shares" in n for n in table[("grad_noise", "m")]["notes"])
+    assert table[("mlp_noise", "m")]["verdict"] == "consistent"
+    assert table[("grad_noise", "m")]["predicted_exponent"] == 0.0
