@@ -463,6 +463,12 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
     meta = pdf_metadata(title=title, fallback_date=_summary_date(summary))
     import matplotlib.pyplot as plt
 
+    # pages of an earlier build into the same folder that this build does not write would be mistaken
+    # for current results: remove them (only files named like our pages, "NN-....png|pdf")
+    current = {stem for stem, _ in pages}
+    for old in fig_dir.iterdir():
+        if old.suffix in (".png", ".pdf") and re.fullmatch(r"\d\d-[a-z0-9-]+", old.stem) and old.stem not in current:
+            old.unlink()
     page_errors: list[str] = []
     with style_context(), PdfPages(pdf_path, metadata=meta) as pdf:
         for n, (stem, build) in enumerate(pages, start=1):

@@ -315,3 +315,14 @@ def test_section_page_with_long_title_and_many_notes_stays_on_the_page():
 
     assert any("more paragraph(s) (notes) in summary.json" in t.get_text() for t in fig.findobj(Text))
     assert fig.axes and fig.axes[0].tables  # the table still gets its place
+
+
+def test_rebuild_removes_stale_pages_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    figs = tmp_path / "figures"
+    figs.mkdir()
+    (figs / "07-old-experiment-fits.png").write_bytes(b"stale")
+    (figs / "my-notes.png").write_bytes(b"keep")  # not named like a report page: left alone
+    build_report({"title": "t", "experiments": []}, tmp_path)
+    names = sorted(p.name for p in figs.iterdir())
+    assert "07-old-experiment-fits.png" not in names and "my-notes.png" in names and "00-title.png" in names
