@@ -166,6 +166,11 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
         entry["notes"].append(f"{len(sweep.violations)} monotonicity violations along the searched size "
                               f"(accuracy fell as the size grew); see 'recallkit sweep' output")
     entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.probes if p.get("config_hash")})
+    if loaded.pack == "geometric_recall" and loaded.kind == "min_size":
+        # SPEC B's d_min(N): the question is log versus power law, not a slope against a prediction
+        from compare.model_selection import select_d_min_experiment
+
+        entry["dmin"] = select_d_min_experiment(sweep.points, loaded)
     return entry
 
 
