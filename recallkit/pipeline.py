@@ -338,7 +338,7 @@ def _probe_entry(settings: ReportSettings, store_path: Path) -> dict | None:
 
     try:
         with ResultStore(store_path) as store:
-            doc = run_probe("token_retrieval", preset=settings.preset, store=store)
+            doc = run_probe("token_retrieval", preset=settings.preset, store=store, code_version=code_version())
     except RecallkitError as exc:
         print(f"error: term probes: {exc} (continuing)", file=settings.log)
         return None
