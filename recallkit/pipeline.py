@@ -145,6 +145,8 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     loaded = load_experiment(path, preset=settings.preset)
     fitted = fit_experiment(path, store=store_path, preset=settings.preset, run=True, executor=executor,
                             progress=True, log=settings.log)
+    print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}",
+          file=settings.log)
     with ResultStore(store_path, readonly=True) as store:
         sweep = replay(loaded, store)
     lines = []
@@ -322,7 +324,7 @@ def run_report(settings: ReportSettings) -> Path:
         "provenance": _provenance(settings, entries),
         "experiments": entries,
         "failures": failures,
-        "wall_time_s": round(time.perf_counter() - started, 1),
+        "run_wall_time_s": round(time.perf_counter() - started, 1),
     }
     pdf = build_report(summary, settings.out_dir)
     return pdf

@@ -58,9 +58,11 @@ def experiment_entry(fitted: dict, **extra: Any) -> dict:
     entry["name"] = fitted["experiment"]
     if fitted.get("sweep"):
         sweep = fitted["sweep"]
+        # runs in total, not reused/computed: which of them this invocation trained depends on the
+        # store's state, and the PDF must be the same for the same stored results
+        runs = sum(int(sweep.get(k, 0) or 0) for k in ("reused", "computed"))
         entry.setdefault("notes", []).append(
-            "sweep: " + ", ".join(f"{k} {sweep[k]}" for k in ("reused", "computed", "missing", "failed")
-                                  if k in sweep))
+            f"sweep: {runs} runs" + "".join(f", {k} {sweep[k]}" for k in ("missing", "failed") if k in sweep))
     entry.update(extra)
     return entry
 
@@ -216,8 +218,8 @@ def _title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             ("config hashes", f"{n_hashes} over {len(hashes)} experiments: first of each in the table below, "
                               "all in summary.json (provenance.config_hashes)" if n_hashes else "none recorded"),
         ]
-        if summary.get("wall_time_s") is not None:
-            fields.append(("run time", f"{summary['wall_time_s']} s (experiments, this run)"))
+        # The run's wall time and how much came from the store stay in summary.json (run_wall_time_s,
+        # notes): the PDF shows only what the stored results determine, so a re-run is byte-identical.
         y = 0.87
         for key, value in fields:
             fig.text(0.04, y, key, fontsize=9.5, color="0.35", va="top")

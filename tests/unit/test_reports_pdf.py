@@ -175,7 +175,7 @@ def test_experiment_entry_from_compare_fit_experiment():
     validate_summary(s)
     rows = summary_entries(s)
     assert [r["dominant"] for r in rows] == ["grad_noise"] * 3
-    assert entry["notes"] == ["sweep: reused 30, computed 0, missing 0, failed 0"]
+    assert entry["notes"] == ["sweep: 30 runs, missing 0, failed 0"]
     with pytest.raises(InputError, match="fit result: expected"):
         pdf_mod.experiment_entry({"fits": []})
 
