@@ -348,8 +348,12 @@ def fit_experiment(
     slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
     fits = fit_boundary_points(sweep.points, slopes, experiment=loaded.name, kind=loaded.kind, base=loaded.base,
                                delta=delta, alpha=alpha, thresholds=thresholds)
+    reference_only = bool(loaded.verdict.get("reference_only")) and predicted is None
     for result in fits:
         error = predictions.get(result.line, {}).get("error")
+        if reference_only and not error:
+            error = (f"{loaded.path}: verdict.reference_only: pack {loaded.pack}'s slope is for another training "
+                     f"algorithm than {loaded.trainer}; shown for reference, not tested")
         if error:
             reason = f"no predicted slope for this line: {error}"
             if result.fit is None:  # keep the data's own reason too

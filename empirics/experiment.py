@@ -39,6 +39,8 @@ Schema (every key below is checked; an unknown key is an error)::
     [verdict]                              # handed to compare
     delta = 0.25                           # equivalence margin on the slope
     alpha = 0.05
+    reference_only = false                 # true: the pack's slope is drawn for reference, no verdict
+                                           # (e.g. Adam runs judged against a three-step-GD theory)
 
     [presets.quick]                        # presets override the above; `quick` and `paper` are expected
     V = [128, 256, 512, 1024]              # values of the base variable (key = the base's name)
@@ -86,7 +88,7 @@ _TOP_KEYS = {
 }
 _LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed"}
 _SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand"}
-_VERDICT_KEYS = {"delta", "alpha"}
+_VERDICT_KEYS = {"delta", "alpha", "reference_only"}
 _PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search", "lines"}
 
 
@@ -218,7 +220,7 @@ class Experiment:
     lines: list[Line]
     fixed: dict[str, Any]
     search: SearchSettings
-    verdict: dict[str, float]
+    verdict: dict[str, Any]
     preset: str
     base_values: list[int]
     seeds: list[int]
@@ -467,7 +469,14 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     if not isinstance(verdict_raw, dict):
         raise InputError(f"{shown}: verdict: expected a table")
     _unknown_keys(verdict_raw, _VERDICT_KEYS, f"{shown}: verdict")
-    verdict = {k: _number(v, f"{shown}: verdict.{k}", positive=True) for k, v in verdict_raw.items()}
+    reference_only = verdict_raw.get("reference_only", False)
+    if not isinstance(reference_only, bool):
+        raise InputError(f"{shown}: verdict.reference_only: expected true or false, got {reference_only!r}")
+    verdict = {k: _number(v, f"{shown}: verdict.{k}", positive=True) for k, v in verdict_raw.items()
+               if k != "reference_only"}
+    if reference_only:
+        # the pack's prediction is for another training algorithm: show it, but decide nothing
+        verdict["reference_only"] = True
     if "alpha" in verdict and not verdict["alpha"] < 1:
         raise InputError(f"{shown}: verdict.alpha: expected a number in (0, 1), got {verdict['alpha']}")
 

@@ -146,3 +146,28 @@ def test_experiment_verdict_table_sets_delta(small_sweep, tmp_path):
     assert fit.verdict.delta == 0.1
     assert fit.verdict.verdict != "consistent"  # slope 0.875 +- 0.036 is not within 1 +- 0.1
     assert fit_experiment(strict, store=store, run=False, delta=0.3).fits[0].verdict.delta == 0.3  # flag wins
+
+
+def test_reference_only_shows_the_prediction_but_decides_nothing(small_sweep, tmp_path):
+    # Same stored runs; the file says its pack describes another training algorithm.
+    path, store, first = small_sweep
+    reference = tmp_path / "reference.toml"
+    reference.write_text(path.read_text() + "\n[verdict]\nreference_only = true\n")
+    fitted = fit_experiment(reference, store=store, run=False)
+    (fit,) = fitted.fits
+    assert first.fits[0].verdict.verdict == "consistent"
+    assert fit.fit.slope == first.fits[0].fit.slope
+    assert fit.verdict.verdict == "inconclusive"
+    assert "reference_only" in fit.verdict.reason and "shown for reference" in fit.verdict.reason
+    assert fitted.predictions["m=d"]["slope"] == 1.0  # the prediction itself is still reported
+
+
+def test_reference_only_must_be_a_boolean(tmp_path):
+    from empirics.experiment import load_experiment
+    from theory.errors import InputError
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text(EXPERIMENT.format(name="bad", lr=0.1, steps=8, d=[4, 6, 8], seeds=[0])
+                   + '\n[verdict]\nreference_only = "yes"\n')
+    with pytest.raises(InputError, match=r"bad.toml: verdict.reference_only: expected true or false"):
+        load_experiment(bad)
