@@ -74,7 +74,9 @@ def _describe(doc: dict) -> str:
                  "Drift-corrected: measured attention normalisers replaced by their asymptotic L-powers.")
     rows = doc.get("rows") or {}
     acc = doc.get("accuracy") or {}
-    line = (f"Probe rows: reused {rows.get('reused', '?')}, computed {rows.get('computed', '?')}; threads "
+    # the total, not reused/computed: which rows this run trained depends on the store, not on the results
+    total = sum(int(rows.get(k) or 0) for k in ("reused", "computed")) if rows else "?"
+    line = (f"Probe rows: {total}; threads "
             f"{doc.get('threads', '?')}; devices {doc.get('devices', '?')}")
     if acc:
         line += f"; model accuracy {acc.get('min', 0):.3f} - {acc.get('max', 0):.3f}"
