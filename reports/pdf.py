@@ -342,6 +342,41 @@ def _heatmap_axes(exp: dict, cells: list[dict]) -> tuple[str, str]:
     return base, exp.get("size") or "d"
 
 
+def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
+    """One row per (region, lower bound): the required parameter-count exponent (upper bound), the
+    lower bound's exponent and the gap between them, each as base^(exponent) log(base)^(power)."""
+    base = diagram.get("base", "V")
+
+    def power(exponent: str, log_power: str) -> str:
+        return f"{base}^({exponent})" + ("" if str(log_power) == "0" else f" log^({log_power}) {base}")
+
+    rows = []
+    for region in diagram.get("regions", []):
+        required = power(region["required_param_exponent"], region["log_power"])
+        for gap in region.get("lower_bound_gaps", []):
+            rows.append([region["dominant"], required, gap["name"], power(gap["exponent"], gap["log_power"]),
+                         power(gap["gap_exponent"], gap["gap_log_power"])])
+    return rows
+
+
+def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
+    """The gap between what the theory requires (the upper bound) and each lower bound, region by region."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.suptitle(wrap_title(title, 10.5, 14), x=0.04, ha="left")
+        fig.text(0.04, 0.90, textwrap.fill(
+            f"Exponents in the free exponents of the scaling {diagram.get('scaling', '')}. required: the "
+            f"parameter count {diagram.get('param_count', '')} that signal >= noise needs where that noise "
+            "term dominates (upper bound); gap = required / lower bound. A zero gap means the bound is tight "
+            "in that region; each bound's provenance and assumptions are on the theory-terms page and in the "
+            "derivation.", 160), fontsize=9, va="top", color="0.25")
+        ax = fig.add_axes([0.04, 0.05, 0.92, 0.78])
+        tables.draw_table(ax, ["region (dominant noise)", "required count", "lower bound", "bound",
+                               "gap (required / bound)"], lower_bound_gap_rows(diagram),
+                          [0.18, 0.22, 0.2, 0.2, 0.2], fontsize=8.5, wrap=[24, 30, 26, 30, 30])
+    return fig
+
+
 def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
                       terms_shown_in: int | None = None) -> list[tuple[str, Callable[[], Figure]]]:
     """(stem, builder) for each page of one experiment's section, in reading order.
@@ -390,6 +425,8 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
                 fig.suptitle(wrap_title(f"{head}: phase diagram with the experiment's lines", 10.5, 14))
             return fig
         pages.append(("phase", phase))
+        if any(region.get("lower_bound_gaps") for region in exp["regions"].get("regions", [])):
+            pages.append(("bounds", lambda: lower_bound_gap_page(exp["regions"], f"{head}: required count against the lower bounds")))
     terms = [] if terms_shown_in else exp.get("terms") or []
     # two-level fractions need about a tenth of a landscape page each; pages balanced, no lone last row
     per_page = -(-len(terms) // -(-len(terms) // 11)) if terms else 1
