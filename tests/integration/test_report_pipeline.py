@@ -68,6 +68,21 @@ codes = ["binary"]
 failure_probability = 0.01
 """
 
+PROBES = """
+[geometric]
+name = "tiny_probes"
+kind = "probes"
+pack = "geometric_recall"
+description = "tiny linear readout probes (test): its figure iterates over dict keys"
+
+[geometric.presets.quick]
+N = 64
+R = 2
+d = 16
+seeds = [0]
+steps = 100
+"""
+
 
 def _report(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "SOURCE_DATE_EPOCH": "1764493200", "MPLBACKEND": "Agg"}
@@ -83,10 +98,12 @@ def two_runs(tmp_path_factory):
     capacity.write_text(CAPACITY)
     construction = tmp_path / "tiny_construction.toml"
     construction.write_text(CONSTRUCTION)
-    first = _report(tmp_path, capacity, construction)
+    probes = tmp_path / "tiny_probes.toml"
+    probes.write_text(PROBES)
+    first = _report(tmp_path, capacity, construction, probes)
     assert first.returncode == 0, first.stderr[-3000:]
     pdf_bytes = (tmp_path / "out" / "recallkit-report.pdf").read_bytes()
-    second = _report(tmp_path, capacity, construction)
+    second = _report(tmp_path, capacity, construction, probes)
     assert second.returncode == 0, second.stderr[-3000:]
     return tmp_path, first, second, pdf_bytes
 
@@ -100,7 +117,7 @@ def test_report_writes_pdf_figures_and_summary(two_runs):
     assert len(list((out / "figures").glob("*.png"))) >= 4
     summary = json.loads((out / "summary.json").read_text())
     names = [e["name"] for e in summary["experiments"]]
-    assert names == ["tiny_linear_memory", "tiny_construction"]
+    assert names == ["tiny_linear_memory", "tiny_construction", "tiny_probes"]
     assert summary["failures"] == []
     provenance = summary["provenance"]
     assert provenance["device"] == "cpu" and provenance["threads"] == 1 and provenance["preset"] == "quick"
