@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from recallkit import REPO_ROOT, __version__, code_version
 from theory.errors import InputError, RecallkitError
@@ -176,15 +176,6 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     return entry
 
 
-def _geometric_settings_hash(path: Path, preset: str) -> str:
-    from empirics.geometric import load_geometric_experiment
-
-    spec = load_geometric_experiment(path, preset)
-    text = json.dumps({"settings": spec["settings"], "kind": spec["kind"], "name": spec["name"], "preset": preset},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def _geometric_entry(path: Path, settings: ReportSettings, store_path: Path) -> dict:
     """Run (or reuse from the store) one SPEC B experiment and turn it into a summary entry."""
     import torch
@@ -193,7 +184,9 @@ def _geometric_entry(path: Path, settings: ReportSettings, store_path: Path) -> 
     from empirics.store import ResultStore
 
     spec = load_geometric_experiment(path, settings.preset)
-    key = "geo-" + _geometric_settings_hash(path, settings.preset)
+    # the row's config is the experiment's settings; its hash is the key, as for trained models
+    config = {"geometric": spec["settings"], "kind": spec["kind"], "preset": settings.preset, "name": spec["name"]}
+    key = "geo-" + hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
     with ResultStore(store_path) as store:
         cached = store.get([key]).get(key)
         if cached is not None:
@@ -203,8 +196,6 @@ def _geometric_entry(path: Path, settings: ReportSettings, store_path: Path) -> 
             started = time.perf_counter()
             result = run_geometric_experiment(path, settings.preset, device=settings.device or "cpu")
             wall = time.perf_counter() - started
-            config = {"geometric": spec["settings"], "kind": spec["kind"], "preset": settings.preset,
-                      "name": spec["name"]}
             metrics = json.loads(json.dumps(result, default=_json_default))
             metrics.update({"wall_time_s": wall, "device": settings.device or "cpu",
                             "threads": torch.get_num_threads()})
