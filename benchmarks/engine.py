@@ -16,10 +16,10 @@ import time
 
 import torch
 
-from empirics.config import parse_config
-from empirics.engine import run_configs
-from empirics.tasks import cross_entropy_and_accuracy
-from empirics.tasks.assoc_memory import AssocMemory
+from recallkit.empirics.config import parse_config
+from recallkit.empirics.engine import run_configs
+from recallkit.empirics.tasks import cross_entropy_and_accuracy
+from recallkit.empirics.tasks.assoc_memory import AssocMemory
 
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3)
 

@@ -18,15 +18,15 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "fit_slope": "compare.fits", "fit_constant": "compare.fits", "fit_points": "compare.fits",
-    "finite_range_slope": "compare.fits", "FitResult": "compare.fits", "SlopeFit": "compare.fits",
-    "ConstantFit": "compare.fits", "DEFAULT_ALPHA": "compare.fits",
-    "Verdict": "compare.verdicts", "decide": "compare.verdicts", "decide_numbers": "compare.verdicts",
-    "DEFAULT_DELTA": "compare.verdicts",
-    "assert_slope": "compare.assertions", "assert_scaling": "compare.assertions",
-    "fit_arrays": "compare.assertions", "fit_boundary_points": "compare.assertions",
-    "fit_experiment": "compare.assertions", "describe_fit": "compare.assertions",
-    "ExperimentFits": "compare.assertions",
+    "fit_slope": "recallkit.compare.fits", "fit_constant": "recallkit.compare.fits", "fit_points": "recallkit.compare.fits",
+    "finite_range_slope": "recallkit.compare.fits", "FitResult": "recallkit.compare.fits", "SlopeFit": "recallkit.compare.fits",
+    "ConstantFit": "recallkit.compare.fits", "DEFAULT_ALPHA": "recallkit.compare.fits",
+    "Verdict": "recallkit.compare.verdicts", "decide": "recallkit.compare.verdicts", "decide_numbers": "recallkit.compare.verdicts",
+    "DEFAULT_DELTA": "recallkit.compare.verdicts",
+    "assert_slope": "recallkit.compare.assertions", "assert_scaling": "recallkit.compare.assertions",
+    "fit_arrays": "recallkit.compare.assertions", "fit_boundary_points": "recallkit.compare.assertions",
+    "fit_experiment": "recallkit.compare.assertions", "describe_fit": "recallkit.compare.assertions",
+    "ExperimentFits": "recallkit.compare.assertions",
 }
 __all__ = sorted(_EXPORTS)
 

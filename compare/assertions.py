@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, FitResult, fit_constant,
+from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, FitResult, fit_constant,
                           fit_points, fit_slope)
-from compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
-from theory.errors import InputError
+from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
+from recallkit.theory.errors import InputError
 
 def default_store_path() -> str:
     """The store `recallkit sweep` uses: $RECALLKIT_STORE, else empirics.store.DEFAULT_STORE."""
-    from empirics.store import DEFAULT_STORE
+    from recallkit.empirics.store import DEFAULT_STORE
 
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
@@ -162,7 +162,7 @@ def _float_or_zero(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         pass
-    from empirics.experiment import SafeExpression  # whitelist parser: never executes the text
+    from recallkit.empirics.experiment import SafeExpression  # whitelist parser: never executes the text
 
     try:
         return SafeExpression(str(value), set(), "theory prediction").evaluate({})
@@ -270,7 +270,7 @@ def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
 def predictions_for(experiment: Any) -> dict[str, Any]:
     """theory.predict for each line of a loaded experiment, keyed by line label; an entry holds
     ``{"error": message}`` where the pack cannot predict the line (its fits are then inconclusive)."""
-    import theory
+    from recallkit import theory
 
     out: dict[str, Any] = {}
     if experiment.pack is None:
@@ -306,9 +306,9 @@ def fit_experiment(
     ``predicted`` replaces the theory pack's prediction: one slope for every line, or a mapping
     line label -> slope or prediction dict (for theories that are not packs, or to test a wrong one).
     """
-    from empirics.experiment import load_experiment
-    from empirics.search import replay, run_sweep
-    from empirics.store import ResultStore
+    from recallkit.empirics.experiment import load_experiment
+    from recallkit.empirics.search import replay, run_sweep
+    from recallkit.empirics.store import ResultStore
 
     loaded = load_experiment(experiment, preset=preset)
     store_path = str(store) if store is not None else default_store_path()
@@ -318,7 +318,7 @@ def fit_experiment(
         raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
                          f"max_capacity experiment)")
     if run:
-        from empirics.executors import make_executor
+        from recallkit.empirics.executors import make_executor
 
         own_executor = executor is None
         executor = make_executor("local") if own_executor else executor

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_N_BOOTSTRAP = 2000
@@ -446,7 +446,7 @@ def fit_points(
     across seeds even at one d, and a "slope" through one d would be noise.
     Too little data gives an ``inconclusive`` result with the reason instead of an exception.
     """
-    from compare.verdicts import DEFAULT_DELTA, decide, undecidable
+    from recallkit.compare.verdicts import DEFAULT_DELTA, decide, undecidable
 
     delta = DEFAULT_DELTA if delta is None else delta
     x_name = canonical_x(x)

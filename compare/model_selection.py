@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 FORMS = ("log", "power")
 # SPEC.md B (paper-reported): learned d_min fits a + b log2 N, frozen random subject embeddings a power law.

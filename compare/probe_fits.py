@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 import sympy as sp
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROBE_FILES = {"token_retrieval": REPO_ROOT / "experiments" / "tr_probe.toml"}
@@ -76,7 +76,7 @@ class ProbeGrid:
         return out
 
     def configs(self):
-        from empirics.probes import ProbeConfig
+        from recallkit.empirics.probes import ProbeConfig
 
         return [ProbeConfig(V=p["V"], N=p["N"], d=p["d"], L=p["L"], m=p.get("m"), features=self.features,
                             eta=self.eta, kappa=self.kappa, n_test=self.n_test, seed=seed)
@@ -156,7 +156,7 @@ def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, pr
     verdict = doc.get("verdict", {})
     schedule = doc.get("schedule", {})
     features = spec.get("features", "relu_centred")
-    from empirics.probes import FEATURES
+    from recallkit.empirics.probes import FEATURES
 
     if features not in FEATURES:
         raise InputError(f"{where}.features: expected one of {', '.join(FEATURES)}, got {features!r}")
@@ -174,7 +174,7 @@ def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, pr
 def term_exponents(expr: sp.Expr, variables: Iterable[str]) -> tuple[dict[str, sp.Rational], sp.Rational]:
     """A pack term as coef * prod(v ** e_v) * log(V) ** P -> ({v: e_v}, P): e_v = d log term / d log v
     at fixed others, exact. InputError if the term is not of that form (sums, other logs)."""
-    from theory.symbols import VARIABLES
+    from recallkit.theory.symbols import VARIABLES
 
     ell = sp.Symbol("ell_logV", positive=True)
     plain = expr.subs(sp.log(VARIABLES["V"]), ell)
@@ -231,7 +231,7 @@ def collect_rows(grid: ProbeGrid, store=None, code_version: str = "unknown",
     None) when present, computed (and stored, one row at a time) otherwise. -> (rows, counts)."""
     import torch
 
-    from empirics.probes import probe_rows
+    from recallkit.empirics.probes import probe_rows
 
     configs = grid.configs()
     store_cfgs = [_store_config(c) for c in configs]
@@ -271,7 +271,7 @@ def _row_point(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _shared_components(pack_terms) -> dict[str, list[str]]:
-    from empirics.probes import PACK_TERM_COMPONENTS
+    from recallkit.empirics.probes import PACK_TERM_COMPONENTS
 
     shared: dict[str, list[str]] = {}
     for term in pack_terms:
@@ -295,7 +295,7 @@ def _entry(term, variable, statistic, prediction, components, shared, grid) -> d
 def _size(row: Mapping[str, Any], term: str, stat: str, corrected: bool) -> float:
     """A row's measured size of ``term``; ``corrected``: with the measured normalisers (A, |r|, |t|,
     |o|) replaced by their asymptotic L-powers, i.e. with the finite-L drift of the attention divided out."""
-    from empirics.probes import NORMALISER_L_POWER, TERM_NORMALISERS
+    from recallkit.empirics.probes import NORMALISER_L_POWER, TERM_NORMALISERS
 
     size = row["terms"][term][stat]
     if not corrected:
@@ -310,8 +310,8 @@ def _size(row: Mapping[str, Any], term: str, stat: str, corrected: bool) -> floa
 
 
 def _axis_fit(rows, grid, term, variable, stat, prediction, corrected: bool) -> dict[str, Any]:
-    from compare.fits import fit_slope
-    from compare.verdicts import decide, undecidable
+    from recallkit.compare.fits import fit_slope
+    from recallkit.compare.verdicts import decide, undecidable
 
     xs, ys, seeds, values, dropped = [], [], [], [], 0
     for row in rows:
@@ -337,8 +337,8 @@ def _axis_fit(rows, grid, term, variable, stat, prediction, corrected: bool) -> 
 
 
 def _joint_fit_fields(fitted, variable, prediction, grid) -> dict[str, Any]:
-    from compare.fits import finite_range_slope
-    from compare.verdicts import decide_numbers, undecidable
+    from recallkit.compare.fits import finite_range_slope
+    from recallkit.compare.verdicts import decide_numbers, undecidable
 
     if fitted is None or fitted.get("error"):
         verdict = undecidable(prediction["exponent"], grid.delta, grid.alpha, (fitted or {}).get("error", "no joint fit"))
@@ -363,8 +363,8 @@ def fit_terms(rows: list[dict], grid: ProbeGrid, pack=None, statistic: str = "sp
     """One entry per (pack term, varied variable): prediction, fitted exponent with intervals, verdict,
     and under ``"drift_corrected"`` the same fit with the measured attention normalisers swapped for
     their asymptotic L-powers (what is left is the derivation's structure, not the finite-L transient)."""
-    from empirics.probes import PACK_TERM_COMPONENTS
-    from theory.pack import load_pack
+    from recallkit.empirics.probes import PACK_TERM_COMPONENTS
+    from recallkit.theory.pack import load_pack
 
     if statistic not in STATISTICS:
         raise InputError(f"--statistic: expected one of {', '.join(STATISTICS)}, got {statistic!r}")

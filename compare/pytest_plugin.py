@@ -61,7 +61,7 @@ def _resolve(config: pytest.Config, experiment: Any) -> str:
 
 def _checker(config: pytest.Config) -> Callable[..., Any]:
     def check(experiment: Any, expect: Any = "consistent", **options: Any) -> Any:
-        from compare import assertions
+        from recallkit.compare import assertions
 
         unknown = set(options) - (_MARKER_KEYWORDS - {"expect"})
         if unknown:

@@ -35,8 +35,8 @@ from typing import Any
 
 from scipy import stats
 
-from compare.fits import DEFAULT_ALPHA, SlopeFit, finite_range_slope
-from theory.errors import InputError
+from recallkit.compare.fits import DEFAULT_ALPHA, SlopeFit, finite_range_slope
+from recallkit.theory.errors import InputError
 
 DEFAULT_DELTA = 0.25
 VERDICTS = ("consistent", "inconsistent", "inconclusive")

@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 MAX_D = 16384
 MAX_M = 1 << 20
@@ -76,8 +76,8 @@ def _parse(text: str, key: str, where: str):
     stripped = text.strip()
     if stripped.startswith("floor(") and stripped.endswith(")"):
         stripped = stripped[len("floor(") : -1]  # the caller floors; theory.expr has no floor
-    from theory.expr import parse_expression
-    from theory.symbols import VARIABLES
+    from recallkit.theory.expr import parse_expression
+    from recallkit.theory.symbols import VARIABLES
 
     symbols = {name: VARIABLES[name] for name in EXPRESSION_SYMBOLS}
     return parse_expression(stripped, symbols, where=_where(where, key))

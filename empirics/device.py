@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 

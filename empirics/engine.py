@@ -21,9 +21,9 @@ import time
 
 import torch
 
-from empirics.config import AdamConfig, RunConfig, ThreeStepConfig, config_hash, evaluate, parse_config, shape_key
-from empirics.device import describe, resolve_device
-from empirics.tasks import build_problem
+from recallkit.empirics.config import AdamConfig, RunConfig, ThreeStepConfig, config_hash, evaluate, parse_config, shape_key
+from recallkit.empirics.device import describe, resolve_device
+from recallkit.empirics.tasks import build_problem
 
 MEMORY_BUDGET_BYTES = 1 << 31  # per chunk of models; a rough bound on the largest activations
 
@@ -56,7 +56,7 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
     sizes = first.task_config.sizes()
     tc = first.trainer_config
     if isinstance(tc, ThreeStepConfig):
-        from empirics.trainers import three_step
+        from recallkit.empirics.trainers import three_step
 
         params, extra = three_step(
             problem,
@@ -64,7 +64,7 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
             gamma=[evaluate(c.trainer_config.gamma, "gamma", sizes) for c in cfgs],
         )
     else:
-        from empirics.trainers import adam
+        from recallkit.empirics.trainers import adam
 
         params, extra = adam(
             problem,

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 from typing import Callable, Sequence
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 Runner = Callable[..., list]
 
 
 def default_runner(configs: list[dict], device=None, progress: bool = False) -> list[dict]:
-    from empirics.engine import run_configs
+    from recallkit.empirics.engine import run_configs
 
     return run_configs(configs, device=device, progress=progress)
 
@@ -42,7 +42,7 @@ def run_with_threads(runner: Runner, configs: list[dict], device, threads: int |
 def shape_group_key(config: dict) -> str:
     """Configs that differ only in per-model numbers (seed, step sizes) go to the same worker call."""
     try:
-        from empirics.config import parse_config, shape_key
+        from recallkit.empirics.config import parse_config, shape_key
 
         return shape_key(parse_config(config))
     except Exception:  # an unparsable config fails in the runner, with the runner's message

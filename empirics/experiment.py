@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 KINDS = ("min_size", "max_capacity", "grid")
 # Symbols an expression may name: the sizes of the three SPEC tasks.
@@ -505,7 +505,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     )
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
-    from empirics.config import parse_config
+    from recallkit.empirics.config import parse_config
 
     probe_sizes = sizes or [search.min, search.max]
     for i, line in enumerate(lines):

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 # ----------------------------------------------------------------------------------------------
 # Task data
@@ -339,10 +339,10 @@ def train_fact_models(
     """
     import torch
 
-    from empirics.config import parse_config
-    from empirics.device import resolve_device
-    from empirics.tasks import build_problem
-    from empirics.trainers import adam
+    from recallkit.empirics.config import parse_config
+    from recallkit.empirics.device import resolve_device
+    from recallkit.empirics.tasks import build_problem
+    from recallkit.empirics.trainers import adam
 
     threshold = _full_accuracy_threshold(n_subjects * n_relations) if stop_at_full_accuracy else None
     raw = [{"task": "fact_bijections", "model": model, "trainer": "adam", "seed": int(s), "N": n_subjects,
@@ -382,7 +382,7 @@ def train_fact_models(
 def _run_provenance(device: str = "cpu") -> dict[str, Any]:
     import torch
 
-    from empirics.device import describe, resolve_device
+    from recallkit.empirics.device import describe, resolve_device
 
     return {"device": describe(resolve_device(device)), "threads": torch.get_num_threads(),
             "torch_version": torch.__version__}
@@ -685,8 +685,8 @@ def engine_bijections(n_subjects: int, n_relations: int, seed: int) -> np.ndarra
     """The (R, N) bijections the engine draws for this seed (they do not depend on d), read from its problem."""
     import torch
 
-    from empirics.config import parse_config
-    from empirics.tasks import build_problem
+    from recallkit.empirics.config import parse_config
+    from recallkit.empirics.tasks import build_problem
 
     config = parse_config({"task": "fact_bijections", "model": "learned", "trainer": "adam", "seed": int(seed),
                            "N": n_subjects, "R": n_relations, "d": 1, "lr": 1e-2, "steps": 1})

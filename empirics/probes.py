@@ -44,9 +44,9 @@ from dataclasses import dataclass
 
 import torch
 
-from empirics.tasks.token_retrieval import draw_instance, draw_samples
-from theory.errors import InputError
-from theory.sample_bound import sample_bound_accuracy  # noqa: F401  (re-export; the ceiling lives in theory)
+from recallkit.empirics.tasks.token_retrieval import draw_instance, draw_samples
+from recallkit.theory.errors import InputError
+from recallkit.theory.sample_bound import sample_bound_accuracy  # noqa: F401  (re-export; the ceiling lives in theory)
 
 FEATURES = ("relu", "relu_centred", "relu_normalised")
 RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from empirics.tasks.token_retrieval import draw_instance, draw_samples
+from recallkit.empirics.tasks.token_retrieval import draw_instance, draw_samples
 
 CHUNK = 256
 

@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
-from empirics.experiment import Experiment, Line
-from theory.errors import InputError, RecallkitError
+from recallkit.empirics.experiment import Experiment, Line
+from recallkit.theory.errors import InputError, RecallkitError
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class SweepResult:
 
 
 def _config_hash(config: dict) -> str:
-    from empirics.config import config_hash
+    from recallkit.empirics.config import config_hash
 
     return config_hash(config)
 
@@ -100,7 +100,7 @@ def predicted_exponents(experiment: Experiment, line: Line) -> tuple[float, floa
     if experiment.pack is None:
         return None
     try:
-        import theory
+        from recallkit import theory
 
         prediction = theory.predict(theory.load_pack(experiment.pack), line.theory_scaling).to_dict()
         x = float(prediction["size_exponent_float"])

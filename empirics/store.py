@@ -24,7 +24,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from theory.errors import InputError, RecallkitError
+from recallkit.theory.errors import InputError, RecallkitError
 
 APPLICATION = "recallkit-results"
 SCHEMA_VERSION = 1

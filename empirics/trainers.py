@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from empirics.tasks import generator
+from recallkit.empirics.tasks import generator
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 

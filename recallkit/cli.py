@@ -54,7 +54,7 @@ _register()
 
 def main() -> None:
     """Entry point: run the app, turning toolkit errors into one-line messages (exit 2)."""
-    from theory.errors import RecallkitError
+    from recallkit.theory.errors import RecallkitError
 
     try:
         app(standalone_mode=False)

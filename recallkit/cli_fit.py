@@ -87,8 +87,8 @@ def register(app: typer.Typer) -> None:
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
-        from compare.assertions import fit_experiment
-        from theory.errors import InputError
+        from recallkit.compare.assertions import fit_experiment
+        from recallkit.theory.errors import InputError
 
         if delta is not None and not delta > 0:
             raise InputError(f"--delta: expected a positive number (margin on the slope), got {delta}")
@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--alpha: expected a number in (0, 0.5), got {alpha}")
         executor = None
         if run:
-            from empirics.executors import make_executor
+            from recallkit.empirics.executors import make_executor
 
             executor = make_executor("local", device=None if device == "auto" else device)
         try:

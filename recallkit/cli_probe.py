@@ -39,17 +39,17 @@ def register(app: typer.Typer) -> None:
         L-powers (drift-corrected), which separates finite-L transients from errors in the derivation."""
         import torch
 
-        from compare.assertions import default_store_path
-        from compare.probe_fits import format_table, run_probe
+        from recallkit.compare.assertions import default_store_path
+        from recallkit.compare.probe_fits import format_table, run_probe
         from recallkit import code_version
-        from theory.errors import InputError
+        from recallkit.theory.errors import InputError
 
         if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
         torch.set_num_threads(threads)
         result_store = None
         if use_store:
-            from empirics.store import ResultStore
+            from recallkit.empirics.store import ResultStore
 
             result_store = ResultStore(store or default_store_path())
         log = (lambda message: typer.echo(message, err=True))  # noqa: E731

@@ -33,7 +33,7 @@ def report(
     from recallkit.pipeline import ReportSettings, run_report
 
     if threads < 1:
-        from theory.errors import InputError
+        from recallkit.theory.errors import InputError
 
         raise InputError(f"--threads: expected a positive integer, got {threads}")
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,

@@ -12,13 +12,13 @@ from typing import Optional
 
 import typer
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 STORE_HELP = "results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db"
 
 
 def default_store_path() -> str:
-    from empirics.store import DEFAULT_STORE
+    from recallkit.empirics.store import DEFAULT_STORE
 
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
@@ -69,16 +69,16 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
     ) -> None:
         """Train the probes an experiment's search needs, reusing every result already in the store."""
-        from empirics.executors import make_executor
-        from empirics.experiment import load_experiment
-        from empirics.search import run_sweep
-        from empirics.store import ResultStore
+        from recallkit.empirics.executors import make_executor
+        from recallkit.empirics.experiment import load_experiment
+        from recallkit.empirics.search import run_sweep
+        from recallkit.empirics.store import ResultStore
 
         if threads is not None and threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
         experiment = load_experiment(experiment_file, preset)
         if executor_name == "local":
-            from empirics.device import resolve_device
+            from recallkit.empirics.device import resolve_device
 
             resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
         executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
@@ -108,9 +108,9 @@ def register(app: typer.Typer) -> None:
         parquet: Optional[str] = typer.Option(None, "--parquet", help="write the rows to this Parquet file (needs pandas+pyarrow)"),
     ) -> None:
         """What the store holds for an experiment: its boundary points (replayed, nothing trained) and rows."""
-        from empirics.experiment import load_experiment
-        from empirics.search import replay
-        from empirics.store import ResultStore
+        from recallkit.empirics.experiment import load_experiment
+        from recallkit.empirics.search import replay
+        from recallkit.empirics.store import ResultStore
 
         if as_json and as_csv:
             raise InputError("--json/--csv: choose one")

@@ -29,7 +29,7 @@ def _echo_json(document: dict) -> None:
 @theory_app.command("list")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
     """List the shipped packs with their titles."""
-    import theory
+    from recallkit import theory
 
     rows = []
     for name in theory.list_packs():
@@ -57,7 +57,7 @@ def show_command(
     """Show a pack: variables, parameter count, terms with provenance, lower bounds, facts."""
     import sympy as sp
 
-    import theory
+    from recallkit import theory
 
     pack = theory.load_pack(pack_name)
     if json_output:
@@ -142,8 +142,8 @@ def regions_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (RegionDiagram.to_dict)."),
 ) -> None:
     """Exact phase regions: where each noise term dominates and the parameter count it requires."""
-    import theory
-    from theory.errors import InputError
+    from recallkit import theory
+    from recallkit.theory.errors import InputError
 
     pack = theory.load_pack(pack_name)
     if out is not None and out.suffix.lower() not in (".png", ".pdf"):
@@ -154,7 +154,7 @@ def regions_command(
                                      domain=domain or ())
     document = diagram.to_dict()
     if out is not None:
-        from reports.phase import draw_phase_diagram
+        from recallkit.reports.phase import draw_phase_diagram
 
         figure = draw_phase_diagram(document)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -175,7 +175,7 @@ def predict_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (Prediction.to_dict)."),
 ) -> None:
     """Predicted slope of log(parameter count) against log(base) along a line, with the binding term."""
-    import theory
+    from recallkit import theory
 
     pack = theory.load_pack(pack_name)
     document = theory.predict(pack, scaling).to_dict()

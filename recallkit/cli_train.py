@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (config, hash, metrics) on stdout"),
     ) -> None:
         """Train one model and print its accuracy (fresh samples), training accuracy and parameter count."""
-        from empirics.config import config_hash, parse_config
+        from recallkit.empirics.config import config_hash, parse_config
 
         values = parse_set_options(settings or [])
         for key in ("task", "model", "trainer", "seed"):
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
 
         import torch
 
-        from empirics.engine import run_config
+        from recallkit.empirics.engine import run_config
 
         if threads is not None:
             torch.set_num_threads(threads)

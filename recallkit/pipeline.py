@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from recallkit import REPO_ROOT, __version__, code_version
-from theory.errors import InputError, RecallkitError
+from recallkit.theory.errors import InputError, RecallkitError
 
 EXPERIMENTS_DIR = REPO_ROOT / "experiments"
 DEFAULT_OUT = Path("reports/out")
@@ -90,8 +90,8 @@ def is_geometric(path: Path) -> bool:
 # ----------------------------------------------------------------------------- theory pieces
 def _pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
     """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it."""
-    import theory
-    from theory.scaling import to_monomial
+    from recallkit import theory
+    from recallkit.theory.scaling import to_monomial
 
     if not pack_name:
         return {}
@@ -136,11 +136,11 @@ def _pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) ->
 
 # ----------------------------------------------------------------------------- experiment steps
 def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path) -> dict:
-    from compare.assertions import fit_experiment
-    from empirics.experiment import load_experiment
-    from empirics.search import replay
-    from empirics.store import ResultStore
-    from reports.pdf import experiment_entry
+    from recallkit.compare.assertions import fit_experiment
+    from recallkit.empirics.experiment import load_experiment
+    from recallkit.empirics.search import replay
+    from recallkit.empirics.store import ResultStore
+    from recallkit.reports.pdf import experiment_entry
 
     loaded = load_experiment(path, preset=settings.preset)
     fitted = fit_experiment(path, store=store_path, preset=settings.preset, run=True, executor=executor,
@@ -170,7 +170,7 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.probes if p.get("config_hash")})
     if loaded.pack == "geometric_recall" and loaded.kind == "min_size":
         # SPEC B's d_min(N): the question is log versus power law, not a slope against a prediction
-        from compare.model_selection import select_d_min_experiment
+        from recallkit.compare.model_selection import select_d_min_experiment
 
         entry["dmin"] = select_d_min_experiment(sweep.points, loaded)
     return entry
@@ -180,8 +180,8 @@ def _geometric_entry(path: Path, settings: ReportSettings, store_path: Path) -> 
     """Run (or reuse from the store) one SPEC B experiment and turn it into a summary entry."""
     import torch
 
-    from empirics.geometric import load_geometric_experiment, run_geometric_experiment
-    from empirics.store import ResultStore
+    from recallkit.empirics.geometric import load_geometric_experiment, run_geometric_experiment
+    from recallkit.empirics.store import ResultStore
 
     spec = load_geometric_experiment(path, settings.preset)
     # the row's config is the experiment's settings; its hash is the key, as for trained models
@@ -219,7 +219,7 @@ def geometric_summary_entry(spec: dict, result: dict, key: str) -> dict:
                              "description": spec.get("description", ""), "config_hashes": [key],
                              "geometric": result, "notes": notes, **pieces}
     if spec["kind"] == "d_min":
-        from compare.model_selection import d_min_report_dict
+        from recallkit.compare.model_selection import d_min_report_dict
 
         entry["kind"] = "dmin"
         # log against power per model and R, judged against SPEC B (learned: log, frozen: power)
@@ -257,7 +257,7 @@ def _json_default(value: Any) -> Any:
 def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
     import torch
 
-    from empirics.device import resolve_device
+    from recallkit.empirics.device import resolve_device
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     now = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch
@@ -276,9 +276,9 @@ def run_report(settings: ReportSettings) -> Path:
     import torch
     from tqdm import tqdm
 
-    from empirics.executors import make_executor
-    from empirics.store import DEFAULT_STORE
-    from reports.pdf import build_report
+    from recallkit.empirics.executors import make_executor
+    from recallkit.empirics.store import DEFAULT_STORE
+    from recallkit.reports.pdf import build_report
 
     if settings.threads:
         torch.set_num_threads(settings.threads)
@@ -325,10 +325,10 @@ def run_report(settings: ReportSettings) -> Path:
 def _probe_entry(settings: ReportSettings, store_path: Path) -> dict | None:
     """The token-retrieval term-probe table, if the probe stage is available."""
     try:
-        from compare.probe_fits import run_probe
+        from recallkit.compare.probe_fits import run_probe
     except ImportError:
         return None
-    from empirics.store import ResultStore
+    from recallkit.empirics.store import ResultStore
 
     try:
         with ResultStore(store_path) as store:

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib import patheffects
 from matplotlib.figure import Figure
 
-from reports.style import (
+from recallkit.reports.style import (
     VERDICT_COLOURS,
     ACCURACY_CMAP,
     CYCLE,
@@ -28,7 +28,7 @@ from reports.style import (
     style_context,
     wrap_title,
 )
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 __all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label"]
 
@@ -269,7 +269,7 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9) -> None:
         lines.append(f"equivalence band {_fmt_ci(band)}")
     if fit.get("r2") is not None:
         lines.append(f"R$^2$ = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
-    from reports.style import VERDICT_COLOURS
+    from recallkit.reports.style import VERDICT_COLOURS
 
     ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=fontsize,
             bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5"))

@@ -22,9 +22,9 @@ from typing import Callable, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, new_figure, style_context, wrap_title
-from reports.tables import draw_table
-from theory.errors import InputError
+from recallkit.reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, new_figure, style_context, wrap_title
+from recallkit.reports.tables import draw_table
+from recallkit.theory.errors import InputError
 
 __all__ = ["construction_figure", "probe_figure", "zero_shot_figure", "multi_hop_figure", "geometric_pages",
            "geometric_rows", "geometric_kind", "trained_dmin_points"]
@@ -111,7 +111,7 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
     d_blocks_min, k_predicted, counting_bound_d). ``trained``: d_min boundary points (model, N, R, d)
     of trained models, drawn on the same axes when their (N, R) meet the construction's.
     """
-    from empirics.geometric import construction_gap_table
+    from recallkit.empirics.geometric import construction_gap_table
 
     points = _need(result, "points", "construction")
     if not points:

@@ -18,10 +18,10 @@ from typing import Any, Callable, Sequence
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
-from reports import figures, tables
-from reports.geometric import geometric_pages, geometric_rows, trained_dmin_points
-from reports.probes import probe_rows, probe_table_pages
-from reports.style import (
+from recallkit.reports import figures, tables
+from recallkit.reports.geometric import geometric_pages, geometric_rows, trained_dmin_points
+from recallkit.reports.probes import probe_rows, probe_table_pages
+from recallkit.reports.style import (
     PAGE_LANDSCAPE,
     PALETTE,
     VERDICT_COLOURS,
@@ -32,7 +32,7 @@ from reports.style import (
     style_context,
     wrap_title,
 )
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 __all__ = ["build_report", "experiment_entry", "summary_entries", "validate_summary", "REPORT_NAME", "SCHEMA"]
 
@@ -417,7 +417,7 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
 
     if exp.get("regions"):
         def phase() -> Figure:
-            from reports.phase import draw_phase_diagram
+            from recallkit.reports.phase import draw_phase_diagram
 
             with style_context():
                 fig = new_figure(PAGE_LANDSCAPE)

@@ -18,8 +18,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 
-from reports.style import CYCLE, FIG_SINGLE, new_figure, style_context
-from theory.errors import InputError
+from recallkit.reports.style import CYCLE, FIG_SINGLE, new_figure, style_context
+from recallkit.theory.errors import InputError
 
 __all__ = ["draw_phase_diagram", "count_label"]
 
@@ -76,8 +76,8 @@ def _polygon_area(points: Sequence[Sequence[float]]) -> float:
 
 
 def _evaluate(expression: str, axis: str, values: Sequence[float]) -> list[float]:
-    from theory.expr import parse_expression
-    from theory.symbols import EXPONENTS
+    from recallkit.theory.expr import parse_expression
+    from recallkit.theory.symbols import EXPONENTS
 
     expr = parse_expression(expression, EXPONENTS, "phase diagram")
     symbol = EXPONENTS[axis]

@@ -15,9 +15,9 @@ from typing import Callable
 
 from matplotlib.figure import Figure
 
-from reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
-from reports.tables import draw_table
-from theory.errors import InputError
+from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
+from recallkit.reports.tables import draw_table
+from recallkit.theory.errors import InputError
 
 __all__ = ["probe_table_figure", "probe_reasons_figure", "probe_table_pages", "probe_rows"]
 

@@ -87,7 +87,7 @@ def source_date() -> _dt.datetime | None:
     raw = os.environ.get("SOURCE_DATE_EPOCH")
     if raw is None or raw.strip() == "":
         return None
-    from theory.errors import InputError
+    from recallkit.theory.errors import InputError
 
     try:
         epoch = int(raw)

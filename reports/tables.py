@@ -7,8 +7,8 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context, wrap_title
-from theory.errors import InputError
+from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context, wrap_title
+from recallkit.theory.errors import InputError
 
 __all__ = ["slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain", "slope_rows"]
 
@@ -205,12 +205,12 @@ def term_latex(term: dict) -> str | None:
     if not expr:
         return None
     try:
-        from theory.expr import parse_expression  # the whitelist parser of the theory stage
+        from recallkit.theory.expr import parse_expression  # the whitelist parser of the theory stage
     except ImportError:
         return None
     import sympy
 
-    from theory.symbols import EXPONENTS, VARIABLES
+    from recallkit.theory.symbols import EXPONENTS, VARIABLES
 
     try:
         return sympy.latex(parse_expression(str(expr), {**VARIABLES, **EXPONENTS}, where="term.expr"))

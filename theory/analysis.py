@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from theory.errors import InputError
-from theory.pack import Pack
-from theory.scaling import Monomial, Scaling, parse_scaling, reduce_term
-from theory.symbols import SIZE_EXPONENT
+from recallkit.theory.errors import InputError
+from recallkit.theory.pack import Pack
+from recallkit.theory.scaling import Monomial, Scaling, parse_scaling, reduce_term
+from recallkit.theory.symbols import SIZE_EXPONENT
 
 
 @dataclass(frozen=True)

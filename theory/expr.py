@@ -24,7 +24,7 @@ from typing import Mapping
 
 import sympy as sp
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 MAX_LENGTH = 2000        # characters of one expression
 MAX_DEPTH = 40           # nesting of parentheses / unary operators / powers

@@ -15,9 +15,9 @@ from typing import Any
 
 import sympy as sp
 
-from theory.errors import InputError
-from theory.expr import parse_expression, parse_linear_constraints
-from theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol
+from recallkit.theory.errors import InputError
+from recallkit.theory.expr import parse_expression, parse_linear_constraints
+from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 

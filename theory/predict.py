@@ -13,10 +13,10 @@ from typing import Any
 
 import sympy as sp
 
-from theory.analysis import analyse, float_or_none
-from theory.errors import InputError
-from theory.pack import Pack
-from theory.scaling import Scaling, free_exponents
+from recallkit.theory.analysis import analyse, float_or_none
+from recallkit.theory.errors import InputError
+from recallkit.theory.pack import Pack
+from recallkit.theory.scaling import Scaling, free_exponents
 
 
 @dataclass(frozen=True)

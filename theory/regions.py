@@ -23,12 +23,12 @@ from typing import Any, Sequence
 
 import sympy as sp
 
-from theory.analysis import Analysis, analyse, as_scaling
-from theory.errors import InputError
-from theory.expr import parse_linear_constraints
-from theory.pack import Pack
-from theory.scaling import Scaling, free_exponents
-from theory.symbols import EXPONENTS
+from recallkit.theory.analysis import Analysis, analyse, as_scaling
+from recallkit.theory.errors import InputError
+from recallkit.theory.expr import parse_linear_constraints
+from recallkit.theory.pack import Pack
+from recallkit.theory.scaling import Scaling, free_exponents
+from recallkit.theory.symbols import EXPONENTS
 
 DEFAULT_BOX = (Fraction(0), Fraction(2))
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 # Exact integers cost about V pows of N log2 V bits each; above this budget (about 0.25 s on one
 # core) the float Bonferroni bracket is used instead.

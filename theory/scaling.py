@@ -24,9 +24,9 @@ from typing import Iterable, Mapping
 
 import sympy as sp
 
-from theory.errors import InputError
-from theory.expr import parse_expression
-from theory.symbols import EXPONENTS, RESERVED_NAMES, SIZE_EXPONENT, VARIABLES, constant_symbol
+from recallkit.theory.errors import InputError
+from recallkit.theory.expr import parse_expression
+from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, SIZE_EXPONENT, VARIABLES, constant_symbol
 
 _ENTRY_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*=(?!=)(.*)$", re.S)
 

@@ -72,11 +72,11 @@ def build_problem(configs, device: torch.device):
     """The batched problem for configs that share a shape (see empirics.config.shape_key)."""
     task = configs[0].task
     if task == "token_retrieval":
-        from empirics.tasks.token_retrieval import TokenRetrieval as cls
+        from recallkit.empirics.tasks.token_retrieval import TokenRetrieval as cls
     elif task == "fact_bijections":
-        from empirics.tasks.fact_bijections import FactBijections as cls
+        from recallkit.empirics.tasks.fact_bijections import FactBijections as cls
     elif task == "assoc_memory":
-        from empirics.tasks.assoc_memory import AssocMemory as cls
+        from recallkit.empirics.tasks.assoc_memory import AssocMemory as cls
     else:  # pragma: no cover - config validation rejects unknown tasks first
         raise ValueError(task)
     return cls(configs, device)

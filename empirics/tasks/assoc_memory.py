@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from empirics.tasks import cross_entropy_and_accuracy, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
+from recallkit.empirics.tasks import cross_entropy_and_accuracy, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
 
 
 class AssocMemory:

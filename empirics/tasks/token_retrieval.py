@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import torch
 
-from empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
+from recallkit.empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
 
 TRAIN_CHUNK_ELEMENTS = 1 << 22  # per model: floats in one [samples, V] tensor of a full-batch gradient pass
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import compare
-from empirics.experiment import load_experiment
+from recallkit import compare
+from recallkit.empirics.experiment import load_experiment
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-import compare
-from compare.assertions import fit_experiment
+from recallkit import compare
+from recallkit.compare.assertions import fit_experiment
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
@@ -162,8 +162,8 @@ def test_reference_only_shows_the_prediction_but_decides_nothing(small_sweep, tm
 
 
 def test_reference_only_must_be_a_boolean(tmp_path):
-    from empirics.experiment import load_experiment
-    from theory.errors import InputError
+    from recallkit.empirics.experiment import load_experiment
+    from recallkit.theory.errors import InputError
 
     bad = tmp_path / "bad.toml"
     bad.write_text(EXPERIMENT.format(name="bad", lr=0.1, steps=8, d=[4, 6, 8], seeds=[0])

@@ -7,10 +7,10 @@ different order for a batch of models than for one), losses rel 1e-5, accuracies
 import pytest
 import torch
 
-from empirics.config import parse_config
-from empirics.engine import run_config, run_configs
-from empirics.tasks import build_problem
-from empirics.trainers import adam, three_step
+from recallkit.empirics.config import parse_config
+from recallkit.empirics.engine import run_config, run_configs
+from recallkit.empirics.tasks import build_problem
+from recallkit.empirics.trainers import adam, three_step
 
 CPU = torch.device("cpu")
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from empirics.executors import DaskExecutor, LocalExecutor, make_executor
-from empirics.experiment import experiment_from_dict
-from empirics.search import run_sweep
-from empirics.store import ResultStore
-from theory.errors import InputError
+from recallkit.empirics.executors import DaskExecutor, LocalExecutor, make_executor
+from recallkit.empirics.experiment import experiment_from_dict
+from recallkit.empirics.search import run_sweep
+from recallkit.empirics.store import ResultStore
+from recallkit.theory.errors import InputError
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from empirics.store import ResultStore
+from recallkit.empirics.store import ResultStore
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +105,7 @@ def test_a_configs_result_does_not_depend_on_its_batch():
     """What makes resume exact: the engine gives a config the same numbers alone or in any batch."""
     import torch
 
-    from empirics.engine import run_configs
+    from recallkit.empirics.engine import run_configs
 
     torch.set_num_threads(1)
     base = {"task": "token_retrieval", "model": "attention-only", "trainer": "three_step", "V": 64, "N": 266,

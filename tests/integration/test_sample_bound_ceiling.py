@@ -12,11 +12,11 @@ import math
 import pytest
 import torch
 
-from empirics.engine import run_configs
-from empirics.probes import schedule_expression
-from empirics.tasks.token_retrieval import draw_samples
-from theory.errors import InputError
-from theory.sample_bound import (ceiling_check, instance_ceiling, sample_bound_accuracy, sample_bound_bracket,
+from recallkit.empirics.engine import run_configs
+from recallkit.empirics.probes import schedule_expression
+from recallkit.empirics.tasks.token_retrieval import draw_samples
+from recallkit.theory.errors import InputError
+from recallkit.theory.sample_bound import (ceiling_check, instance_ceiling, sample_bound_accuracy, sample_bound_bracket,
                                  sample_bound_exact)
 
 pytestmark = pytest.mark.integration

@@ -54,7 +54,7 @@ def test_predict_text_and_json(tmp_path):
     document = json.loads(invoke("predict", "example", "--scaling", line, "--json").stdout)
     assert document["slope"] == 2.0 and document["log_power"] == "-1" and document["dominant"] == "finite_sample"
     pack = tmp_path / "copy.toml"
-    pack.write_text((__import__("theory").pack.PACKS_DIR / "example.toml").read_text())
+    pack.write_text((__import__("recallkit.theory.pack", fromlist=["PACKS_DIR"]).PACKS_DIR / "example.toml").read_text())
     assert json.loads(invoke("predict", str(pack), "--scaling", line, "--json").stdout)["slope"] == 2.0
 
 

@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from compare.assertions import assert_slope, describe_fit, fit_boundary_points
-from theory.errors import InputError
+from recallkit.compare.assertions import assert_slope, describe_fit, fit_boundary_points
+from recallkit.theory.errors import InputError
 
 
 def _arrays(slope=2.0, n_seeds=3, noise=0.05, rng_seed=0):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from compare.assertions import ExperimentFits, fit_boundary_points
+from recallkit.compare.assertions import ExperimentFits, fit_boundary_points
 from recallkit.cli import app
 
 
@@ -25,7 +25,7 @@ def _capacity_points():
 
 @pytest.fixture
 def calls(monkeypatch):
-    from compare import assertions
+    from recallkit.compare import assertions
 
     seen = []
 

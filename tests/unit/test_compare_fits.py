@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from compare.fits import X_TRANSFORMS, fit_constant, fit_points, fit_slope, finite_range_slope
-from theory.errors import InputError
+from recallkit.compare.fits import X_TRANSFORMS, fit_constant, fit_points, fit_slope, finite_range_slope
+from recallkit.theory.errors import InputError
 
 TRUE_SLOPE = 1.5
 X_GRID = np.log(2.0 ** np.arange(6, 12))  # V = 64 .. 2048

@@ -30,7 +30,7 @@ def test_fixture(recallkit_sweep):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    from compare import assertions
+    from recallkit.compare import assertions
 
     calls = []
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from compare.fits import fit_slope
-from compare.verdicts import DEFAULT_DELTA, decide, decide_numbers
-from theory.errors import InputError
+from recallkit.compare.fits import fit_slope
+from recallkit.compare.verdicts import DEFAULT_DELTA, decide, decide_numbers
+from recallkit.theory.errors import InputError
 
 
 def test_consistent_when_tost_interval_inside_band():

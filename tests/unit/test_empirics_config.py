@@ -1,7 +1,7 @@
 import pytest
 
-from empirics.config import RunConfig, config_hash, evaluate, parse_config, shape_key
-from theory.errors import InputError
+from recallkit.empirics.config import RunConfig, config_hash, evaluate, parse_config, shape_key
+from recallkit.theory.errors import InputError
 
 TR = dict(task="token_retrieval", model="attention-only", trainer="three_step", V=64, d=16, L=4, N=200, eta=1.0, gamma=10.0)
 
@@ -86,7 +86,7 @@ def test_expressions_must_use_the_tasks_own_sizes():
 def test_device_choice():
     import torch
 
-    from empirics.device import describe, resolve_device
+    from recallkit.empirics.device import describe, resolve_device
 
     assert resolve_device("cpu") == torch.device("cpu")
     assert resolve_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")

@@ -2,12 +2,12 @@ import numpy as np
 import pytest
 import torch
 
-from empirics.config import parse_config
-from empirics.reference import ReferenceTokenRetrieval
-from empirics.tasks import build_problem
-from empirics.tasks.token_retrieval import draw_instance, draw_samples
-from empirics.trainers import three_step
-from theory.errors import InputError
+from recallkit.empirics.config import parse_config
+from recallkit.empirics.reference import ReferenceTokenRetrieval
+from recallkit.empirics.tasks import build_problem
+from recallkit.empirics.tasks.token_retrieval import draw_instance, draw_samples
+from recallkit.empirics.trainers import three_step
+from recallkit.theory.errors import InputError
 
 CPU = torch.device("cpu")
 

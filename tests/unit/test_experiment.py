@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from empirics.experiment import SafeExpression, load_experiment
-from theory.errors import InputError
+from recallkit.empirics.experiment import SafeExpression, load_experiment
+from recallkit.theory.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [

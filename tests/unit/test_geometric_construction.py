@@ -4,11 +4,11 @@ import math
 import numpy as np
 import pytest
 
-from empirics.geometric import (
+from recallkit.empirics.geometric import (
     build_construction, counting_lower_bound_d, predicted_construction_k, run_construction_experiment,
     smallest_working_k,
 )
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 
 @pytest.mark.parametrize("n,r", [(16, 1), (64, 2), (256, 4)])

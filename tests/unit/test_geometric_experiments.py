@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from empirics.geometric import load_geometric_experiment, run_geometric_experiment
-from theory.errors import InputError
+from recallkit.empirics.geometric import load_geometric_experiment, run_geometric_experiment
+from recallkit.theory.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "experiments").glob("geometric_*.toml"))

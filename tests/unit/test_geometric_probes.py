@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from empirics import geometric as g
+from recallkit.empirics import geometric as g
 
 
 @pytest.fixture(autouse=True)

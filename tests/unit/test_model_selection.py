@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from compare.model_selection import select_by_group, select_log_or_power
-from theory.errors import InputError
+from recallkit.compare.model_selection import select_by_group, select_log_or_power
+from recallkit.theory.errors import InputError
 
 
 def _grid(n_seeds=3):
@@ -68,7 +68,7 @@ def test_by_group_keeps_censored_points_and_reports_b_per_group():
 
 
 def test_select_d_min_gives_a_verdict_per_model_and_the_report_shape():
-    from compare.model_selection import d_min_report_dict, select_d_min
+    from recallkit.compare.model_selection import d_min_report_dict, select_d_min
 
     rng = np.random.default_rng(4)
     points = []
@@ -91,7 +91,7 @@ def test_select_d_min_gives_a_verdict_per_model_and_the_report_shape():
 def test_points_from_the_search_layer_get_their_model_from_the_line():
     from types import SimpleNamespace
 
-    from compare.model_selection import points_with_model, select_d_min_experiment
+    from recallkit.compare.model_selection import points_with_model, select_d_min_experiment
 
     experiment = SimpleNamespace(name="geo", model="learned", lines=[
         SimpleNamespace(label="learned, R=4", overrides={}),

@@ -8,12 +8,12 @@ import pytest
 import sympy as sp
 import torch
 
-from compare.probe_fits import (collect_rows, fit_terms, load_probe_grid, predicted_exponent, probe_config_hash,
+from recallkit.compare.probe_fits import (collect_rows, fit_terms, load_probe_grid, predicted_exponent, probe_config_hash,
                                 probe_table, run_probe, term_exponents)
-from empirics.probes import NORMALISER_L_POWER, PACK_TERM_COMPONENTS, TERM_NORMALISERS
-from theory.errors import InputError
-from theory.pack import load_pack
-from theory.symbols import VARIABLES
+from recallkit.empirics.probes import NORMALISER_L_POWER, PACK_TERM_COMPONENTS, TERM_NORMALISERS
+from recallkit.theory.errors import InputError
+from recallkit.theory.pack import load_pack
+from recallkit.theory.symbols import VARIABLES
 
 torch.set_num_threads(1)
 
@@ -161,7 +161,7 @@ def test_the_shipped_probe_file_loads_for_both_packs():
 
 
 def test_probe_rows_are_stored_and_reused(grid_file, tmp_path):
-    from empirics.store import ResultStore
+    from recallkit.empirics.store import ResultStore
 
     grid = load_probe_grid(str(grid_file), "token_retrieval_attn", "tiny")
     with ResultStore(tmp_path / "store.db") as store:

@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from empirics.probes import (COMPONENTS, PACK_TERM_COMPONENTS, accuracy_without, probe_rows, ProbeConfig, decompose, margin_parts, sample_bound_accuracy,
+from recallkit.empirics.probes import (COMPONENTS, PACK_TERM_COMPONENTS, accuracy_without, probe_rows, ProbeConfig, decompose, margin_parts, sample_bound_accuracy,
                              schedule_expression, schedule_gamma, spread_over_labels)
-from theory.errors import InputError
+from recallkit.theory.errors import InputError
 
 torch.set_num_threads(1)
 
@@ -55,7 +55,7 @@ def test_schedule_sets_the_informative_attention_logit():
 
 
 def test_probe_model_is_the_engines_model():
-    from empirics.engine import run_configs
+    from recallkit.empirics.engine import run_configs
     eta = 1e-3
     cfg = dict(task="token_retrieval", model="attention-only", trainer="three_step", seed=3, V=32, N=1000,
                d=32, L=2, eta=eta, gamma=schedule_expression(2.0, eta), n_eval=200)
@@ -120,7 +120,7 @@ def test_gradient_noise_parts_scale_with_N_as_derived():
 
 
 def test_pack_terms_map_onto_probe_components():
-    from theory.pack import load_pack
+    from recallkit.theory.pack import load_pack
     names = set()
     for pack in ("token_retrieval", "token_retrieval_attn"):
         names |= {term.name for term in load_pack(pack).terms}
@@ -142,7 +142,7 @@ def test_same_config_same_numbers():
 
 
 def test_term_sizes_sum_a_terms_components_on_the_packs_scale():
-    from empirics.probes import term_sizes, feature_scale
+    from recallkit.empirics.probes import term_sizes, feature_scale
     cfg = ProbeConfig(**SMALL, m=64)
     result = decompose(cfg)
     assert result["common_factor"] == pytest.approx(result["gamma"] * feature_scale(cfg.features, 64, cfg.d, cfg.L))
@@ -172,8 +172,8 @@ def test_three_step_experiments_use_the_theorys_schedule():
     # SPEC A: the step-size schedule is part of the experiment config and of the theory, and is the same
     # in both. Every shipped three-step token-retrieval experiment must give schedule_gamma(kappa=1).
     from pathlib import Path
-    from empirics.config import evaluate
-    from empirics.experiment import load_experiment
+    from recallkit.empirics.config import evaluate
+    from recallkit.empirics.experiment import load_experiment
 
     root = Path(__file__).resolve().parents[2] / "experiments"
     checked = 0

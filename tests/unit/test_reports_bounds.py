@@ -1,8 +1,8 @@
 """The lower-bound gap page: what the theory requires against each lower bound, region by region."""
 from __future__ import annotations
 
-import theory
-from reports.pdf import lower_bound_gap_page, lower_bound_gap_rows
+from recallkit import theory
+from recallkit.reports.pdf import lower_bound_gap_page, lower_bound_gap_rows
 
 
 def test_gap_rows_follow_the_regions_and_bounds_of_the_pack():

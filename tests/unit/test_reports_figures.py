@@ -11,9 +11,9 @@ import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
 
-from reports import figures, tables  # noqa: E402
-from reports.style import save_figure  # noqa: E402
-from theory.errors import InputError  # noqa: E402
+from recallkit.reports import figures, tables  # noqa: E402
+from recallkit.reports.style import save_figure  # noqa: E402
+from recallkit.theory.errors import InputError  # noqa: E402
 
 THRESHOLDS = (0.1, 0.125, 0.15)
 
@@ -87,7 +87,7 @@ def synthetic_capacity(label="linear d^2", C=0.8, seeds=3, rng_seed=1):
 
 def synthetic_dmin(rng_seed=2):
     """Boundary points for learned (log) and frozen (power) d_min, run through compare's model selection."""
-    from compare.model_selection import select_by_group
+    from recallkit.compare.model_selection import select_by_group
 
     rng = np.random.default_rng(rng_seed)
     out = {}
@@ -205,7 +205,7 @@ def test_fit_plot_uses_compare_confidence_band():
 
 
 def test_fit_plot_from_real_compare_fit(tmp_path):
-    fits_mod = pytest.importorskip("compare.fits")
+    fits_mod = pytest.importorskip("recallkit.compare.fits")
     _, points, _ = synthetic_line()
     pts = [p for p in points if p["threshold"] == 0.15]
     fit = fits_mod.fit_points(pts, predicted_slope=1.5, experiment="tr", line="l", threshold=0.15,
@@ -243,7 +243,7 @@ def test_slope_table_colours_verdicts(tmp_path):
     rows = tables.slope_rows(fits, dominant_of={"N=V*log(V), L=V**0.5": "gradient_noise"})
     fig = tables.slope_table(rows)
     cells = fig.axes[0].tables[0].get_celld()
-    from reports.style import VERDICT_COLOURS
+    from recallkit.reports.style import VERDICT_COLOURS
 
     verdict_col = 8
     for i, r in enumerate(rows, start=1):
@@ -284,7 +284,7 @@ def test_term_table_renders_and_notes_fallback(tmp_path):
 
 def test_term_table_without_latex_uses_theory_parser():
     # no 'latex' field: the expression goes through theory's whitelist parser, never sympify
-    pytest.importorskip("theory.expr")
+    pytest.importorskip("recallkit.theory.expr")
     text = tables.term_latex({"name": "t", "role": "noise", "expr": "sqrt(L*V/N)", "provenance": "derived-here"})
     assert text is not None and "sqrt" in text
     hostile = tables.term_latex({"name": "t", "role": "noise", "expr": "__import__('os').system('x')",

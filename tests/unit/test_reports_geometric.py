@@ -13,9 +13,9 @@ pytest.importorskip("matplotlib")
 
 from matplotlib.text import Text  # noqa: E402
 
-from reports import geometric  # noqa: E402
-from reports.style import VERDICT_COLOURS, wrap_title  # noqa: E402
-from theory.errors import InputError  # noqa: E402
+from recallkit.reports import geometric  # noqa: E402
+from recallkit.reports.style import VERDICT_COLOURS, wrap_title  # noqa: E402
+from recallkit.theory.errors import InputError  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "geometric_results.json"
 

@@ -9,15 +9,15 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from reports import pdf as pdf_mod  # noqa: E402
-from reports.pdf import REPORT_NAME, build_report, summary_entries, validate_summary  # noqa: E402
+from recallkit.reports import pdf as pdf_mod  # noqa: E402
+from recallkit.reports.pdf import REPORT_NAME, build_report, summary_entries, validate_summary  # noqa: E402
 from tests.unit.test_reports_figures import (  # noqa: E402
     SYNTHETIC_TERMS,
     synthetic_capacity,
     synthetic_dmin,
     synthetic_line,
 )
-from theory.errors import InputError  # noqa: E402
+from recallkit.theory.errors import InputError  # noqa: E402
 
 LINE = "N=V*log(V), L=V**0.5"
 
@@ -148,7 +148,7 @@ def test_pdf_page_count_and_render(built, tmp_path):
 def real_theory_parts():
     """Regions, one predicted line and the terms of the shipped attention-only pack, as plain dicts."""
     theory = pytest.importorskip("theory")
-    pytest.importorskip("reports.phase")
+    pytest.importorskip("recallkit.reports.phase")
     try:
         pack = theory.load_pack("token_retrieval_attn")
         diagram = theory.compute_regions(pack, theory.parse_scaling("N=V**a, L=V**c"), axes=("a", "c")).to_dict()
@@ -184,7 +184,7 @@ def test_experiment_entry_from_compare_fit_experiment():
 def geometric_summary() -> dict:
     """d_min (synthetic points through compare's selection, with SPEC B predictions), the real quick-preset
     construction and multi-hop results, a slice of a real probe document, and one failed experiment."""
-    from compare.model_selection import d_min_report_dict
+    from recallkit.compare.model_selection import d_min_report_dict
     from tests.unit.test_reports_figures import synthetic_dmin
     from tests.unit.test_reports_geometric import DATA as GEO_DATA
     from tests.unit.test_reports_probes import DATA as PROBE_DATA
@@ -216,7 +216,7 @@ def geometric_summary() -> dict:
 
 @pytest.fixture(scope="module")
 def built_geometric(tmp_path_factory):
-    import reports.geometric as geometric_mod
+    import recallkit.reports.geometric as geometric_mod
 
     out = tmp_path_factory.mktemp("report_geo")
     seen = {}
@@ -285,7 +285,7 @@ def test_title_page_overview_and_failures():
 
 
 def test_summary_pages_fit_their_rows_on_the_page():
-    from reports import tables
+    from recallkit.reports import tables
 
     s = geometric_summary()
     rows = summary_entries(s) * 3

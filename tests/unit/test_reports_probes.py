@@ -11,10 +11,10 @@ pytest.importorskip("matplotlib")
 
 from matplotlib.text import Text  # noqa: E402
 
-from reports import probes  # noqa: E402
-from reports.style import VERDICT_COLOURS  # noqa: E402
+from recallkit.reports import probes  # noqa: E402
+from recallkit.reports.style import VERDICT_COLOURS  # noqa: E402
 from tests.unit.test_reports_geometric import assert_text_inside, table_cells  # noqa: E402
-from theory.errors import InputError  # noqa: E402
+from recallkit.theory.errors import InputError  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "probe_doc.json"
 

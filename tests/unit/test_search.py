@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from empirics.executors import LocalExecutor
-from empirics.experiment import experiment_from_dict
-from empirics.search import boundary_points, predicted_exponents, replay, run_sweep
-from empirics.store import ResultStore
+from recallkit.empirics.executors import LocalExecutor
+from recallkit.empirics.experiment import experiment_from_dict
+from recallkit.empirics.search import boundary_points, predicted_exponents, replay, run_sweep
+from recallkit.empirics.store import ResultStore
 
 
 def boundary(V: int, seed: int) -> float:

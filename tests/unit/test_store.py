@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from empirics.store import ResultStore
-from theory.errors import InputError
+from recallkit.empirics.store import ResultStore
+from recallkit.theory.errors import InputError
 
 
 def _add(store, n, start=0, experiment="exp"):

@@ -8,9 +8,9 @@ import sys
 import pytest
 import sympy as sp
 
-from theory.errors import InputError
-from theory.expr import MAX_DEPTH, MAX_LENGTH, parse_expression, parse_linear_constraints
-from theory.symbols import EXPONENTS, VARIABLES, L, N, V, d, m
+from recallkit.theory.errors import InputError
+from recallkit.theory.expr import MAX_DEPTH, MAX_LENGTH, parse_expression, parse_linear_constraints
+from recallkit.theory.symbols import EXPONENTS, VARIABLES, L, N, V, d, m
 
 WHERE = "my.toml: terms[2].expr"
 

@@ -6,9 +6,9 @@ import textwrap
 import pytest
 import sympy as sp
 
-import theory
-from theory.errors import InputError
-from theory.symbols import N, d, m
+from recallkit import theory
+from recallkit.theory.errors import InputError
+from recallkit.theory.symbols import N, d, m
 
 GOOD = textwrap.dedent(
     """

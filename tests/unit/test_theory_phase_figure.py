@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-import theory
-from reports.phase import count_label, draw_phase_diagram, power_label
-from theory.errors import InputError
+from recallkit import theory
+from recallkit.reports.phase import count_label, draw_phase_diagram, power_label
+from recallkit.theory.errors import InputError
 
 
 def test_two_axis_figure_has_one_labelled_patch_per_region(tmp_path):

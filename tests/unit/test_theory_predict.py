@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-import theory
-from theory.errors import InputError
+from recallkit import theory
+from recallkit.theory.errors import InputError
 
 
 def test_example_pack_lines():

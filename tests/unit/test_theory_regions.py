@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-import theory
-from theory.errors import InputError
-from theory.regions import HalfSpace, clip, measure
+from recallkit import theory
+from recallkit.theory.errors import InputError
+from recallkit.theory.regions import HalfSpace, clip, measure
 from fractions import Fraction
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from theory.errors import InputError
-from theory.expr import parse_expression
-from theory.scaling import parse_scaling, reduce_term
-from theory.symbols import EXPONENTS, SIZE_EXPONENT, VARIABLES, V
+from recallkit.theory.errors import InputError
+from recallkit.theory.expr import parse_expression
+from recallkit.theory.scaling import parse_scaling, reduce_term
+from recallkit.theory.symbols import EXPONENTS, SIZE_EXPONENT, VARIABLES, V
 
 a, c, k = EXPONENTS["a"], EXPONENTS["c"], EXPONENTS["k"]
 x = SIZE_EXPONENT

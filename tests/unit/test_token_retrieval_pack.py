@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from theory.pack import load_pack
-from theory.predict import predict
-from theory.regions import compute_regions
+from recallkit.theory.pack import load_pack
+from recallkit.theory.predict import predict
+from recallkit.theory.regions import compute_regions
 
 DERIVATION = Path(__file__).resolve().parents[2] / "docs" / "derivations" / "token_retrieval.md"
 PACKS = ("token_retrieval_attn", "token_retrieval")
