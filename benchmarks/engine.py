@@ -19,7 +19,7 @@ import torch
 from recallkit.empirics.config import parse_config
 from recallkit.empirics.engine import run_configs
 from recallkit.empirics.tasks import cross_entropy_and_accuracy
-from recallkit.empirics.tasks.assoc_memory import AssocMemory
+from recallkit.systems.assoc_memory.task import AssocMemory
 
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -31,7 +30,7 @@ def default_store_path() -> str:
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
 
-def _expected_set(expect: str | Iterable[str]) -> tuple[str, ...]:
+def expected_verdicts(expect: str | Iterable[str]) -> tuple[str, ...]:
     wanted = (expect,) if isinstance(expect, str) else tuple(expect)
     for name in wanted:
         if name not in VERDICTS:
@@ -83,7 +82,7 @@ def describe_fit(result: FitResult) -> str:
     return "\n".join(lines)
 
 
-def _check_results(results: Sequence[FitResult], wanted: tuple[str, ...], what: str) -> None:
+def check_verdicts(results: Sequence[FitResult], wanted: tuple[str, ...], what: str) -> None:
     failing = [r for r in results if r.verdict.verdict not in wanted]
     if not results:
         raise AssertionError(f"{what}: no fits to check (no boundary points)")
@@ -142,7 +141,7 @@ def assert_slope(
     ``points`` is either a sequence of boundary-point dicts (docs/ARCHITECTURE.md; ``x`` names the
     regressor, y is log param_count) or arrays ``(x, y)`` / ``(x, y, seeds)`` already on log scale.
     """
-    wanted = _expected_set(expect)
+    wanted = expected_verdicts(expect)
     if _is_array_triple(points):
         seeds = points[2] if len(points) == 3 else None
         result = fit_arrays(points[0], points[1], seeds, predicted, delta=delta, alpha=alpha,
@@ -150,7 +149,7 @@ def assert_slope(
     else:
         result = fit_points(list(points), predicted_slope=predicted, x=x, delta=delta, alpha=alpha,
                             log_power=log_power, capacity=capacity, experiment=label)
-    _check_results([result], wanted, "scaling-law assertion failed")
+    check_verdicts([result], wanted, "scaling-law assertion failed")
     return result
 
 
@@ -287,52 +286,39 @@ def predictions_for(experiment: Any) -> dict[str, Any]:
 
 
 def fit_experiment(
-    experiment: str | Path,
+    experiment: Any,
     *,
     store: str | Path | None = None,
     preset: str = "quick",
-    run: bool = True,
-    executor: Any = None,
-    progress: bool = False,
+    sweep: Any = None,
     delta: float | None = None,
     alpha: float | None = None,
     thresholds: Iterable[float] | None = None,
     predicted: float | Mapping[str, Any] | None = None,
-    log: Any = sys.stderr,
 ) -> ExperimentFits:
-    """Search (training only what the store lacks when ``run``; else replaying it), fit, decide.
+    """Fit and judge what the results store holds for ``experiment`` (a path, a shipped name or a loaded
+    experiment); nothing is trained here (``recallkit.fit_experiment`` runs the sweep first).
 
+    ``sweep``: an ``empirics.search.SweepResult`` just computed for it (else the store is replayed).
     delta / alpha default to the experiment's ``[verdict]`` table, then to the compare defaults.
     ``predicted`` replaces the theory pack's prediction: one slope for every line, or a mapping
     line label -> slope or prediction dict (for theories that are not packs, or to test a wrong one).
     """
-    from recallkit.empirics.experiment import load_experiment
-    from recallkit.empirics.search import replay, run_sweep
+    from recallkit.empirics.experiment import Experiment, load_experiment
+    from recallkit.empirics.search import replay
     from recallkit.empirics.store import ResultStore
 
-    loaded = load_experiment(experiment, preset=preset)
+    loaded = experiment if isinstance(experiment, Experiment) else load_experiment(experiment, preset=preset)
     store_path = str(store) if store is not None else default_store_path()
     delta = delta if delta is not None else loaded.verdict.get("delta", DEFAULT_DELTA)
     alpha = alpha if alpha is not None else loaded.verdict.get("alpha", DEFAULT_ALPHA)
     if loaded.kind == "grid":
         raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
                          f"max_capacity experiment)")
-    if run:
-        from recallkit.empirics.executors import make_executor
-
-        own_executor = executor is None
-        executor = make_executor("local") if own_executor else executor
-        try:
-            with ResultStore(store_path) as results_store:
-                sweep = run_sweep(loaded, results_store, executor, progress=progress, log=log)
-                provenance = _run_provenance(results_store, loaded.name)
-        finally:
-            if own_executor:
-                executor.close()
-    else:
-        with ResultStore(store_path, readonly=True) as results_store:
+    with ResultStore(store_path, readonly=True) as results_store:
+        if sweep is None:
             sweep = replay(loaded, results_store)
-            provenance = _run_provenance(results_store, loaded.name)
+        provenance = _run_provenance(results_store, loaded.name)
     if predicted is None:
         predictions = predictions_for(loaded)
     else:
@@ -365,27 +351,3 @@ def fit_experiment(
                **provenance}
     return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
                           summary)
-
-
-def assert_scaling(
-    experiment: str | Path,
-    expect: str | Iterable[str] = "consistent",
-    *,
-    store: str | Path | None = None,
-    preset: str = "quick",
-    threshold: float | Iterable[float] | None = None,
-    delta: float | None = None,
-    alpha: float | None = None,
-    predicted: float | Mapping[str, Any] | None = None,
-    run: bool = True,
-    progress: bool = False,
-) -> ExperimentFits:
-    """Run (reusing the store) and fit ``experiment``; assert every fitted line and threshold has a
-    verdict in ``expect``. ``threshold`` restricts the check to one threshold or a list of them;
-    ``predicted`` replaces the theory pack's prediction (see :func:`fit_experiment`)."""
-    wanted = _expected_set(expect)
-    thresholds = None if threshold is None else ([threshold] if isinstance(threshold, (int, float)) else threshold)
-    fitted = fit_experiment(experiment, store=store, preset=preset, run=run, progress=progress, delta=delta,
-                            alpha=alpha, thresholds=thresholds, predicted=predicted)
-    _check_results(fitted.fits, wanted, f"scaling law of {fitted.experiment} ({fitted.preset} preset)")
-    return fitted

@@ -34,7 +34,6 @@ from recallkit.theory.errors import InputError
 
 FORMS = ("log", "power")
 # SPEC.md B (paper-reported): learned d_min fits a + b log2 N, frozen random subject embeddings a power law.
-PREDICTED_FORMS = {"learned": "log", "frozen-subjects": "power"}
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_DELTA_AIC = 2.0
 
@@ -266,7 +265,7 @@ def select_by_group(
 def select_d_min(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Log-versus-power selection for a d_min(N) result, per model and per R.
 
-    ``result`` is the dict of ``empirics.geometric.run_d_min_experiment`` (or any dict with
+    ``result`` is a d_min result dict (a system runner's, or any dict with
     ``"points"``: boundary points with keys model, N, R, d, seed, censored, and optionally
     ``"predicted"``: {model: "log"|"power"}).  Returns ``{model: select_by_group(...) output}`` with
     an overall ``"verdict"`` per model: consistent if every R group agrees with the prediction,
@@ -296,18 +295,6 @@ def select_d_min(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
     return out
 
 
-def d_min_report_dict(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """The input of ``reports.figures.dmin_plot``: ``{"learned": {"points", "selection"},
-    "frozen": {"points", "selection"}}`` from an ``empirics.geometric.run_d_min_experiment`` result
-    (model "frozen-subjects" is shown as "frozen"), each selection with its verdict."""
-    selections = select_d_min(result, **kwargs)
-    out: dict[str, Any] = {}
-    for model, selection in selections.items():
-        key = "frozen" if model == "frozen-subjects" else model
-        out[key] = {"points": [p for p in result["points"] if p.get("model", "model") == model], "selection": selection}
-    return out
-
-
 def points_with_model(points: Iterable[Mapping[str, Any]], experiment: Any) -> list[dict[str, Any]]:
     """Boundary points of an ``empirics.experiment`` min-size experiment (e.g.
     experiments/geo_dmin_learned_vs_frozen.toml) with the ``"model"`` key that :func:`select_d_min`
@@ -323,9 +310,3 @@ def points_with_model(points: Iterable[Mapping[str, Any]], experiment: Any) -> l
                              f"{getattr(experiment, 'name', '?')!r} (lines: {', '.join(model_of)})")
         out.append({**point, "model": model_of[point["line"]]})
     return out
-
-
-def select_d_min_experiment(points: Iterable[Mapping[str, Any]], experiment: Any, **kwargs: Any) -> dict[str, Any]:
-    """:func:`d_min_report_dict` for the boundary points of a min-size experiment (search layer output),
-    with the SPEC B predictions (learned: log, frozen-subjects: power)."""
-    return d_min_report_dict({"points": points_with_model(points, experiment), "predicted": PREDICTED_FORMS}, **kwargs)

@@ -4,22 +4,26 @@ Two ways, both run the experiment's sweep (training only what the results store 
 
 * the marker runs after the test body passes::
 
-      @pytest.mark.scaling_law("experiments/assoc_memory_linear.toml", expect="consistent")
+      @pytest.mark.scaling_law("my_experiment", expect="consistent")
       def test_linear_memory_capacity():
           pass
 
   keyword arguments: ``expect`` (a verdict or a list of them), ``preset`` ("quick"),
   ``threshold``, ``store``, ``delta``, ``alpha``, ``predicted`` (replaces the pack's slope);
 * the fixture ``recallkit_sweep`` is a function with the signature of
-  :func:`compare.assert_scaling` that returns the fits, for tests that also look at the numbers::
+  :func:`recallkit.assert_scaling` that returns the fits, for tests that also look at the numbers::
 
       def test_slopes(recallkit_sweep):
           fits = recallkit_sweep("experiments/x.toml", expect=("consistent", "inconclusive"))
           assert fits.fits[0].fit.n_points >= 6
 
 Options: ``--recallkit-store PATH`` (default: $RECALLKIT_STORE, else results/recallkit.db),
-``--recallkit-preset NAME`` (overrides the marker's preset). A relative experiment path is looked
-up from the current directory, then from pytest's rootdir.
+``--recallkit-preset NAME`` (overrides the marker's preset). The experiment is a shipped experiment's
+name (from any directory) or a path, looked up from the current directory, then from pytest's rootdir.
+
+The plugin is an entry point like the CLI: its marker runs a sweep, which is orchestration
+(``recallkit.assert_scaling``), so it is the one module of ``compare`` that calls above its stage,
+and only inside the check.
 
 This module imports nothing heavy at load time: pytest loads it in every run of every project
 installed next to recallkit.
@@ -53,6 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _resolve(config: pytest.Config, experiment: Any) -> str:
+    """A path relative to the test's cwd or the rootdir; anything else (a shipped experiment's name)
+    is resolved by the experiment loader."""
     path = Path(str(experiment))
     if not path.is_absolute() and not path.exists() and (config.rootpath / path).exists():
         path = config.rootpath / path
@@ -61,7 +67,7 @@ def _resolve(config: pytest.Config, experiment: Any) -> str:
 
 def _checker(config: pytest.Config) -> Callable[..., Any]:
     def check(experiment: Any, expect: Any = "consistent", **options: Any) -> Any:
-        from recallkit.compare import assertions
+        from recallkit import assertions  # orchestration: this marker runs the sweep first
 
         unknown = set(options) - (_MARKER_KEYWORDS - {"expect"})
         if unknown:

@@ -5,18 +5,11 @@ the numbers of the task and trainer. :func:`parse_config` splits it into a :clas
 a task dataclass and a trainer dataclass; both validate themselves in ``__post_init__`` and every
 error is one line naming the key (``d: expected a positive integer <= 16384, got -3``).
 
-Keys (defaults in brackets):
+Keys (defaults in brackets): each task's own keys are documented by the config dataclass its system
+registers (``recallkit.registry.Task.config``, e.g. ``recallkit theory``-independent ``task = "..."``
+names such as the shipped systems' ``systems/<name>/config.py``). The trainer keys are shared:
 
-- ``token_retrieval`` (SPEC A): ``V``, ``d``, ``L``, ``N`` (training samples), ``m`` (attention-mlp
-  width; attention-only has none), ``features`` [``relu``] one of ``relu`` | ``relu_centred``
-  (subtract each sample's mean over the m units) | ``relu_normalised`` (centred, then divided by
-  each sample's standard deviation over the units), ``n_eval`` [4096] fresh samples for the
-  population accuracy. Models: ``attention-only``, ``attention-mlp``.
-- ``fact_bijections`` (SPEC B): ``N`` subjects (= attributes), ``R`` relations, ``d``, ``m`` [4*d].
-  Models: ``learned`` (all embeddings trained), ``frozen-subjects`` (subject embeddings fixed random
-  on the sphere).
-- ``assoc_memory`` (SPEC C): ``N``, ``d``, ``m`` (mlp only). Models: ``linear``, ``mlp``.
-- trainer ``three_step`` (token_retrieval only): ``eta``, ``gamma``.
+- trainer ``three_step`` (only for tasks that list it): ``eta``, ``gamma``.
 - trainers ``adam`` / ``adamw``: ``lr``, exactly one of ``epochs`` (passes over the N training
   items in minibatches) or ``steps`` (minibatch steps), ``batch_size`` [full batch],
   ``early_stop`` [none] (stop a model once its training accuracy is > this value),
@@ -43,7 +36,6 @@ MAX_V = 10_000_000
 MAX_N = 100_000_000
 MAX_L = 100_000
 MAX_R = 100_000
-FEATURES = ("relu", "relu_centred", "relu_normalised")
 EXPRESSION_SYMBOLS = ("V", "N", "d", "L", "m", "R")
 
 
@@ -51,7 +43,7 @@ def _where(where: str, key: str) -> str:
     return f"{where}: {key}" if where else key
 
 
-def _positive_int(value: Any, key: str, limit: int, where: str = "") -> int:
+def positive_int(value: Any, key: str, limit: int, where: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(value, float) and not value.is_integer():
         raise InputError(f"{_where(where, key)}: expected a positive integer <= {limit}, got {value!r}")
     value = int(value)
@@ -100,140 +92,10 @@ def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:
 # ----------------------------------------------------------------------------------- tasks
 
 
-@dataclass(frozen=True)
-class TokenRetrievalConfig:
-    """SPEC A: one informative token among L, label Pi*(x_l), random unit-sphere embeddings."""
-
-    model: str
-    V: int
-    d: int
-    L: int
-    N: int
-    m: int | None = None
-    features: str = "relu"
-    n_eval: int = 4096
-    MODELS: ClassVar[tuple[str, ...]] = ("attention-only", "attention-mlp")
-
-    def __post_init__(self) -> None:
-        _check_model(self)
-        for key, limit in (("V", MAX_V), ("d", MAX_D), ("L", MAX_L), ("N", MAX_N), ("n_eval", MAX_N)):
-            object.__setattr__(self, key, _positive_int(getattr(self, key), key, limit))
-        if self.model == "attention-mlp":
-            if self.m is None:
-                raise InputError("m: the attention-mlp model needs the MLP width m (a positive integer)")
-            object.__setattr__(self, "m", _positive_int(self.m, "m", MAX_M))
-        elif self.m is not None:
-            raise InputError("m: attention-only has no MLP width; remove m (its parameter count is d**2)")
-        if self.features not in FEATURES:
-            raise InputError(f"features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
-
-    @property
-    def width(self) -> int:
-        """Columns of the trained value matrix V: m for attention-mlp, d for attention-only."""
-        return self.m if self.m is not None else self.d
-
-    @property
-    def param_count(self) -> int:
-        """The paper's count, m*d (d**2 for attention-only): the trained value matrix."""
-        return self.width * self.d
-
-    @property
-    def trainable_params(self) -> int:
-        """Everything a trainer updates: the value matrix plus W_KQ (d x d)."""
-        return self.width * self.d + self.d * self.d
-
-    @property
-    def n_train(self) -> int:
-        return self.N
-
-    def sizes(self) -> dict[str, int]:
-        return {"V": self.V, "N": self.N, "d": self.d, "L": self.L, "m": self.width}
-
-
-@dataclass(frozen=True)
-class FactBijectionsConfig:
-    """SPEC B: R random bijections pi_r on N subjects; query (s, r) -> pi_r(s)."""
-
-    model: str
-    N: int
-    R: int
-    d: int
-    m: int | None = None
-    MODELS: ClassVar[tuple[str, ...]] = ("learned", "frozen-subjects")
-
-    def __post_init__(self) -> None:
-        _check_model(self)
-        for key, limit in (("N", MAX_N), ("R", MAX_R), ("d", MAX_D)):
-            object.__setattr__(self, key, _positive_int(getattr(self, key), key, limit))
-        object.__setattr__(self, "m", _positive_int(4 * self.d if self.m is None else self.m, "m", MAX_M))
-
-    @property
-    def param_count(self) -> int:
-        """Trainable parameters: E_s (learned only), E_r, W1, b1, W2, U."""
-        subjects = self.N * self.d if self.model == "learned" else 0
-        return subjects + self.R * self.d + 2 * self.m * self.d + self.m + self.N * self.d
-
-    trainable_params = param_count
-
-    @property
-    def n_train(self) -> int:
-        return self.N * self.R
-
-    def sizes(self) -> dict[str, int]:
-        return {"N": self.N, "R": self.R, "d": self.d, "m": self.m}
-
-
-@dataclass(frozen=True)
-class AssocMemoryConfig:
-    """SPEC C: store f*(i) = i for N items with unit-norm Gaussian input/output embeddings."""
-
-    model: str
-    N: int
-    d: int
-    m: int | None = None
-    MODELS: ClassVar[tuple[str, ...]] = ("linear", "mlp")
-
-    def __post_init__(self) -> None:
-        _check_model(self)
-        for key, limit in (("N", MAX_N), ("d", MAX_D)):
-            object.__setattr__(self, key, _positive_int(getattr(self, key), key, limit))
-        if self.model == "mlp":
-            if self.m is None:
-                raise InputError("m: the mlp model needs the width m (a positive integer)")
-            object.__setattr__(self, "m", _positive_int(self.m, "m", MAX_M))
-        elif self.m is not None:
-            raise InputError("m: the linear model has no width; remove m (its parameter count is d**2)")
-
-    @property
-    def param_count(self) -> int:
-        """The anchor's count: d**2 (linear) or m*d (mlp)."""
-        return self.d * self.d if self.model == "linear" else self.m * self.d
-
-    @property
-    def trainable_params(self) -> int:
-        return self.d * self.d if self.model == "linear" else 2 * self.m * self.d + self.m
-
-    @property
-    def n_train(self) -> int:
-        return self.N
-
-    def sizes(self) -> dict[str, int]:
-        sizes = {"N": self.N, "d": self.d}
-        if self.m is not None:
-            sizes["m"] = self.m
-        return sizes
-
-
-def _check_model(task_config) -> None:
+def check_model(task_config) -> None:
     if task_config.model not in task_config.MODELS:
         raise InputError(f"model: expected one of {', '.join(task_config.MODELS)}, got {task_config.model!r}")
 
-
-TASKS: dict[str, type] = {
-    "token_retrieval": TokenRetrievalConfig,
-    "fact_bijections": FactBijectionsConfig,
-    "assoc_memory": AssocMemoryConfig,
-}
 
 # --------------------------------------------------------------------------------- trainers
 
@@ -268,12 +130,12 @@ class AdamConfig:
             raise InputError("epochs/steps: give exactly one of epochs or steps (a positive integer)")
         for key in ("epochs", "steps"):
             if getattr(self, key) is not None:
-                object.__setattr__(self, key, _positive_int(getattr(self, key), key, 100_000_000))
+                object.__setattr__(self, key, positive_int(getattr(self, key), key, 100_000_000))
         if self.batch_size is not None:
             if isinstance(self.batch_size, str):
                 _number_or_expression(self.batch_size, "batch_size")
             else:
-                object.__setattr__(self, "batch_size", _positive_int(self.batch_size, "batch_size", MAX_N))
+                object.__setattr__(self, "batch_size", positive_int(self.batch_size, "batch_size", MAX_N))
         if self.early_stop is not None:
             if isinstance(self.early_stop, bool) or not isinstance(self.early_stop, (int, float)) or not 0 <= self.early_stop <= 1:
                 raise InputError(f"early_stop: expected an accuracy in [0, 1], got {self.early_stop!r}")
@@ -294,7 +156,16 @@ class AdamConfig:
 
 
 TRAINERS: dict[str, type] = {"three_step": ThreeStepConfig, "adam": AdamConfig, "adamw": AdamConfig}
-TRAINER_TASKS = {"three_step": ("token_retrieval",)}
+
+
+def task_spec(task: str):
+    """The registered task (``recallkit.registry.Task``) behind a config's ``task`` key."""
+    from recallkit import registry
+
+    try:
+        return registry.task(task)
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------------- run config
@@ -344,16 +215,15 @@ def _from_dict(raw: dict) -> RunConfig:
         if not isinstance(values.get(key), str):
             raise InputError(f"{key}: required, expected a string, got {values.get(key)!r}")
     task, model, trainer = values.pop("task"), values.pop("model"), values.pop("trainer")
-    if task not in TASKS:
-        raise InputError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    spec = task_spec(task)
     if trainer not in TRAINERS:
         raise InputError(f"trainer: expected one of {', '.join(TRAINERS)}, got {trainer!r}")
-    if task not in TRAINER_TASKS.get(trainer, (task,)):
-        raise InputError(f"trainer: {trainer} applies only to {', '.join(TRAINER_TASKS[trainer])}, not {task}")
+    if trainer not in spec.trainers:
+        raise InputError(f"trainer: {trainer} does not apply to task {task} (it takes {', '.join(spec.trainers)})")
     seed = values.pop("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"seed: expected an integer >= 0, got {seed!r}")
-    task_cls, trainer_cls = TASKS[task], TRAINERS[trainer]
+    task_cls, trainer_cls = spec.config_class(), TRAINERS[trainer]
     task_keys = {f.name for f in dataclasses.fields(task_cls)} - {"model"}
     trainer_keys = {f.name for f in dataclasses.fields(trainer_cls)} - {"decoupled"}
     unknown = sorted(set(values) - task_keys - trainer_keys)

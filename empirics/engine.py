@@ -7,11 +7,11 @@ call and returns one metrics dict per config, in the input order. A group too la
 split into chunks; since each model's data, initial weights and minibatch order come from its own
 seeded streams and its gradient is its own, the split changes no result beyond float rounding.
 
-Metrics: ``accuracy`` (fresh samples for token_retrieval; all items for the memorisation tasks),
+Metrics: ``accuracy`` (on fresh samples where the task has a population, else on all items),
 ``train_accuracy``, ``loss`` (final mean training cross-entropy), ``param_count`` (the paper's
 count), ``trainable_params``, ``steps_run``, ``wall_time_s`` (the chunk's wall time divided by its
 number of models), ``batch_wall_time_s``, ``batched_models``, ``device``, ``threads``,
-``torch_version``, ``config_hash``; token_retrieval adds ``attention_mass`` (mean attention on the
+``torch_version``, ``config_hash``; plus whatever the task's ``evaluate`` adds (e.g. ``attention_mass``, mean attention on the
 informative position over the fresh samples, with the final W_KQ) and ``eval_loss``.
 """
 from __future__ import annotations
@@ -29,24 +29,8 @@ MEMORY_BUDGET_BYTES = 1 << 31  # per chunk of models; a rough bound on the large
 
 
 def _bytes_per_model(cfg: RunConfig) -> int:
-    """Rough size of one model's largest training activations (floats x 4 bytes x autograd copies)."""
-    t = cfg.task_config
-    tc = cfg.trainer_config
-    if cfg.task == "token_retrieval":
-        n = min(t.N, (1 << 22) // max(t.V, t.L, t.m or 0))  # three_step accumulates over sample chunks
-        if isinstance(tc, AdamConfig):
-            n = tc.resolved_batch_size(t.sizes(), t.n_train)
-        per_item = t.V * 3 + t.L * 4 + t.width * 3 + t.d * 3
-        data = (t.N + t.n_eval) * (t.L * 2 + 3) + t.V * t.d * 2 + (t.m or 0) * t.d
-    elif cfg.task == "assoc_memory":
-        n = tc.resolved_batch_size(t.sizes(), t.n_train)
-        per_item = t.N * 3 + (t.m or 0) * 3 + t.d * 3
-        data = t.N * t.d * 2 + (t.m or t.d) * t.d * 4
-    else:
-        n = tc.resolved_batch_size(t.sizes(), t.n_train)
-        per_item = t.N * 3 + t.m * 3 + t.d * 4
-        data = t.n_train * 2 + t.N * t.d * 8 + t.m * t.d * 8
-    return 4 * (n * per_item + data)
+    """One model's memory estimate, from its task (each task config knows its own buffers)."""
+    return cfg.task_config.bytes_per_model(cfg.trainer_config)
 
 
 def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:

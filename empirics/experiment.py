@@ -2,10 +2,10 @@
 
 Schema (every key below is checked; an unknown key is an error)::
 
-    name = "tr_fig2_attention_only"       # identifier, used as the experiment name in the store
-    description = "SPEC A Fig 2 ..."       # free text
-    pack = "token_retrieval"               # theory pack used for the predicted boundary and the verdict
-    task = "token_retrieval"               # empirics task
+    name = "my_fig2"                       # identifier, used as the experiment name in the store
+    description = "Fig 2 of ..."           # free text
+    pack = "my_pack"                       # theory pack used for the predicted boundary and the verdict
+    task = "my_task"                       # a registered task (recallkit.registry)
     model = "attention-only"               # empirics model
     trainer = "three_step"                 # empirics trainer
     kind = "min_size"                      # min_size | max_capacity | grid
@@ -357,19 +357,50 @@ def _parse_scaling(text: str, base: str, size: str, where: str) -> list[tuple[st
     return assignments
 
 
-def load_experiment(path: str | Path, preset: str = "quick") -> Experiment:
-    """Read, validate and apply ``preset`` to an experiment TOML file; errors are one-line InputErrors."""
+def resolve_experiment(name: str | Path) -> Path:
+    """A path as given, or a shipped experiment by name (its file stem) or file name, from any
+    directory: every registered system's ``experiments/`` folder is searched."""
+    from recallkit import registry
+
+    path = Path(name)
+    if path.is_file():
+        return path
+    try:
+        shipped = registry.experiment_paths()
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
+    stem = path.name[:-5] if path.name.endswith(".toml") else path.name
+    if stem in shipped and (len(path.parts) == 1 or not path.exists()):
+        return shipped[stem]
+    if path.exists():
+        raise InputError(f"{name}: not an experiment file (a directory?)")
+    raise InputError(f"{name}: no such experiment file (shipped: {', '.join(sorted(shipped))})")
+
+
+def read_experiment_file(path: str | Path) -> dict:
+    """The one reader of experiment files: TOML into a dict, every failure a one-line InputError naming
+    the file. Search experiments and system runners both read through here."""
     path = Path(path)
     shown = str(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{shown}: no such experiment file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{shown}: cannot read: {exc}") from None
+    except IsADirectoryError:
+        raise InputError(f"{shown}: is a directory, expected an experiment file (TOML)") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{shown}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{shown}: malformed TOML: {exc}") from None
-    return experiment_from_dict(raw, shown, preset)
+
+
+def load_experiment(path: str | Path, preset: str = "quick") -> Experiment:
+    """Read, validate and apply ``preset`` to an experiment TOML file (a path or a shipped name);
+    errors are one-line InputErrors."""
+    path = resolve_experiment(path)
+    return experiment_from_dict(read_experiment_file(path), str(path), preset)
 
 
 def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experiment:

@@ -5,7 +5,7 @@ smallest size (d) whose metric reaches the threshold; for ``max_capacity`` the l
 that still reaches it. A ``grid`` experiment trains the full (base, size) product for heatmaps.
 
 How one cell is searched:
-1. First guess. At the first base value: ``search.start`` (or the geometric mean of the bounds).
+1. First guess. At the first base value: ``search.start`` (or the log-midpoint of the bounds).
    At later base values: the previous base value's answer (median over seeds) moved along the
    predicted boundary ``size ~ base**x (log base)**y``; the exponents come from ``theory.predict``
    when the experiment's pack can predict the line, else from the last two answers, else x = 1
@@ -144,7 +144,7 @@ class SweepDriver:
         self.reused = self.computed = self.failed = self.missing = 0
         self._predicted: dict[int, tuple[float, float] | None] = {}
         if code_version is None:
-            from recallkit import code_version as _cv
+            from recallkit.empirics.provenance import code_version as _cv
 
             code_version = _cv()
         self.code_version = code_version

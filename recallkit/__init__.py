@@ -1,32 +1,27 @@
 """recallkit: check the theory of factual recall in transformers against real training runs.
 
-The four stages live in their own top-level packages, and data flows one way:
-``theory`` (sympy) -> ``empirics`` (torch) -> ``compare`` (statsmodels) -> ``reports`` (matplotlib).
-This package only holds the version and the command-line interface that calls them.
+Installed, everything lives in this one namespace. Data flows one way:
+``recallkit.theory`` (sympy) -> ``recallkit.empirics`` (torch) -> ``recallkit.compare`` (statsmodels)
+-> ``recallkit.reports`` (matplotlib). ``recallkit.systems`` holds one folder per paper's system,
+found through :mod:`recallkit.registry`. This package's own modules are the orchestration on top:
+the command-line interface, the main job (:mod:`recallkit.pipeline`) and the assertions that run a
+sweep and then judge it (:func:`assert_scaling`).
 """
 from __future__ import annotations
 
-import functools
-import subprocess
-from pathlib import Path
-
 __version__ = "0.1.0"
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+__all__ = ["__version__", "assert_scaling", "code_version", "fit_experiment"]
 
 
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """Version string recorded with every result: package version plus git commit (and '+dirty')."""
-    try:
-        sha = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        return f"{__version__}+g{sha}" + (".dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return __version__
+def __getattr__(name: str):
+    # lazy, so that `import recallkit.theory` stays pure sympy
+    if name == "code_version":
+        from recallkit.empirics.provenance import code_version
+
+        return code_version
+    if name in ("assert_scaling", "fit_experiment"):
+        from recallkit import assertions
+
+        return getattr(assertions, name)
+    raise AttributeError(f"module 'recallkit' has no attribute {name!r}")

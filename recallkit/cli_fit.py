@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("fit")
     def fit_command(
-        experiment: str = typer.Argument(..., help="Experiment file (TOML), e.g. experiments/assoc_memory_linear.toml."),
+        experiment: str = typer.Argument(..., help="Experiment file (TOML) or a shipped experiment's name, e.g. assoc_memory_linear."),
         preset: str = typer.Option("quick", "--preset", help="Preset of the experiment file (quick | paper | ...)."),
         store: Optional[str] = typer.Option(
             None, "--store", help="Results store (SQLite). Default: $RECALLKIT_STORE or results/recallkit.db."),
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
-        from recallkit.compare.assertions import fit_experiment
+        from recallkit.assertions import fit_experiment
         from recallkit.theory.errors import InputError
 
         if delta is not None and not delta > 0:

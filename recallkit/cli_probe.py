@@ -1,4 +1,5 @@
-"""CLI: ``recallkit probe token_retrieval`` - each theorem term's measured exponents against the pack's."""
+"""CLI: ``recallkit probe SYSTEM`` - each theorem term's measured exponents against the pack's, for a system
+that registers term probes (``System.probe``)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("probe")
     def probe_command(
-        probe: str = typer.Argument("token_retrieval", help="Probe name (token_retrieval) or a probe TOML file."),
+        probe: str = typer.Argument("token_retrieval", help="A system with term probes (token_retrieval) or a probe TOML file."),
         pack: Optional[str] = typer.Option(
             None, "--pack", help="Pack whose terms are checked: token_retrieval (attention-MLP, default) or "
                                  "token_retrieval_attn (attention-only)."),
@@ -40,13 +41,13 @@ def register(app: typer.Typer) -> None:
         import torch
 
         from recallkit.compare.assertions import default_store_path
-        from recallkit.compare.probe_fits import format_table, run_probe
-        from recallkit import code_version
+        from recallkit.empirics.provenance import code_version
         from recallkit.theory.errors import InputError
 
         if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
         torch.set_num_threads(threads)
+        run_probe, format_table = _probe_functions(probe)
         result_store = None
         if use_store:
             from recallkit.empirics.store import ResultStore
@@ -65,3 +66,26 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo(format_table(doc))
         sys.stdout.flush()
+
+
+def _probe_functions(probe: str):
+    """(run_probe, format_table) of the system named ``probe``, or of the one system with term probes
+    when ``probe`` is a probe file."""
+    from pathlib import Path
+
+    from recallkit import registry
+    from recallkit.theory.errors import InputError
+
+    try:
+        with_probes = [s for s in registry.systems() if s.probe]
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
+    names = ", ".join(s.name for s in with_probes) or "none"
+    chosen = [s for s in with_probes if s.name == probe]
+    if not chosen and Path(probe).suffix == ".toml" and len(with_probes) == 1:
+        chosen = with_probes
+    if not chosen:
+        raise InputError(f"probe: {probe!r}: expected a system with term probes ({names}) or a probe TOML file")
+    run_probe = registry.load_object(chosen[0].probe)
+    module = registry.load_object(chosen[0].probe.partition(":")[0])
+    return run_probe, module.format_table

@@ -34,14 +34,28 @@ def parse_set_options(items: list[str]) -> dict:
     return values
 
 
+def _task_help() -> tuple[str, str, str]:
+    """(task, model, trainer) help texts from the registered systems' tasks (read, never hard-coded)."""
+    from recallkit import registry
+
+    try:
+        specs = list(registry.tasks().values())
+    except registry.RegistryError as exc:  # a broken plug-in must not break --help
+        return (f"a registered task ({exc})", "the task's model", "three_step | adam | adamw")
+    models = "; ".join(f"{t.name}: {' | '.join(t.config_class().MODELS)}" for t in specs)
+    three = [t.name for t in specs if "three_step" in t.trainers]
+    return (" | ".join(t.name for t in specs), models, f"three_step ({', '.join(three)}) | adam | adamw")
+
+
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+    task_help, model_help, trainer_help = _task_help()
 
     @app.command("train")
     def train(
-        task: str = typer.Argument(..., help="token_retrieval | fact_bijections | assoc_memory"),
-        model: str = typer.Option(..., "--model", help="token_retrieval: attention-only | attention-mlp; fact_bijections: learned | frozen-subjects; assoc_memory: linear | mlp"),
-        trainer: str = typer.Option(..., "--trainer", help="three_step (token_retrieval) | adam | adamw"),
+        task: str = typer.Argument(..., help=task_help),
+        model: str = typer.Option(..., "--model", help=model_help),
+        trainer: str = typer.Option(..., "--trainer", help=trainer_help),
         settings: Optional[List[str]] = typer.Option(None, "--set", help="key=value, repeatable: sizes (V N d L m R), eta, gamma, lr, epochs, steps, batch_size, early_stop, features, n_eval"),
         seed: int = typer.Option(0, "--seed", help="seed of the task instance, samples and initial weights"),
         device: str = typer.Option("auto", "--device", help="auto (cuda if available, else cpu) | cpu | cuda"),

@@ -1,14 +1,14 @@
 """The main job: theory -> sweeps at the predicted points (reusing the store) -> fits -> verdicts -> PDF.
 
 ``run_report`` is what ``recallkit report`` calls. It sits on top of the four stages, so it is the
-one place (with the CLI) allowed to import all of them. Each experiment is one step:
+one place (with the CLI) allowed to import all of them. It names no system: it loops over the
+registry (``recallkit.registry``). Each experiment is one step:
 
-- a search experiment (``empirics.experiment`` schema) goes through ``compare.fit_experiment``, which
-  trains only what the results store lacks; its heatmap cells are replayed from the store;
-- a ``[geometric]`` experiment (SPEC B construction, probes, zero-shot, multi-hop, d_min) runs through
-  ``empirics.geometric``; its result dict is cached in the store as one row keyed by its settings, so
-  a second report reuses it too;
-- the token-retrieval term probes, when asked for, run through ``compare.probe_fits``.
+- a search experiment (``empirics.experiment`` schema) is swept (training only what the results
+  store lacks) and fitted by ``compare.fit_experiment``; its heatmap cells are replayed from the
+  store; the system that owns its pack may add its own verdicts (``System.search_judge``);
+- a file with a table a system registered in ``System.runners`` runs through that runner;
+- then each system's ``report_steps`` (e.g. a term-probe table).
 
 A failure in one experiment is recorded in the summary and the report goes on (the failing step's
 message is printed), so a long run is never lost to one bad file.
@@ -16,7 +16,6 @@ message is printed), so a long run is never lost to one bad file.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import sys
@@ -25,25 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from recallkit import REPO_ROOT, __version__, code_version
+from recallkit import __version__, registry
+from recallkit.empirics.provenance import code_version
 from recallkit.theory.errors import InputError, RecallkitError
 
-EXPERIMENTS_DIR = REPO_ROOT / "experiments"
 DEFAULT_OUT = Path("reports/out")
-
-# The default report: the quick preset of one experiment per shipped system, sized so that the
-# whole job runs on a 2-core CPU in minutes (measured in benchmarks/report_main_job.py).
-DEFAULT_EXPERIMENTS = (
-    "assoc_memory_linear.toml",
-    "assoc_memory_mlp.toml",
-    "tr_fig2_attention_only.toml",
-    "tr_fig3_attention_mlp.toml",
-    "geo_dmin_learned_vs_frozen.toml",
-    "geometric_construction.toml",
-    "geometric_probes.toml",
-    "geometric_zero_shot.toml",
-    "geometric_multi_hop.toml",
-)
 
 
 @dataclass
@@ -62,33 +47,57 @@ class ReportSettings:
 
 
 def resolve_experiment(name: str | Path) -> Path:
-    """A path as given, or a shipped experiment by file name or stem (``assoc_memory_linear``)."""
-    path = Path(name)
-    if path.exists():
-        return path
-    for candidate in (EXPERIMENTS_DIR / path.name, EXPERIMENTS_DIR / f"{path.name}.toml"):
-        if candidate.exists():
-            return candidate
-    shipped = ", ".join(sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.toml")))
-    raise InputError(f"{name}: no such experiment file (shipped: {shipped})")
+    """A path as given, or a shipped experiment of any registered system by name (its file stem)."""
+    from recallkit.empirics.experiment import resolve_experiment as resolve
+
+    return resolve(name)
 
 
 def default_experiments() -> list[Path]:
-    return [EXPERIMENTS_DIR / name for name in DEFAULT_EXPERIMENTS]
-
-
-def is_geometric(path: Path) -> bool:
-    import tomllib
-
+    """The main job: each registered system's report experiments (quick preset), systems in run order."""
     try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from None
-    return "geometric" in raw
+        return registry.default_report()
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
+
+
+@dataclass
+class StepContext:
+    """What a system's runner or report step gets from the main job."""
+
+    settings: "ReportSettings"
+    store_path: Path
+    executor: Any = None
+
+    @property
+    def log(self) -> TextIO:
+        return self.settings.log
+
+    @property
+    def preset(self) -> str:
+        return self.settings.preset
+
+    pack_pieces = staticmethod(lambda pack, lines=(): pack_pieces(pack, list(lines)))
+
+
+def runner_for(path: Path) -> tuple[Any, str] | None:
+    """(system, runner reference) when the file is one of a system's own experiment kinds (a top-level
+    table the system registered in ``System.runners``), else None: a plain search experiment."""
+    from recallkit.empirics.experiment import read_experiment_file
+
+    raw = read_experiment_file(path)
+    try:
+        runners = registry.runners()
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
+    for table in raw:
+        if table in runners and isinstance(raw[table], dict):
+            return runners[table]
+    return None
 
 
 # ----------------------------------------------------------------------------- theory pieces
-def _pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
+def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
     """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it."""
     from recallkit import theory
     from recallkit.theory.scaling import to_monomial
@@ -136,7 +145,7 @@ def _pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) ->
 
 # ----------------------------------------------------------------------------- experiment steps
 def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path) -> dict:
-    from recallkit.compare.assertions import fit_experiment
+    from recallkit.assertions import fit_experiment
     from recallkit.empirics.experiment import load_experiment
     from recallkit.empirics.search import replay
     from recallkit.empirics.store import ResultStore
@@ -157,7 +166,7 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
             "boundary_points": [p for p in sweep.points if p.get("line") == line.label],
         })
     scalings = [(line.label, line.theory_scaling or line.scaling) for line in loaded.lines]
-    pieces = _pack_pieces(loaded.pack, scalings)
+    pieces = pack_pieces(loaded.pack, scalings)
     notes = pieces.pop("notes", [])
     pieces.pop("lower_bounds", None)
     entry = experiment_entry(fitted.to_dict(), title=loaded.name, lines=lines,
@@ -168,79 +177,14 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
         entry["notes"].append(f"{len(sweep.violations)} monotonicity violations along the searched size "
                               f"(accuracy fell as the size grew); see 'recallkit sweep' output")
     entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.probes if p.get("config_hash")})
-    if loaded.pack == "geometric_recall" and loaded.kind == "min_size":
-        # SPEC B's d_min(N): the question is log versus power law, not a slope against a prediction
-        from recallkit.compare.model_selection import select_d_min_experiment
-
-        entry["dmin"] = select_d_min_experiment(sweep.points, loaded)
+    system = registry.system_of_pack(loaded.pack)
+    if system is not None and system.search_judge:
+        # the system's own verdicts (e.g. log against power for a d_min search)
+        registry.load_object(system.search_judge)(entry, loaded, sweep)
     return entry
 
 
-def _geometric_entry(path: Path, settings: ReportSettings, store_path: Path) -> dict:
-    """Run (or reuse from the store) one SPEC B experiment and turn it into a summary entry."""
-    import torch
-
-    from recallkit.empirics.geometric import load_geometric_experiment, run_geometric_experiment
-    from recallkit.empirics.store import ResultStore
-
-    spec = load_geometric_experiment(path, settings.preset)
-    # the row's config is the experiment's settings; its hash is the key, as for trained models
-    config = {"geometric": spec["settings"], "kind": spec["kind"], "preset": settings.preset, "name": spec["name"]}
-    key = "geo-" + hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    with ResultStore(store_path) as store:
-        cached = store.get([key]).get(key)
-        if cached is not None:
-            result = cached["metrics"]
-            print(f"{spec['name']}: reused 1 / computed 0", file=settings.log)
-        else:
-            started = time.perf_counter()
-            result = run_geometric_experiment(path, settings.preset, device=settings.device or "cpu")
-            wall = time.perf_counter() - started
-            metrics = json.loads(json.dumps(result, default=_json_default))
-            metrics.update({"wall_time_s": wall, "device": settings.device or "cpu",
-                            "threads": torch.get_num_threads()})
-            store.add(spec["name"], [config], [key], [metrics], code_version(), torch.__version__)
-            # read back what the store holds (keys sorted), so this run draws exactly what a rerun will
-            result = store.get([key])[key]["metrics"]
-            print(f"{spec['name']}: reused 0 / computed 1 ({wall:.1f} s)", file=settings.log)
-    return geometric_summary_entry(spec, result, key)
-
-
-def geometric_summary_entry(spec: dict, result: dict, key: str) -> dict:
-    """A summary entry for a SPEC B experiment: d_min experiments become the report's 'dmin' kind."""
-    pieces = _pack_pieces(spec.get("pack"), [])
-    pieces.pop("regions", None)
-    notes = pieces.pop("notes", [])
-    titles = {"construction": "Geometric recall: explicit construction", "d_min": "Geometric recall: d_min(N)",
-              "probes": "Geometric recall: linear readout probes", "zero_shot": "Geometric recall: zero-shot transfer",
-              "multi_hop": "Geometric recall: multi-hop chains"}
-    # a short title for page heads; the file's description (often a paragraph) goes on the section page
-    entry: dict[str, Any] = {"name": spec["name"], "title": titles.get(spec["kind"], spec["name"]),
-                             "description": spec.get("description", ""), "config_hashes": [key],
-                             "geometric": result, "notes": notes, **pieces}
-    if spec["kind"] == "d_min":
-        from recallkit.compare.model_selection import d_min_report_dict
-
-        entry["kind"] = "dmin"
-        # log against power per model and R, judged against SPEC B (learned: log, frozen: power)
-        try:
-            entry["dmin"] = d_min_report_dict(result) if result.get("points") else {}
-        except RecallkitError as exc:
-            entry["dmin"] = {}
-            entry["notes"].append(f"no log-versus-power selection: {exc}")
-    else:
-        entry["kind"] = "geometric"
-    # where it ran: the experiment's own provenance, else what the pipeline stored beside it
-    provenance = result.get("provenance") or {k: result[k] for k in ("device", "threads") if k in result}
-    ran = ", ".join(f"{k} {v}" for k, v in provenance.items())
-    if result.get("wall_time_s") is not None:
-        ran += ("; " if ran else "") + f"wall time {result['wall_time_s']:.1f} s"
-    if ran:
-        entry["notes"].append("ran on " + ran if provenance else ran)
-    return entry
-
-
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
     try:
         import numpy as np
 
@@ -284,10 +228,11 @@ def run_report(settings: ReportSettings) -> Path:
         torch.set_num_threads(settings.threads)
     store_path = Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
     paths = [resolve_experiment(p) for p in settings.experiments] or default_experiments()
-    # Validate every file before training anything, so a typo in the last file costs no time.
-    kinds = {path: is_geometric(path) for path in paths}
+    # Read every file before training anything, so a typo in the last file costs no time.
+    runners = {path: runner_for(path) for path in paths}
     executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
                              scheduler=settings.scheduler, local_workers=settings.dask_local)
+    context = StepContext(settings, store_path, executor)
     entries: list[dict] = []
     failures: list[str] = []
     started = time.perf_counter()
@@ -296,17 +241,18 @@ def run_report(settings: ReportSettings) -> Path:
         for path in bar:
             bar.set_postfix_str(path.stem)
             try:
-                if kinds[path]:
-                    entries.append(_geometric_entry(path, settings, store_path))
+                if runners[path] is not None:
+                    entries.append(registry.load_object(runners[path][1])(path, context))
                 else:
                     entries.append(_search_entry(path, settings, executor, store_path))
             except RecallkitError as exc:
                 failures.append(f"{path.name}: {exc}")
                 print(f"error: {path.name}: {exc} (continuing with the other experiments)", file=settings.log)
-        if settings.probes:
-            probe_entry = _probe_entry(settings, store_path)
-            if probe_entry is not None:
-                entries.append(probe_entry)
+        for system in registry.systems():
+            for step in system.report_steps:
+                entry = registry.load_object(step)(context)
+                if entry is not None:
+                    entries.append(entry)
     finally:
         executor.close()
     summary = {
@@ -320,21 +266,3 @@ def run_report(settings: ReportSettings) -> Path:
     }
     pdf = build_report(summary, settings.out_dir)
     return pdf
-
-
-def _probe_entry(settings: ReportSettings, store_path: Path) -> dict | None:
-    """The token-retrieval term-probe table, if the probe stage is available."""
-    try:
-        from recallkit.compare.probe_fits import run_probe
-    except ImportError:
-        return None
-    from recallkit.empirics.store import ResultStore
-
-    try:
-        with ResultStore(store_path) as store:
-            doc = run_probe("token_retrieval", preset=settings.preset, store=store, code_version=code_version())
-    except RecallkitError as exc:
-        print(f"error: term probes: {exc} (continuing)", file=settings.log)
-        return None
-    return {"name": "token_retrieval_probes", "kind": "probes", "title": "Token retrieval: term-by-term probes",
-            "probes": doc}

@@ -4,9 +4,8 @@
 - ``reports.figures``: accuracy heatmap, fit plot / fit grid, capacity plot, d_min plot.
 - ``reports.tables``: slope/verdict table, theory-term table (sympy LaTeX through mathtext).
 - ``reports.phase``: the phase diagram.
-- ``reports.geometric``: SPEC B pages (construction vs trained d_min vs counting bound, readout probes,
-  zero-shot transfer, multi-hop), each with its verdict.
-- ``reports.probes``: the token-retrieval term-probe table (predicted vs fitted exponents, verdicts).
+- a system's own pages live in its folder (``recallkit.systems.<name>.pages``) and reach the PDF
+  through the kinds it registers (``recallkit.registry.PageKind``).
 - ``reports.pdf``: ``build_report(summary, out_dir)``; the summary shape is in docs/ARCHITECTURE.md.
 
 Submodules import matplotlib, so this package imports none of them eagerly.

@@ -19,8 +19,6 @@ from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
 from recallkit.reports import figures, tables
-from recallkit.reports.geometric import geometric_pages, geometric_rows, trained_dmin_points
-from recallkit.reports.probes import probe_rows, probe_table_pages
 from recallkit.reports.style import (
     PAGE_LANDSCAPE,
     PALETTE,
@@ -32,17 +30,29 @@ from recallkit.reports.style import (
     style_context,
     wrap_title,
 )
+from recallkit import registry
 from recallkit.theory.errors import InputError
 
 __all__ = ["build_report", "experiment_entry", "summary_entries", "validate_summary", "REPORT_NAME", "SCHEMA"]
 
 REPORT_NAME = "recallkit-report.pdf"
 SCHEMA = "recallkit.summary/1"
-# the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias, "dmin" for
-# learned-vs-frozen minimal-dimension experiments fitted by compare.model_selection, "geometric" for the
-# other SPEC B experiments (entry["geometric"] = empirics.geometric result dict) and "probes" for the
-# token-retrieval term-probe table (entry["probes"] = compare.probe_fits.run_probe document)
-KINDS = ("min_size", "max_capacity", "capacity", "grid", "dmin", "geometric", "probes")
+# the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias and "dmin" for
+# minimal-size experiments judged log against power (compare.model_selection); every other kind is a
+# system's own, drawn by the pages it registered (recallkit.registry.PageKind)
+BASE_KINDS = ("min_size", "max_capacity", "capacity", "grid", "dmin")
+
+
+def _page_kinds() -> dict[str, registry.PageKind]:
+    try:
+        return registry.page_kinds()
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
+
+
+def kinds() -> tuple[str, ...]:
+    """Every summary kind this report can draw: the base kinds and those the registered systems add."""
+    return BASE_KINDS + tuple(_page_kinds())
 
 
 def experiment_entry(fitted: dict, **extra: Any) -> dict:
@@ -82,8 +92,8 @@ def validate_summary(summary: Any) -> None:
         if exp["name"] in seen:
             raise InputError(f"{where}.name: duplicate experiment name {exp['name']!r}")
         seen.add(exp["name"])
-        if exp.get("kind", "min_size") not in KINDS:
-            raise InputError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {exp.get('kind')!r}")
+        if exp.get("kind", "min_size") not in kinds():
+            raise InputError(f"{where}.kind: expected one of {', '.join(kinds())}, got {exp.get('kind')!r}")
         for key in ("fits", "terms", "lines"):
             if key in exp and not isinstance(exp[key], list):
                 raise InputError(f"{where}.{key}: expected a list")
@@ -150,10 +160,9 @@ def summary_entries(summary: dict) -> list[dict]:
                     "verdict": g.get("verdict"), "verdict_reason": g.get("verdict_reason") or g.get("preferred_reason"),
                     "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []),
                 })
-        if exp.get("kind") == "geometric":
-            rows += geometric_rows(exp)
-        if exp.get("kind") == "probes":
-            rows += probe_rows(exp)
+        page_kind = _page_kinds().get(exp.get("kind", ""))
+        if page_kind is not None:
+            rows += registry.load_object(page_kind.rows)(exp)
     return rows
 
 
@@ -176,8 +185,7 @@ _COMPARED = {"min_size": "fitted slope of log(parameter count) against log of th
              "grid": "fitted slope of log(parameter count) against log of the base, per line and threshold",
              "max_capacity": "fitted capacity slope and constant C, per series",
              "capacity": "fitted capacity slope and constant C, per series",
-             "dmin": "log (a + b log2 N) against power (c N^p) form of d_min(N), per model and R",
-             "probes": "each term's fitted exponent against the pack's, per variable (TOST)"}
+             "dmin": "log (a + b log2 N) against power (c N^p) form of d_min(N), per model and R"}
 
 
 def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
@@ -188,8 +196,9 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
         mine = [r for r in rows if r.get("experiment") == exp["name"]]
         kind = exp.get("kind", "min_size")
         compared = _COMPARED.get(kind, "")
-        if kind == "geometric":
-            compared = "SPEC B: " + "; ".join(str(r.get("line")) for r in mine) if mine else "SPEC B (no verdict)"
+        page_kind = _page_kinds().get(kind)
+        if page_kind is not None:  # a system's kind: its own words, else the checks its rows name
+            compared = page_kind.compared or ("; ".join(str(r.get("line")) for r in mine) if mine else "no verdict")
         own = exp.get("config_hashes") or (hashes.get(exp["name"]) if isinstance(hashes, dict) else None) or []
         out.append({"index": i, "experiment": exp.get("title") or exp["name"], "name": exp["name"], "kind": kind,
                     "compared": compared, "checks": len(mine),
@@ -377,13 +386,13 @@ def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
     return fig
 
 
-def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
+def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
                       terms_shown_in: int | None = None) -> list[tuple[str, Callable[[], Figure]]]:
     """(stem, builder) for each page of one experiment's section, in reading order.
 
-    ``trained``: d_min boundary points of the report's d_min experiments (with ``model``), which the
-    SPEC B construction page draws beside the construction and the bound. ``terms_shown_in``: the
-    section that already showed this pack's terms (the page is not repeated)."""
+    ``experiments``: every entry of the report, handed to a system's pages (one may draw what another
+    produced). ``terms_shown_in``: the section that already showed this pack's terms (not repeated)."""
+    page_kind = _page_kinds().get(exp.get("kind", ""))
     name = exp["name"]
     head = f"{index}. {exp.get('title') or name}"
     pages: list[tuple[str, Callable[[], Figure]]] = []
@@ -408,11 +417,11 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
                      + (" ..." if len(exp["config_hashes"]) > 12 else ""))
     intro += list(exp.get("notes", []))
     rows = summary_entries({"experiments": [exp]})
-    if exp.get("kind") == "geometric":  # SPEC B verdicts rest on numbers in words: put them on the page
+    if page_kind is not None and page_kind.intro_reasons:  # verdicts that rest on numbers in words
         intro += [f"verdict on '{r['line']}': {r['verdict']}. {r.get('verdict_reason') or ''}" for r in rows]
     if terms_shown_in:
         intro.append(f"theory terms of pack {exp.get('pack')}: see section {terms_shown_in}")
-    if not (exp.get("kind") == "probes" and exp.get("probes")):  # the probe table's first page introduces it
+    if not (page_kind is not None and page_kind.own_intro):  # else the system's first page introduces it
         pages.append(("summary", lambda: _section_page(head, intro, rows)))
 
     if exp.get("regions"):
@@ -461,10 +470,8 @@ def _experiment_pages(exp: dict, index: int, trained: list[dict] | None = None,
         pages.append(("dmin", lambda: figures.dmin_plot(exp["dmin"], size=PAGE_LANDSCAPE,
                                                         title=f"{head}: d_min, solid = a + b log2 N, "
                                                               f"dashed = c N$^p$")))
-    if exp.get("kind") == "geometric" and exp.get("geometric"):
-        pages += geometric_pages(exp, head, trained=trained or ())
-    if exp.get("kind") == "probes" and exp.get("probes"):
-        pages += probe_table_pages(exp["probes"], head)
+    if page_kind is not None:
+        pages += registry.load_object(page_kind.pages)(exp, head, experiments)
     return [(f"{index:02d}-{_slug(name)}-{stem}", build) for stem, build in pages]
 
 
@@ -488,15 +495,13 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
         pages.append((f"00-summary-{k}", lambda chunk=chunk, part=part: tables.slope_table(
             chunk, title=f"Summary of verdicts{part}: one row per check; reasons in summary.json (entries)",
             max_rows=len(chunk))))
-    # trained d_min from any d_min experiment of this report, for the construction-vs-trained page
-    trained = [p for exp in summary["experiments"] for p in trained_dmin_points(exp.get("dmin"))]
     terms_section: dict[str, int] = {}  # pack -> first section that shows its terms
     for i, exp in enumerate(summary["experiments"], start=1):
         pack = exp.get("pack")
         shown = terms_section.get(pack) if pack else None
         if pack and exp.get("terms") and shown is None:
             terms_section[pack] = i
-        pages += _experiment_pages(exp, i, trained, terms_shown_in=shown)
+        pages += _experiment_pages(exp, i, summary["experiments"], terms_shown_in=shown)
 
     pdf_path = out_dir / REPORT_NAME
     meta = pdf_metadata(title=title, fallback_date=_summary_date(summary))

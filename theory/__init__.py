@@ -3,7 +3,7 @@
 Pure sympy (no torch, no matplotlib, no scipy at import time). Typical use::
 
     from recallkit import theory
-    pack = theory.load_pack("assoc_memory")
+    pack = theory.load_pack("example")
     diagram = theory.compute_regions(pack, "m=d**k", axes=("k",))
     prediction = theory.predict(pack, "m=d")      # slope of log(m*d) against log(N)
 """

@@ -149,20 +149,32 @@ class Pack:
 
 
 # ---------------------------------------------------------------------------------------------
+def shipped_packs() -> dict[str, Path]:
+    """Pack name -> file: the generic ones in theory/packs/ and every registered system's packs/."""
+    from recallkit import registry
+
+    found = {path.stem: path for path in PACKS_DIR.glob("*.toml")}
+    try:
+        found.update(registry.pack_paths())
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
+    return found
+
+
 def list_packs() -> list[str]:
-    """Names of the packs shipped in theory/packs/ (sorted)."""
-    return sorted(path.stem for path in PACKS_DIR.glob("*.toml"))
+    """Names of the packs that ship with recallkit or its registered systems (sorted)."""
+    return sorted(shipped_packs())
 
 
 def resolve_pack_path(name_or_path: str | Path) -> tuple[Path, str]:
     """Return (path, label used in error messages) for a shipped pack name or a TOML path."""
     text = str(name_or_path)
     if _IDENTIFIER_RE.match(text) and not Path(text).exists():
-        path = PACKS_DIR / f"{text}.toml"
-        if not path.is_file():
-            raise InputError(f"pack {text!r}: no such pack (shipped: {', '.join(list_packs())}; "
+        packs = shipped_packs()
+        if text not in packs:
+            raise InputError(f"pack {text!r}: no such pack (shipped: {', '.join(sorted(packs))}; "
                              f"or give a path to a .toml file)")
-        return path, f"theory/packs/{text}.toml"
+        return packs[text], f"pack {text}"
     path = Path(text)
     if not path.is_file():
         raise InputError(f"{text}: pack file not found")
@@ -170,7 +182,7 @@ def resolve_pack_path(name_or_path: str | Path) -> tuple[Path, str]:
 
 
 def load_pack(name_or_path: str | Path) -> Pack:
-    """Load and validate a pack by shipped name (``"assoc_memory"``) or path to a TOML file."""
+    """Load and validate a pack by shipped name (``"example"``) or path to a TOML file."""
     path, label = resolve_pack_path(name_or_path)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))

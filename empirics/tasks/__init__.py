@@ -69,17 +69,11 @@ def loss_and_correct_sums(logits: torch.Tensor, labels: torch.Tensor) -> tuple[t
 
 
 def build_problem(configs, device: torch.device):
-    """The batched problem for configs that share a shape (see empirics.config.shape_key)."""
-    task = configs[0].task
-    if task == "token_retrieval":
-        from recallkit.empirics.tasks.token_retrieval import TokenRetrieval as cls
-    elif task == "fact_bijections":
-        from recallkit.empirics.tasks.fact_bijections import FactBijections as cls
-    elif task == "assoc_memory":
-        from recallkit.empirics.tasks.assoc_memory import AssocMemory as cls
-    else:  # pragma: no cover - config validation rejects unknown tasks first
-        raise ValueError(task)
-    return cls(configs, device)
+    """The batched problem for configs that share a shape (see empirics.config.shape_key), built by the
+    problem class its task registered (``recallkit.registry``)."""
+    from recallkit.empirics.config import task_spec
+
+    return task_spec(configs[0].task).problem_class()(configs, device)
 
 
 def gather_items(x: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:

@@ -11,8 +11,9 @@ import re
 
 import pytest
 
+import recallkit
 from recallkit import compare
-from recallkit.compare.assertions import fit_experiment
+from recallkit.assertions import fit_experiment
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
@@ -57,7 +58,7 @@ def small_sweep(tmp_path_factory):
     path = root / "assoc_mlp_small.toml"
     path.write_text(EXPERIMENT.format(name="it_assoc_mlp_small", lr=0.1, steps=256, d=[6, 8, 11, 16], seeds=[0, 1]))
     store = root / "store.sqlite"
-    first = compare.assert_scaling(path, "consistent", store=store)  # trains: ~56 runs, ~10 s of CPU
+    first = recallkit.assert_scaling(path, "consistent", store=store)  # trains: ~56 runs, ~10 s of CPU
     return path, store, first
 
 
@@ -83,7 +84,7 @@ def test_rerun_reuses_the_store_and_gives_the_same_numbers(small_sweep):
 def test_wrong_prediction_fails_with_the_numbers_in_the_message(small_sweep):
     path, store, first = small_sweep
     with pytest.raises(AssertionError) as info:
-        compare.assert_scaling(path, "consistent", store=store, predicted=2.0, run=False)
+        recallkit.assert_scaling(path, "consistent", store=store, predicted=2.0, run=False)
     message = str(info.value)
     slope = first.fits[0].fit.slope
     assert f"fitted slope of log(param_count) on log(N ln N): {slope:.3f}" in message
@@ -122,13 +123,15 @@ def test_shipped_linear_memory_experiment_is_not_inconsistent(tmp_path):
     import torch
 
     torch.set_num_threads(1)
-    shipped = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "assoc_memory_linear.toml"
+    from recallkit.empirics.experiment import resolve_experiment
+
+    shipped = resolve_experiment("assoc_memory_linear")
     text = shipped.read_text()
     quick_grid = "d = [11, 16, 22, 32, 45]\nseeds = [0, 1]"
     assert quick_grid in text, "the shipped quick preset changed; update this test's grid override"
     path = tmp_path / "assoc_memory_linear.toml"
     path.write_text(text.replace(quick_grid, "d = [8, 11, 16, 22, 32, 45]\nseeds = [0, 1]", 1))
-    fitted = compare.assert_scaling(path, ("consistent", "inconclusive"), store=tmp_path / "store.sqlite")
+    fitted = recallkit.assert_scaling(path, ("consistent", "inconclusive"), store=tmp_path / "store.sqlite")
     (fit,) = fitted.fits
     assert fit.verdict.predicted_slope == 1.0 and fit.verdict.delta == 0.15  # theory_scaling m=d; the file's delta
     assert fit.fit.n_points == 12 and fit.constant is not None

@@ -15,7 +15,7 @@ ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
 def reference_in_subprocess(**sizes) -> dict:
     """The float64 numpy reference (empirics.reference), seed 0, eta 1, gamma 1e7, in a 1-thread process."""
     code = (
-        "import json, sys; from empirics.reference import ReferenceTokenRetrieval as R; "
+        "import json, sys; from recallkit.systems.token_retrieval.reference import ReferenceTokenRetrieval as R; "
         "r = R(0, **json.loads(sys.argv[1])).three_step(eta=1.0, gamma=1e7); "
         "print(json.dumps({k: v for k, v in r.items() if isinstance(v, float)}))"
     )

@@ -1,0 +1,21 @@
+"""Geometric factual recall with learned embeddings (Ravfogel, Yehudai, Bruna, Bietti, 2026).
+
+See README.md in this folder for the model, what the paper states and what is derived here.
+"""
+from pathlib import Path
+
+from recallkit.registry import PageKind, System, Task
+
+SYSTEM = System(
+    name="geometric_recall",
+    title="Geometric factual recall: learned against frozen embeddings, construction, probes, transfer, hops",
+    root=Path(__file__).resolve().parent,
+    tasks=(Task("fact_bijections", config=f"{__name__}.config:FactBijectionsConfig",
+                problem=f"{__name__}.task:FactBijections"),),
+    report=("geo_dmin_learned_vs_frozen", "geometric_construction", "geometric_probes", "geometric_zero_shot",
+            "geometric_multi_hop"),
+    runners={"geometric": f"{__name__}.steps:geometric_entry"},
+    search_judge=f"{__name__}.judge:judge_search",
+    page_kinds=(PageKind("geometric", pages=f"{__name__}.pages:geometric_pages", rows=f"{__name__}.pages:geometric_rows",
+                         intro_reasons=True),),
+)

@@ -1,0 +1,932 @@
+"""Geometric factual recall (SPEC.md B, Ravfogel, Yehudai, Bruna, Bietti 2026, arXiv 2605.12426).
+
+The reconstructed model (derived-here): N subjects, R relations, R random bijections pi_r of [N].
+A query (s, r) is answered by pi_r(s).  x = E_s + E_r, logits = U (x + MLP(x)), MLP = W2 relu(W1 x + b1).
+
+This module holds, for experiments 2-5 of issue 7:
+- the explicit construction with no training (``build_construction``, ``construction_k_sweep``);
+- a small batched trainer for the learned and frozen-subject models and a d_min search
+  (``train_fact_models``, ``search_d_min``);
+- linear readout probes (``linear_readout_probe``), zero-shot transfer (``zero_shot_transfer``)
+  and multi-hop chains with and without chain-of-thought (``multi_hop_experiment``);
+- one public function per experiment returning plain JSON-serialisable dicts
+  (``run_d_min_experiment``, ``run_construction_experiment``, ``run_probe_experiment``,
+  ``run_zero_shot_experiment``, ``run_multi_hop_experiment``) and a TOML loader for
+  ``experiments/geometric_*.toml`` (``load_geometric_experiment``, ``run_geometric_experiment``).
+
+torch is imported lazily inside the functions that train, so the construction can be used
+(and tested) with numpy alone.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
+from recallkit.theory.errors import InputError
+
+# ----------------------------------------------------------------------------------------------
+# Task data
+
+
+def random_bijections(n_entities: int, n_relations: int, seed: int) -> np.ndarray:
+    """R uniform random permutations of [N] as an (R, N) int array: row r is pi_r."""
+    rng = np.random.default_rng([seed, n_entities, n_relations, 0xB1])
+    return np.stack([rng.permutation(n_entities) for _ in range(n_relations)]).astype(np.int64)
+
+
+def all_queries(bijections: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every fact (s, r) -> pi_r(s) as three flat arrays (subjects, relations, answers), length N*R."""
+    n_relations, n_subjects = bijections.shape
+    subjects = np.tile(np.arange(n_subjects), n_relations)
+    relations = np.repeat(np.arange(n_relations), n_subjects)
+    return subjects, relations, bijections[relations, subjects]
+
+
+def strict_argmax_correct(logits: np.ndarray, answers: np.ndarray) -> np.ndarray:
+    """True where the answer's logit is strictly larger than every other logit.
+
+    A tie counts as a failure: two attributes with the same code must not pass as recalled.
+    """
+    target = logits[np.arange(len(answers)), answers]
+    others = logits.copy()
+    others[np.arange(len(answers)), answers] = -np.inf
+    return target > others.max(axis=1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Experiment 2: the explicit construction (no training)
+
+
+@dataclass
+class GeometricConstruction:
+    """The hand-built model of SPEC.md B with its weights as numpy arrays.
+
+    Layout of the residual space (dimension d = R*k + R): R blocks of k coordinates that hold
+    the subject's R attribute codes, then R coordinates that hold the relation one-hot.  The
+    SPEC's "d = R*k" counts the subject blocks; the relation needs its own R coordinates here
+    because the gate must be readable by the ReLU units without disturbing the codes.
+    """
+
+    n_subjects: int
+    n_relations: int
+    k: int
+    gain: float
+    gate: float
+    codes: str
+    attribute_codes: np.ndarray  # (N, k) entries +-1
+    bijections: np.ndarray  # (R, N)
+    subject_embeddings: np.ndarray  # (N, d)
+    relation_embeddings: np.ndarray  # (R, d)
+    w1: np.ndarray  # (m, d)
+    b1: np.ndarray  # (m,)
+    w2: np.ndarray  # (d, m)
+    unembedding: np.ndarray  # (N, d)
+
+    @property
+    def d(self) -> int:
+        return self.subject_embeddings.shape[1]
+
+    @property
+    def width(self) -> int:
+        return self.w1.shape[0]
+
+    def logits(self, subjects: np.ndarray, relations: np.ndarray) -> np.ndarray:
+        x = self.subject_embeddings[subjects] + self.relation_embeddings[relations]
+        hidden = np.maximum(x @ self.w1.T + self.b1, 0.0)
+        return (x + hidden @ self.w2.T) @ self.unembedding.T
+
+    def accuracy(self) -> float:
+        subjects, relations, answers = all_queries(self.bijections)
+        return float(strict_argmax_correct(self.logits(subjects, relations), answers).mean())
+
+
+def sign_codes(n_codes: int, k: int, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """(n_codes, k) codes in {-1, +1}: 'random' i.i.d. signs, or 'binary' (the binary digits of
+    the index, distinct whenever 2**k >= n_codes; the best case for the construction)."""
+    if kind == "random":
+        return rng.choice(np.array([-1.0, 1.0]), size=(n_codes, k))
+    if kind == "binary":
+        bits = (np.arange(n_codes)[:, None] >> np.arange(k)[None, :]) & 1
+        return 2.0 * bits - 1.0
+    raise InputError(f"codes: expected 'random' or 'binary', got {kind!r}")
+
+
+def build_construction(
+    n_subjects: int,
+    n_relations: int,
+    k: int,
+    seed: int = 0,
+    codes: str = "random",
+    gain: float | None = None,
+    gate: float = 2.0,
+) -> GeometricConstruction:
+    """Build the SPEC.md B construction for N subjects, R relations and codes of k bits.
+
+    - attribute a gets a sign code c_a in {-1,+1}^k;
+    - subject s is embedded as the concatenation [c_{pi_1(s)}, ..., c_{pi_R(s)}, 0...0];
+    - relation r is the one-hot e_{R*k + r};
+    - the MLP has 2*R*k units, unit (block b, coordinate j, sign sigma) computes
+      relu(sigma * x_{b,j} - gate * sum_{r' != b} x_{rel r'}): the relation turns off every unit
+      outside its own block (gate >= 1 suffices because |code| = 1), and inside the block exactly
+      the unit whose sign matches the code fires, with value 1;
+    - W2 writes gain * sigma back into coordinate (b, j), so the MLP output is gain * c_{pi_r(s)}
+      in block r and zero elsewhere;
+    - the unembedding row of attribute a is c_a repeated in every block.
+    Logit of a is (1 + gain) c_a.c_{pi_r(s)} + sum_{r' != r} c_a.c_{pi_r'(s)}; the residual
+    crosstalk of the other blocks changes a logit difference by at most 2k(R-1), while the target
+    block separates the right code from any distinct one by at least 2(1 + gain), so the default
+    gain = k(R-1) makes every fact correct exactly when the N codes are distinct.
+    """
+    for name, value in (("n_subjects", n_subjects), ("n_relations", n_relations), ("k", k)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise InputError(f"{name}: expected a positive integer, got {value!r}")
+    if gate < 1.0:
+        raise InputError(f"gate: expected a number >= 1 (codes are +-1), got {gate!r}")
+    if gain is None:
+        gain = float(k * (n_relations - 1))
+    rng = np.random.default_rng([seed, n_subjects, n_relations, k, 0xC0DE])
+    attribute_codes = sign_codes(n_subjects, k, codes, rng)
+    bijections = random_bijections(n_subjects, n_relations, seed)
+    R, d_blocks = n_relations, n_relations * k
+    d = d_blocks + R
+
+    subject_embeddings = np.zeros((n_subjects, d))
+    for r in range(R):
+        subject_embeddings[:, r * k : (r + 1) * k] = attribute_codes[bijections[r]]
+    relation_embeddings = np.zeros((R, d))
+    relation_embeddings[np.arange(R), d_blocks + np.arange(R)] = 1.0
+
+    width = 2 * d_blocks
+    w1 = np.zeros((width, d))
+    w2 = np.zeros((d, width))
+    unit = 0
+    for block in range(R):
+        for j in range(k):
+            for sigma in (1.0, -1.0):
+                w1[unit, block * k + j] = sigma
+                for other in range(R):
+                    if other != block:
+                        w1[unit, d_blocks + other] = -gate
+                w2[block * k + j, unit] = gain * sigma
+                unit += 1
+    unembedding = np.zeros((n_subjects, d))
+    unembedding[:, :d_blocks] = np.tile(attribute_codes, (1, R))
+    return GeometricConstruction(
+        n_subjects=n_subjects, n_relations=R, k=k, gain=float(gain), gate=float(gate), codes=codes,
+        attribute_codes=attribute_codes, bijections=bijections, subject_embeddings=subject_embeddings,
+        relation_embeddings=relation_embeddings, w1=w1, b1=np.zeros(width), w2=w2, unembedding=unembedding,
+    )
+
+
+def predicted_construction_k(n_subjects: int, codes: str = "random", failure_probability: float = 0.01) -> int:
+    """k at which the construction is predicted to reach 100% (derived-here).
+
+    The construction is exact when the N codes are distinct.  'binary' codes are distinct at
+    k = ceil(log2 N).  For 'random' codes the union bound over the N(N-1)/2 pairs gives
+    P(some collision) <= N(N-1)/2 * 2^-k, which is <= failure_probability once
+    k >= log2(N(N-1)/2) + log2(1/failure_probability), i.e. k ~ 2 log2 N.
+    """
+    if n_subjects < 2:
+        return 1
+    if codes == "binary":
+        return max(1, math.ceil(math.log2(n_subjects)))
+    pairs = n_subjects * (n_subjects - 1) / 2
+    return math.ceil(math.log2(pairs) + math.log2(1.0 / failure_probability))
+
+
+def counting_lower_bound_d(n_subjects: int, n_relations: int, bits_per_parameter: float = 1.0,
+                           other_parameters: float = 0.0) -> float:
+    """The SPEC.md B counting bound solved for d: N*d*p + P0*p >= R*log2(N!).
+
+    Returns (R*log2(N!) / p - P0) / N.  With P0 = 0 and p = 1 (one sign bit per coordinate, as in
+    the construction) this is about R*(log2 N - log2 e).  Note the bound as stated leaves the
+    unembedding (N*d parameters) inside P0; with P0 = 0 it is the bound on the subject table alone.
+    """
+    log2_factorial = math.lgamma(n_subjects + 1) / math.log(2)
+    return (n_relations * log2_factorial / bits_per_parameter - other_parameters) / n_subjects
+
+
+def smallest_working_k(n_subjects: int, n_relations: int, seed: int = 0, codes: str = "random",
+                       k_max: int = 64) -> int | None:
+    """Smallest k at which the construction gets every fact right; None if none <= k_max.
+
+    The scan starts at ceil(log2 N): below it N codes of k bits cannot be distinct, so some attributes
+    tie and the construction cannot be exact (the tests check this at smaller k).
+    """
+    for k in range(max(1, math.ceil(math.log2(n_subjects))), k_max + 1):
+        if build_construction(n_subjects, n_relations, k, seed=seed, codes=codes).accuracy() == 1.0:
+            return k
+    return None
+
+
+def run_construction_experiment(n_values: list[int], r_values: list[int], seeds: list[int],
+                                codes: list[str] = ("random", "binary"), failure_probability: float = 0.01,
+                                k_max: int = 64) -> dict[str, Any]:
+    """Experiment 2: accuracy at the predicted k, at much smaller k, and the smallest working k.
+
+    Returns {"experiment": "geometric_construction", "points": [{"N","R","seed","codes","k_predicted",
+    "accuracy_at_predicted","k_small","accuracy_at_small","k_min","d_min_construction" (= R*k_min + R),
+    "d_blocks_min" (= R*k_min), "counting_bound_d" (p = 1), "counting_bound_k" (per block)}...],
+    "verdict": {...}}.  "k_small" = max(1, ceil(log2 N) - 2): fewer than log2 N bits cannot give N
+    distinct codes, so at most 2^k_small / N of the attributes can be told apart.
+    """
+    start = time.perf_counter()
+    points = []
+    for codes_kind in codes:
+        for n in n_values:
+            for r in r_values:
+                for seed in seeds:
+                    k_pred = predicted_construction_k(n, codes_kind, failure_probability)
+                    k_small = max(1, math.ceil(math.log2(n)) - 2)
+                    k_min = smallest_working_k(n, r, seed, codes_kind, k_max)
+                    bound_d = counting_lower_bound_d(n, r)
+                    points.append({
+                        "N": n, "R": r, "seed": seed, "codes": codes_kind,
+                        "k_predicted": k_pred,
+                        "accuracy_at_predicted": build_construction(n, r, k_pred, seed, codes_kind).accuracy(),
+                        "k_small": k_small,
+                        "accuracy_at_small": build_construction(n, r, k_small, seed, codes_kind).accuracy(),
+                        "k_min": k_min,
+                        "d_blocks_min": None if k_min is None else r * k_min,
+                        "d_min_construction": None if k_min is None else r * k_min + r,
+                        "counting_bound_d": bound_d,
+                        "counting_bound_k": bound_d / r,
+                    })
+    at_pred = [p["accuracy_at_predicted"] == 1.0 for p in points]
+    small_fail = [p["accuracy_at_small"] < 1.0 for p in points]
+    verdict = "consistent" if all(at_pred) and all(small_fail) else "inconsistent"
+    reason = (f"100% at the predicted k in {sum(at_pred)}/{len(points)} cases; "
+              f"below 100% at k = ceil(log2 N) - 2 in {sum(small_fail)}/{len(points)} cases")
+    return {"experiment": "geometric_construction", "failure_probability": failure_probability,
+            "points": points, "verdict": verdict, "verdict_reason": reason,
+            "wall_time_s": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------
+# Trained models: the engine's fact_bijections problem (B1), with its weights kept for probing
+
+
+@dataclass
+class TrainedFactModel:
+    """One trained fact_bijections model as numpy arrays (float64), with its task and provenance.
+
+    ``subject_embeddings`` are the trained E_s (learned) or the fixed random ones (frozen-subjects).
+    ``bijections[r, s]`` = pi_r(s); for multi-hop no-CoT models the rows are the composite maps.
+    """
+
+    model: str
+    seed: int
+    bijections: np.ndarray  # (R, N)
+    subject_embeddings: np.ndarray  # (N, d)
+    relation_embeddings: np.ndarray  # (R, d)
+    w1: np.ndarray  # (m, d)
+    b1: np.ndarray  # (m,)
+    w2: np.ndarray  # (d, m)
+    unembedding: np.ndarray  # (N, d)
+    train_accuracy: float
+    steps_run: int
+    config: dict
+
+    @property
+    def d(self) -> int:
+        return self.subject_embeddings.shape[1]
+
+    def logits(self, subjects: np.ndarray, relations: np.ndarray, subject_embeddings: np.ndarray | None = None) -> np.ndarray:
+        table = self.subject_embeddings if subject_embeddings is None else subject_embeddings
+        x = table[subjects] + self.relation_embeddings[relations]
+        hidden = np.maximum(x @ self.w1.T + self.b1, 0.0)
+        return (x + hidden @ self.w2.T) @ self.unembedding.T
+
+    def accuracy(self, bijections: np.ndarray | None = None, subject_embeddings: np.ndarray | None = None) -> float:
+        """Fraction of the facts (s, r) -> bijections[r, s] answered by argmax (ties count as wrong)."""
+        subjects, relations, answers = all_queries(self.bijections if bijections is None else bijections)
+        return float(strict_argmax_correct(self.logits(subjects, relations, subject_embeddings), answers).mean())
+
+
+def _full_accuracy_threshold(n_facts: int) -> float:
+    # The engine stops a model once accuracy > threshold; this threshold means "every fact right".
+    return 1.0 - 0.5 / n_facts
+
+
+def train_fact_models(
+    n_subjects: int,
+    n_relations: int,
+    d: int,
+    model: str,
+    seeds: list[int],
+    lr: float = 1e-2,
+    steps: int = 2000,
+    width: int | None = None,
+    bijections_override: list[np.ndarray] | None = None,
+    device: str = "cpu",
+    stop_at_full_accuracy: bool = True,
+) -> list[TrainedFactModel]:
+    """Train one fact_bijections model per seed (full-batch Adam, stop at 100%) and keep the weights.
+
+    Uses the engine's problem (``empirics.tasks.build_problem``) and trainer (``empirics.trainers.adam``),
+    so the model, its initialisation and its seeds are exactly those of ``recallkit train``.
+    ``bijections_override`` (one (R, N) array per seed) replaces the task's random bijections: the
+    multi-hop experiment passes composite maps.  ``stop_at_full_accuracy=False`` trains all ``steps``
+    (the probes and zero-shot use this: a model stopped at its first 100% step has barely moved its
+    embeddings).
+    """
+    import torch
+
+    from recallkit.empirics.config import parse_config
+    from recallkit.empirics.device import resolve_device
+    from recallkit.empirics.tasks import build_problem
+    from recallkit.empirics.trainers import adam
+
+    threshold = _full_accuracy_threshold(n_subjects * n_relations) if stop_at_full_accuracy else None
+    raw = [{"task": "fact_bijections", "model": model, "trainer": "adam", "seed": int(s), "N": n_subjects,
+            "R": n_relations, "d": d, "lr": lr, "steps": steps,
+            **({"early_stop": threshold} if threshold is not None else {}), **({"m": width} if width else {})} for s in seeds]
+    configs = [parse_config(c, where=f"geometric config seed {c['seed']}") for c in raw]
+    problem = build_problem(configs, resolve_device(device))
+    if bijections_override is not None:
+        if len(bijections_override) != len(seeds):
+            raise InputError(f"bijections_override: expected one (R, N) array per seed ({len(seeds)}), got {len(bijections_override)}")
+        stacked = torch.as_tensor(np.stack(bijections_override), dtype=torch.long, device=problem.bijections.device)
+        if tuple(stacked.shape[1:]) != (n_relations, n_subjects):
+            raise InputError(f"bijections_override: expected arrays of shape ({n_relations}, {n_subjects}), got {tuple(stacked.shape[1:])}")
+        problem.bijections = stacked
+        problem.labels = stacked.reshape(len(seeds), n_subjects * n_relations)
+    params, extra = adam(problem, lr=[lr] * len(seeds), batch_size=problem.n_train, epochs=None, steps=steps,
+                         early_stop=[threshold] * len(seeds), weight_decay=[0.0] * len(seeds),
+                         seeds=[int(s) for s in seeds], decoupled=False)
+    metrics = problem.evaluate(params)
+    subjects = params["Es"] if problem.frozen_subjects is None else problem.frozen_subjects
+
+    def host(t):
+        return t.detach().cpu().double().numpy()
+
+    out = []
+    for k, seed in enumerate(seeds):
+        out.append(TrainedFactModel(
+            model=model, seed=int(seed), bijections=problem.bijections[k].cpu().numpy().astype(np.int64),
+            subject_embeddings=host(subjects[k]), relation_embeddings=host(params["Er"][k]),
+            w1=host(params["W1"][k]), b1=host(params["b1"][k]), w2=host(params["W2"][k]),
+            unembedding=host(params["U"][k]), train_accuracy=float(metrics["accuracy"][k]),
+            steps_run=int(extra["steps_run"][k]), config=configs[k].to_dict(),
+        ))
+    return out
+
+
+def _run_provenance(device: str = "cpu") -> dict[str, Any]:
+    import torch
+
+    from recallkit.empirics.device import describe, resolve_device
+
+    return {"device": describe(resolve_device(device)), "threads": torch.get_num_threads(),
+            "torch_version": torch.__version__}
+
+
+# ----------------------------------------------------------------------------------------------
+# d_min search on a grid (shared by the d_min(N) quick run and multi-hop)
+
+
+def smallest_succeeding_on_grid(grid: list[int], succeeds) -> tuple[int | None, dict[int, bool]]:
+    """Bisect a sorted grid for the smallest value where ``succeeds(value)`` is True.
+
+    Assumes success is monotone in the value (checked only on the probes made; a probe above the
+    answer that failed would show in the returned probe table).  Returns (value or None when even
+    the largest grid value fails, {value: success} for every probe).
+    """
+    probes: dict[int, bool] = {}
+    lo, hi = -1, len(grid) - 1
+    probes[grid[hi]] = succeeds(grid[hi])
+    if not probes[grid[hi]]:
+        return None, probes
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        probes[grid[mid]] = succeeds(grid[mid])
+        if probes[grid[mid]]:
+            hi = mid
+        else:
+            lo = mid
+    return grid[hi], probes
+
+
+def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], model: str, d_grid: list[int],
+                 lr: float = 1e-2, steps: int = 2000, width_factor: int | None = None,
+                 device: str = "cpu") -> list[dict[str, Any]]:
+    """Smallest d on ``d_grid`` at which the model gets all N*R facts right, per (N, R, seed).
+
+    One boundary-point dict per cell, in the ARCHITECTURE.md shape:
+    {"experiment": "geometric_d_min", "model", "N", "R", "seed", "d" (None if censored), "censored",
+    "censor_reason", "probes": {d: success}, "param_count"}.
+    """
+    points = []
+    for r in r_values:
+        for n in n_values:
+            for seed in seeds:
+                def succeeds(d: int) -> bool:
+                    width = None if width_factor is None else width_factor * d
+                    (trained,) = train_fact_models(n, r, d, model, [seed], lr=lr, steps=steps, width=width, device=device)
+                    return trained.train_accuracy == 1.0
+                d_min, probes = smallest_succeeding_on_grid(sorted(d_grid), succeeds)
+                width = None if d_min is None else (width_factor or 4) * d_min
+                points.append({
+                    "experiment": "geometric_d_min", "model": model, "N": n, "R": r, "seed": seed, "d": d_min,
+                    "censored": d_min is None,
+                    "censor_reason": None if d_min is not None else f"no d <= {max(d_grid)} reached 100% in {steps} steps",
+                    "probes": {str(k): v for k, v in sorted(probes.items())},
+                    "param_count": None if d_min is None else
+                        (n * d_min if model == "learned" else 0) + r * d_min + 2 * width * d_min + width + n * d_min,
+                })
+    return points
+
+
+def run_d_min_experiment(n_values: list[int], r_values: list[int], seeds: list[int], d_grid: list[int],
+                         models: tuple[str, ...] = ("learned", "frozen-subjects"), lr: float = 1e-2,
+                         steps: int = 2000, device: str = "cpu") -> dict[str, Any]:
+    """Experiment 1 (quick own runner): d_min(N) for learned and frozen subjects, log vs power per R.
+
+    Returns {"experiment": "geometric_d_min", "points": [...], "predicted": {"learned": "log",
+    "frozen-subjects": "power"}, "settings", "provenance", "wall_time_s"}.  empirics does not import
+    compare: the log-versus-power selection is ``compare.model_selection.select_d_min(result)``.
+    """
+    start = time.perf_counter()
+    predicted = {"learned": "log", "frozen-subjects": "power"}
+    points = []
+    for model in models:
+        points += d_min_points(n_values, r_values, seeds, model, d_grid, lr=lr, steps=steps, device=device)
+    return {"experiment": "geometric_d_min", "points": points, "predicted": predicted,
+            "settings": {"N": n_values, "R": r_values, "seeds": seeds, "d_grid": d_grid, "lr": lr, "steps": steps},
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------
+# Experiment 3: linear readout probes
+
+
+def _ridge_solve(features: np.ndarray, targets: np.ndarray, ridge: float) -> np.ndarray:
+    """argmin_W |features W - targets|^2 + ridge * |W|^2 (ridge relative to the mean feature power)."""
+    gram = features.T @ features
+    scale = ridge * max(np.trace(gram) / max(gram.shape[0], 1), 1e-12)
+    return np.linalg.solve(gram + scale * np.eye(gram.shape[0]), features.T @ targets)
+
+
+def nearest_attribute(predicted: np.ndarray, attribute_embeddings: np.ndarray) -> np.ndarray:
+    """Index of the attribute embedding nearest (Euclidean) to each predicted vector."""
+    distances = (predicted**2).sum(1)[:, None] - 2 * predicted @ attribute_embeddings.T + (attribute_embeddings**2).sum(1)[None, :]
+    return distances.argmin(axis=1)
+
+
+def linear_readout_probe(subject_embeddings: np.ndarray, attribute_embeddings: np.ndarray, bijections: np.ndarray,
+                         test_fraction: float = 0.25, seed: int = 0, ridge: float = 1e-6) -> dict[str, Any]:
+    """Per-relation linear maps W_r from subject embeddings to attribute embeddings, held-out subjects.
+
+    For each relation r: fit W_r by (ridge) least squares on the training subjects, E_s W_r ~ A_{pi_r(s)};
+    read out the attribute whose embedding is nearest to E_s W_r.  Returns {"test_accuracy" (mean over
+    relations), "train_accuracy", "per_relation": [{"relation", "test_accuracy", "train_accuracy",
+    "relative_residual"}], "n_train_subjects", "n_test_subjects", "chance": 1/N, "readout": ...}.
+    """
+    if not 0 < test_fraction < 1:
+        raise InputError(f"test_fraction: expected a number in (0, 1), got {test_fraction!r}")
+    n_subjects = subject_embeddings.shape[0]
+    rng = np.random.default_rng([seed, n_subjects, 0x9B0])
+    order = rng.permutation(n_subjects)
+    n_test = max(1, int(round(test_fraction * n_subjects)))
+    test, train = order[:n_test], order[n_test:]
+    per_relation = []
+    for r, pi in enumerate(bijections):
+        targets = attribute_embeddings[pi]
+        weights = _ridge_solve(subject_embeddings[train], targets[train], ridge)
+        predicted = subject_embeddings @ weights
+        hits = nearest_attribute(predicted, attribute_embeddings) == pi
+        residual = np.linalg.norm(predicted[test] - targets[test]) / max(np.linalg.norm(targets[test]), 1e-12)
+        per_relation.append({"relation": r, "test_accuracy": float(hits[test].mean()),
+                             "train_accuracy": float(hits[train].mean()), "relative_residual": float(residual)})
+    return {
+        "test_accuracy": float(np.mean([p["test_accuracy"] for p in per_relation])),
+        "train_accuracy": float(np.mean([p["train_accuracy"] for p in per_relation])),
+        "per_relation": per_relation, "n_train_subjects": int(len(train)), "n_test_subjects": int(len(test)),
+        "chance": 1.0 / n_subjects, "ridge": ridge,
+        "readout": "nearest attribute embedding (Euclidean) to E_s W_r, W_r fitted on training subjects only",
+    }
+
+
+NEAR_PERFECT = 0.9  # our reading of the paper's "near perfect" readout; stated in every verdict reason
+
+
+def run_probe_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[int], lr: float = 1e-2,
+                         steps: int = 300, test_fraction: float = 0.25, construction_k: int | None = None,
+                         device: str = "cpu") -> dict[str, Any]:
+    """Experiment 3: probe accuracy for trained learned and frozen-subject models (and the construction).
+
+    Models are trained for all ``steps`` (no early stop), so their embeddings have settled.
+    Attribute embeddings = the unembedding rows U_a.  Returns {"experiment": "geometric_probes",
+    "settings", "rows": [{"model", "seed", "train_accuracy_model", "probe_test_accuracy",
+    "probe_train_accuracy", "chance", "per_relation"}], "summary": {model: mean probe test accuracy},
+    "verdict", "verdict_reason", "provenance", "wall_time_s"}.
+    """
+    start = time.perf_counter()
+    rows = []
+    for model in ("learned", "frozen-subjects"):
+        for trained in train_fact_models(n_subjects, n_relations, d, model, seeds, lr=lr, steps=steps,
+                                         stop_at_full_accuracy=False, device=device):
+            probe = linear_readout_probe(trained.subject_embeddings, trained.unembedding, trained.bijections,
+                                         test_fraction, seed=trained.seed)
+            rows.append({"model": model, "seed": trained.seed, "train_accuracy_model": trained.train_accuracy,
+                         "steps_run": trained.steps_run, "probe_test_accuracy": probe["test_accuracy"],
+                         "probe_train_accuracy": probe["train_accuracy"], "chance": probe["chance"],
+                         "per_relation": probe["per_relation"]})
+    k = construction_k or predicted_construction_k(n_subjects)
+    for seed in seeds:
+        built = build_construction(n_subjects, n_relations, k, seed=seed)
+        probe = linear_readout_probe(built.subject_embeddings, built.unembedding, built.bijections, test_fraction, seed=seed)
+        rows.append({"model": "construction", "seed": seed, "train_accuracy_model": built.accuracy(), "steps_run": 0,
+                     "probe_test_accuracy": probe["test_accuracy"], "probe_train_accuracy": probe["train_accuracy"],
+                     "chance": probe["chance"], "per_relation": probe["per_relation"]})
+    summary = {m: float(np.mean([r["probe_test_accuracy"] for r in rows if r["model"] == m]))
+               for m in ("learned", "frozen-subjects", "construction")}
+    # paper-reported: per-relation linear readouts from learned subject embeddings are near perfect.
+    # The frozen control is reported beside it without a verdict: in this model the trained unembedding
+    # aligns with the frozen subject vectors (U_a collects the subjects that map to a), so a linear
+    # readout from random subject embeddings is well above chance without any geometric code.
+    verdict = "consistent" if summary["learned"] >= NEAR_PERFECT else "inconsistent"
+    reason = (f"held-out probe accuracy learned {summary['learned']:.3f} (near perfect = >= {NEAR_PERFECT}); "
+              f"frozen {summary['frozen-subjects']:.3f}, construction {summary['construction']:.3f}, "
+              f"chance {1 / n_subjects:.3f}")
+    return {"experiment": "geometric_probes", "settings": {"N": n_subjects, "R": n_relations, "d": d, "seeds": seeds,
+            "lr": lr, "steps": steps, "test_fraction": test_fraction, "construction_k": k},
+            "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------
+# Experiment 4: zero-shot transfer to new bijections
+
+
+def smart_subject_embeddings(trained: TrainedFactModel, new_bijections: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
+    """New subject embeddings as the superposition of the new attributes' vectors through per-relation maps.
+
+    The maps A_r are fitted jointly on the trained subjects by ridge least squares,
+    E_s ~ sum_r U_{pi_r(s)} A_r, and applied to the new bijections: E'_s = sum_r U_{pi'_r(s)} A_r.
+    """
+    features = np.concatenate([trained.unembedding[pi] for pi in trained.bijections], axis=1)
+    maps = _ridge_solve(features, trained.subject_embeddings, ridge)
+    new_features = np.concatenate([trained.unembedding[pi] for pi in new_bijections], axis=1)
+    return new_features @ maps
+
+
+def train_subject_embeddings_only(trained: TrainedFactModel, bijections: np.ndarray, initial: np.ndarray,
+                                  steps: int, lr: float = 1e-2) -> tuple[np.ndarray, list[list[float]]]:
+    """Adam on the subject embeddings alone (MLP, relation embeddings and unembedding frozen), full batch.
+
+    Returns (final embeddings, accuracy curve [[step, accuracy], ...] at steps 0, 1, 3, 10, 30, ...).
+    """
+    import torch
+
+    def frozen(a):
+        return torch.as_tensor(a, dtype=torch.float32)
+
+    er, w1, b1, w2, u = map(frozen, (trained.relation_embeddings, trained.w1, trained.b1, trained.w2, trained.unembedding))
+    subjects, relations, answers = (torch.as_tensor(a) for a in all_queries(bijections))
+    table = torch.nn.Parameter(frozen(initial).clone())
+    optimiser = torch.optim.Adam([table], lr=lr)
+    checkpoints = {0, steps} | {int(c) for c in np.unique(np.round(np.logspace(0, math.log10(max(steps, 1)), 8)))}
+    curve = []
+    for step in range(steps + 1):
+        x = table[subjects] + er[relations]
+        logits = (x + torch.relu(x @ w1.T + b1) @ w2.T) @ u.T
+        if step in checkpoints:
+            curve.append([step, float(strict_argmax_correct(logits.detach().double().numpy(), answers.numpy()).mean())])
+        if step == steps:
+            break
+        loss = torch.nn.functional.cross_entropy(logits, answers)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    return table.detach().double().numpy(), curve
+
+
+def zero_shot_transfer(trained: TrainedFactModel, seed: int, steps: int = 100, lr: float = 1e-2,
+                       ridge: float = 1e-3) -> dict[str, Any]:
+    """Freeze a trained model's MLP, relation embeddings and unembedding; learn R new bijections.
+
+    New subject embeddings start (a) random (unit-sphere directions scaled to the trained embeddings'
+    mean norm) or (b) smart (:func:`smart_subject_embeddings`).  Returns {"model", "seed",
+    "random": {"accuracy_no_training", "accuracy_after", "curve", "accuracy_no_training_without_mlp"},
+    "smart": {...}, "steps", "lr"}.
+    """
+    n_relations, n_subjects = trained.bijections.shape
+    new_bijections = random_bijections(n_subjects, n_relations, seed=10_000 + seed)
+    rng = np.random.default_rng([seed, n_subjects, 0x2E0])
+    directions = rng.standard_normal(trained.subject_embeddings.shape)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    random_init = directions * np.linalg.norm(trained.subject_embeddings, axis=1).mean()
+    out: dict[str, Any] = {"model": trained.model, "seed": trained.seed, "steps": steps, "lr": lr}
+    subjects, relations, answers = all_queries(new_bijections)
+    for name, initial in (("random", random_init), ("smart", smart_subject_embeddings(trained, new_bijections, ridge))):
+        _, curve = train_subject_embeddings_only(trained, new_bijections, initial, steps, lr)
+        # Diagnostic: the same initial embeddings read through the residual path alone (MLP removed).
+        # If this is as high as with the MLP, the transfer comes from the unembedding's alignment with
+        # the subject vectors, not from the MLP acting as a relation selector.
+        residual_only = (initial[subjects] + trained.relation_embeddings[relations]) @ trained.unembedding.T
+        out[name] = {"accuracy_no_training": curve[0][1], "accuracy_after": curve[-1][1], "curve": curve,
+                     "accuracy_no_training_without_mlp": float(strict_argmax_correct(residual_only, answers).mean())}
+    return out
+
+
+def run_zero_shot_experiment(n_subjects: int, n_relations: int, d: int, seeds: list[int], lr: float = 1e-2,
+                             train_steps: int = 300, transfer_steps: int = 100, device: str = "cpu") -> dict[str, Any]:
+    """Experiment 4: zero-shot transfer for the learned and the frozen-random-subject model.
+
+    Returns {"experiment": "geometric_zero_shot", "settings", "rows": [zero_shot_transfer dicts + 
+    "train_accuracy_model"], "summary": {model: {init: {"no_training", "after"}}} (means over seeds),
+    "verdict", "verdict_reason", "provenance", "wall_time_s"}.
+    """
+    start = time.perf_counter()
+    rows = []
+    for model in ("learned", "frozen-subjects"):
+        for trained in train_fact_models(n_subjects, n_relations, d, model, seeds, lr=lr, steps=train_steps,
+                                         stop_at_full_accuracy=False, device=device):
+            row = zero_shot_transfer(trained, trained.seed, steps=transfer_steps, lr=lr)
+            row["train_accuracy_model"] = trained.train_accuracy
+            rows.append(row)
+    summary = {model: {init: {"no_training": float(np.mean([r[init]["accuracy_no_training"] for r in rows if r["model"] == model])),
+                              "after": float(np.mean([r[init]["accuracy_after"] for r in rows if r["model"] == model])),
+                              "no_training_without_mlp": float(np.mean([r[init]["accuracy_no_training_without_mlp"]
+                                                                        for r in rows if r["model"] == model]))}
+                       for init in ("random", "smart")} for model in ("learned", "frozen-subjects")}
+    learned_smart = summary["learned"]["smart"]["no_training"]
+    frozen_smart = summary["frozen-subjects"]["smart"]["no_training"]
+    # paper-reported: the frozen trained MLP reaches high zero-shot accuracy with smart initialisation;
+    # the frozen-random-embedding MLP does not.  "High" is read as >= NEAR_PERFECT / 2 and above the
+    # frozen control by 0.2; both numbers are in the reason so a reader can apply their own.
+    consistent = learned_smart >= NEAR_PERFECT / 2 and learned_smart - frozen_smart >= 0.2
+    verdict = "consistent" if consistent else "inconsistent"
+    reason = (f"smart init, no training: learned {learned_smart:.3f}, frozen-random {frozen_smart:.3f} (MLP removed: "
+              f"learned {summary['learned']['smart']['no_training_without_mlp']:.3f}, frozen "
+              f"{summary['frozen-subjects']['smart']['no_training_without_mlp']:.3f}); random init: "
+              f"learned {summary['learned']['random']['no_training']:.3f}; after {transfer_steps} embedding-only steps "
+              f"smart/random: learned {summary['learned']['smart']['after']:.3f}/{summary['learned']['random']['after']:.3f}, "
+              f"frozen {summary['frozen-subjects']['smart']['after']:.3f}/{summary['frozen-subjects']['random']['after']:.3f}")
+    return {"experiment": "geometric_zero_shot", "settings": {"N": n_subjects, "R": n_relations, "d": d, "seeds": seeds,
+            "lr": lr, "train_steps": train_steps, "transfer_steps": transfer_steps},
+            "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------
+# Experiment 5: multi-hop chains, without and with chain-of-thought
+
+
+def engine_bijections(n_subjects: int, n_relations: int, seed: int) -> np.ndarray:
+    """The (R, N) bijections the engine draws for this seed (they do not depend on d), read from its problem."""
+    import torch
+
+    from recallkit.empirics.config import parse_config
+    from recallkit.empirics.tasks import build_problem
+
+    config = parse_config({"task": "fact_bijections", "model": "learned", "trainer": "adam", "seed": int(seed),
+                           "N": n_subjects, "R": n_relations, "d": 1, "lr": 1e-2, "steps": 1})
+    return build_problem([config], torch.device("cpu")).bijections[0].cpu().numpy().astype(np.int64)
+
+
+def composite_bijections(base: np.ndarray, hops: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """All R^hops chains (r_1, ..., r_hops) and their maps s -> pi_{r_hops}(... pi_{r_1}(s)), as (R^hops, N)."""
+    if hops < 1:
+        raise InputError(f"hops: expected a positive integer, got {hops!r}")
+    n_relations, n_entities = base.shape
+    chains = list(itertools.product(range(n_relations), repeat=hops))
+    maps = []
+    for chain in chains:
+        current = np.arange(n_entities)
+        for r in chain:
+            current = base[r][current]
+        maps.append(current)
+    return np.stack(maps), chains
+
+
+def chain_of_thought_accuracy(trained: TrainedFactModel, hops: int) -> float:
+    """Fraction of the N * R^hops chains answered right when the model emits every intermediate entity.
+
+    The one-hop model is applied ``hops`` times, feeding its argmax back as the next subject; a chain
+    counts as right only if every intermediate entity is right.
+    """
+    base = trained.bijections
+    n_relations, n_entities = base.shape
+    _, chains = composite_bijections(base, hops)
+    correct = 0
+    for chain in chains:
+        current_true = np.arange(n_entities)
+        current_emitted = np.arange(n_entities)
+        all_right = np.ones(n_entities, dtype=bool)
+        for r in chain:
+            logits = trained.logits(current_emitted, np.full(n_entities, r))
+            current_emitted = logits.argmax(axis=1)
+            current_true = base[r][current_true]
+            all_right &= current_emitted == current_true
+        correct += int(all_right.sum())
+    return correct / (n_entities * len(chains))
+
+
+def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int], seeds: list[int], d_grid: list[int],
+                             d_fixed: int, model: str = "learned", lr: float = 1e-2, steps: int = 2000,
+                             device: str = "cpu") -> dict[str, Any]:
+    """Experiment 5: d_min and accuracy at fixed d against the number of hops k, no-CoT versus CoT.
+
+    no-CoT: one model answers every k-hop query in one pass: the fact_bijections model with R^k
+    composite relations (the composites of the seed's R base bijections).  CoT: the one-hop model
+    (R relations) applied k times.  d_min is the smallest ``d_grid`` value reaching 100% on all
+    N * R^k chains.  Returns {"experiment": "geometric_multi_hop", "settings", "rows": [{"seed", "hops",
+    "composite_relations", "d_min_no_cot", "d_min_cot", "accuracy_no_cot_at_d_fixed",
+    "accuracy_cot_at_d_fixed"}], "summary": [{"hops", "composite_relations", "median_d_min_no_cot",
+    "median_d_min_cot", "mean_accuracy_no_cot", "mean_accuracy_cot"}], "verdict", "verdict_reason",
+    "provenance", "wall_time_s"}.  A censored d_min (no grid value reached 100%) is None.
+    """
+    start = time.perf_counter()
+    grid = sorted(d_grid)
+    rows = []
+    for seed in seeds:
+        base = engine_bijections(n_entities, n_relations, seed)
+        one_hop_cache: dict[int, TrainedFactModel] = {}
+
+        def one_hop(d: int) -> TrainedFactModel:
+            if d not in one_hop_cache:
+                (one_hop_cache[d],) = train_fact_models(n_entities, n_relations, d, model, [seed], lr=lr, steps=steps,
+                                                        device=device)
+            return one_hop_cache[d]
+
+        for k in hops:
+            composite, _ = composite_bijections(base, k)
+
+            def no_cot(d: int, composite=composite) -> TrainedFactModel:
+                (trained,) = train_fact_models(n_entities, len(composite), d, model, [seed], lr=lr, steps=steps,
+                                               bijections_override=[composite], device=device)
+                return trained
+
+            d_no_cot, _ = smallest_succeeding_on_grid(grid, lambda d: no_cot(d).train_accuracy == 1.0)
+            d_cot, _ = smallest_succeeding_on_grid(grid, lambda d, k=k: chain_of_thought_accuracy(one_hop(d), k) == 1.0)
+            rows.append({"seed": seed, "hops": k, "composite_relations": len(composite), "d_min_no_cot": d_no_cot,
+                         "d_min_cot": d_cot, "accuracy_no_cot_at_d_fixed": no_cot(d_fixed).train_accuracy,
+                         "accuracy_cot_at_d_fixed": chain_of_thought_accuracy(one_hop(d_fixed), k)})
+
+    def median(values):
+        values = [v for v in values if v is not None]
+        return float(np.median(values)) if values else None
+
+    summary = []
+    for k in hops:
+        at_k = [r for r in rows if r["hops"] == k]
+        summary.append({"hops": k, "composite_relations": n_relations**k,
+                        "median_d_min_no_cot": median([r["d_min_no_cot"] for r in at_k]),
+                        "median_d_min_cot": median([r["d_min_cot"] for r in at_k]),
+                        "mean_accuracy_no_cot": float(np.mean([r["accuracy_no_cot_at_d_fixed"] for r in at_k])),
+                        "mean_accuracy_cot": float(np.mean([r["accuracy_cot_at_d_fixed"] for r in at_k]))})
+    first, last = summary[0], summary[-1]
+    # paper-reported: without CoT the size grows with the number of chains, with CoT it does not.
+    known = None not in (first["median_d_min_no_cot"], last["median_d_min_no_cot"], first["median_d_min_cot"], last["median_d_min_cot"])
+    if not known or len(hops) < 2:
+        verdict, reason = "inconclusive", "a d_min was censored (no grid value reached 100%) or fewer than two hop counts"
+    else:
+        grows = last["median_d_min_no_cot"] > first["median_d_min_no_cot"]
+        flat = last["median_d_min_cot"] <= first["median_d_min_cot"]
+        verdict = "consistent" if grows and flat else "inconsistent"
+        reason = (f"median d_min without CoT {first['median_d_min_no_cot']:g} -> {last['median_d_min_no_cot']:g} "
+                  f"(k = {first['hops']} -> {last['hops']}, {first['composite_relations']} -> {last['composite_relations']} "
+                  f"composite relations); with CoT {first['median_d_min_cot']:g} -> {last['median_d_min_cot']:g}")
+    return {"experiment": "geometric_multi_hop", "settings": {"N": n_entities, "R": n_relations, "hops": hops,
+            "seeds": seeds, "d_grid": grid, "d_fixed": d_fixed, "model": model, "lr": lr, "steps": steps},
+            "rows": rows, "summary": summary, "verdict": verdict, "verdict_reason": reason,
+            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------
+# Experiment files: experiments/geometric_*.toml
+#
+# B2's experiment schema (empirics.experiment) describes searches along lines through a scaling
+# plane; experiments 2-5 here are not searches of that kind, so their settings live in a
+# [geometric] table that only this runner reads.
+
+_INT_LIST, _INT, _FLOAT, _STR, _STR_LIST = "list of positive integers", "positive integer", "positive number", "string", "list of strings"
+GEOMETRIC_SCHEMA: dict[str, dict[str, tuple[str, Any]]] = {
+    # experiment kind -> preset key -> (expected type, default; None = required)
+    "construction": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
+                     "codes": (_STR_LIST, ["random", "binary"]), "failure_probability": (_FLOAT, 0.01),
+                     "k_max": (_INT, 64)},
+    "d_min": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]), "d_grid": (_INT_LIST, None),
+              "models": (_STR_LIST, ["learned", "frozen-subjects"]), "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
+    "probes": {"N": (_INT, None), "R": (_INT, None), "d": (_INT, None), "seeds": (_INT_LIST, [0]), "lr": (_FLOAT, 1e-2),
+               "steps": (_INT, 300), "test_fraction": (_FLOAT, 0.25)},
+    "zero_shot": {"N": (_INT, None), "R": (_INT, None), "d": (_INT, None), "seeds": (_INT_LIST, [0]),
+                  "lr": (_FLOAT, 1e-2), "train_steps": (_INT, 300), "transfer_steps": (_INT, 100)},
+    "multi_hop": {"N": (_INT, None), "R": (_INT, None), "hops": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
+                  "d_grid": (_INT_LIST, None), "d_fixed": (_INT, None), "model": (_STR, "learned"),
+                  "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
+}
+
+
+def _check_value(value: Any, kind: str, where: str) -> Any:
+    def positive_int(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+    ok = {
+        _INT_LIST: lambda v: isinstance(v, list) and len(v) > 0 and all(positive_int(x) or x == 0 for x in v),
+        _INT: positive_int,
+        _FLOAT: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+        _STR: lambda v: isinstance(v, str),
+        _STR_LIST: lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) for x in v),
+    }[kind](value)
+    if not ok:
+        raise InputError(f"{where}: expected a {kind}, got {value!r}")
+    return value
+
+
+def load_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[str, Any]:
+    """Read and validate ``experiments/geometric_*.toml``; returns {"name", "kind", "description", "pack",
+    "preset", "settings": {...}} with defaults filled in.  Unknown keys and bad values are InputErrors
+    naming the file and the key."""
+    path = resolve_experiment(path)
+    raw = read_experiment_file(path)
+    if set(raw) != {"geometric"} or not isinstance(raw["geometric"], dict):
+        raise InputError(f"{path}: expected exactly one top-level table [geometric], got {sorted(raw)}")
+    table = raw["geometric"]
+    allowed = {"name", "kind", "description", "pack", "presets"}
+    for key in table:
+        if key not in allowed:
+            raise InputError(f"{path}: geometric.{key}: unknown key (expected one of: {', '.join(sorted(allowed))})")
+    kind = table.get("kind")
+    if kind not in GEOMETRIC_SCHEMA:
+        raise InputError(f"{path}: geometric.kind: expected one of {sorted(GEOMETRIC_SCHEMA)}, got {kind!r}")
+    name = table.get("name")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise InputError(f"{path}: geometric.name: expected an identifier, got {name!r}")
+    presets = table.get("presets", {})
+    if preset not in presets:
+        raise InputError(f"{path}: geometric.presets.{preset}: no such preset (have: {', '.join(sorted(presets)) or 'none'})")
+    schema = GEOMETRIC_SCHEMA[kind]
+    given = presets[preset]
+    for key in given:
+        if key not in schema:
+            raise InputError(f"{path}: geometric.presets.{preset}.{key}: unknown key for kind {kind!r} "
+                             f"(expected one of: {', '.join(sorted(schema))})")
+    settings = {}
+    for key, (expected, default) in schema.items():
+        where = f"{path}: geometric.presets.{preset}.{key}"
+        if key not in given:
+            if default is None:
+                raise InputError(f"{where}: missing (expected a {expected})")
+            settings[key] = default
+        else:
+            settings[key] = _check_value(given[key], expected, where)
+    return {"name": name, "kind": kind, "description": table.get("description", ""), "pack": table.get("pack"),
+            "preset": preset, "path": str(path), "settings": settings}
+
+
+def run_geometric_experiment(path: str | Path, preset: str = "quick", device: str = "cpu") -> dict[str, Any]:
+    """Load an experiment file and run it; the experiment's result dict plus "name", "kind", "preset", "path".
+
+    ``device`` is where models train ("cpu", "cuda", "cuda:1"); it is a property of the machine, not
+    of the experiment, so it is an argument here and not a key of the file."""
+    spec = load_geometric_experiment(path, preset)
+    s, kind = spec["settings"], spec["kind"]
+    if kind == "construction":
+        result = run_construction_experiment(s["N"], s["R"], s["seeds"], s["codes"], s["failure_probability"], s["k_max"])
+    elif kind == "d_min":
+        result = run_d_min_experiment(s["N"], s["R"], s["seeds"], s["d_grid"], tuple(s["models"]), s["lr"], s["steps"], device)
+    elif kind == "probes":
+        result = run_probe_experiment(s["N"], s["R"], s["d"], s["seeds"], s["lr"], s["steps"], s["test_fraction"], device=device)
+    elif kind == "zero_shot":
+        result = run_zero_shot_experiment(s["N"], s["R"], s["d"], s["seeds"], s["lr"], s["train_steps"], s["transfer_steps"], device)
+    else:
+        result = run_multi_hop_experiment(s["N"], s["R"], s["hops"], s["seeds"], s["d_grid"], s["d_fixed"], s["model"],
+                                          s["lr"], s["steps"], device)
+    result.update({"name": spec["name"], "kind": kind, "preset": preset, "path": spec["path"]})
+    return result
+
+
+def construction_gap_table(construction: dict[str, Any], d_min: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Construction vs trained vs lower bound, one row per (N, R), for one figure.
+
+    Rows: {"N", "R", "counting_bound_d" (p = 1), "construction_binary_d_blocks", "construction_random_d_blocks"
+    (median over seeds of R*k_min; the R relation coordinates are not counted, as in the bound),
+    "learned_d_min", "frozen_d_min" (median over seeds of the trained d_min, None if not run or censored)}.
+    """
+    def median(values):
+        values = [v for v in values if v is not None]
+        return float(np.median(values)) if values else None
+
+    trained = d_min["points"] if d_min else []
+    cells = sorted({(p["N"], p["R"]) for p in construction["points"]})
+    rows = []
+    for n, r in cells:
+        here = [p for p in construction["points"] if p["N"] == n and p["R"] == r]
+        rows.append({
+            "N": n, "R": r, "counting_bound_d": here[0]["counting_bound_d"],
+            "construction_binary_d_blocks": median([p["d_blocks_min"] for p in here if p["codes"] == "binary"]),
+            "construction_random_d_blocks": median([p["d_blocks_min"] for p in here if p["codes"] == "random"]),
+            "learned_d_min": median([p["d"] for p in trained if p["model"] == "learned" and p["N"] == n and p["R"] == r]),
+            "frozen_d_min": median([p["d"] for p in trained if p["model"] == "frozen-subjects" and p["N"] == n and p["R"] == r]),
+        })
+    return rows

@@ -1,0 +1,21 @@
+"""Token retrieval under random non-orthogonal embeddings (Vural, Bietti, Soltanolkotabi, Wu, ICLR 2026).
+
+See README.md in this folder for the model, what the paper states and what is derived here.
+"""
+from pathlib import Path
+
+from recallkit.registry import PageKind, System, Task
+
+SYSTEM = System(
+    name="token_retrieval",
+    title="Token retrieval: attention-only and attention-MLP, three-step GD and Adam",
+    root=Path(__file__).resolve().parent,
+    tasks=(Task("token_retrieval", config=f"{__name__}.config:TokenRetrievalConfig",
+                problem=f"{__name__}.task:TokenRetrieval", trainers=("three_step", "adam", "adamw")),),
+    report=("tr_fig2_attention_only", "tr_fig3_attention_mlp"),
+    report_steps=(f"{__name__}.steps:term_probe_entry",),
+    probe=f"{__name__}.judge:run_probe",
+    page_kinds=(PageKind("probes", pages=f"{__name__}.pages:probe_pages", rows=f"{__name__}.pages:probe_rows",
+                         compared="each term's fitted exponent against the pack's, per variable (TOST)",
+                         own_intro=True),),
+)

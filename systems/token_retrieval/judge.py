@@ -1,0 +1,533 @@
+"""Term-by-term verification: each pack term's measured size against each variable, with a verdict.
+
+The packs ``token_retrieval_attn`` / ``token_retrieval`` state every term of the reconstructed
+Theorem 1 as an expression in V, N, d, L (and m). ``empirics.probes`` splits the logits after the
+three steps exactly into the same terms on real instances. This module
+
+1. reads the probe grid (``experiments/tr_probe.toml``: a star design around a base point, one
+   variable moving at a time, several seeds),
+2. gets one probe row per (grid point, seed) from the results store, computing the missing ones
+   (``empirics.probes.probe_rows``; stored under a config with ``task = "token_retrieval_probe"``),
+3. fits log(size) on log(variable) along each axis of the star (``compare.fits.fit_slope``: OLS,
+   HC3, t intervals, bootstrap over seeds), or all variables jointly (``method="joint"``: one OLS of
+   log size on log V, log N, log d, log L, log m over every row, HC3, t),
+4. judges each slope against the term's exponent in that variable, d log(term) / d log(variable) at
+   fixed others, read off the pack's sympy expression (``compare.verdicts``: TOST with delta).
+
+What is measured for a term: the signal's mean value at the correct label; a noise term's spread
+(standard deviation over the wrong labels, averaged over test inputs), both divided by the common
+factor gamma * lambda. The pack writes each noise term with the union-bound factor sqrt(log V) over
+the V - 1 wrong labels; the spread does not carry it, so the compared V exponent drops that log
+factor (and says so). With ``statistic="max_wrong"`` (largest |value| over the wrong labels) the log
+factor stays and the V verdict is taken against the prediction's finite-range slope.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+import sympy as sp
+
+from recallkit.theory.errors import InputError
+
+PROBE_FILES = {"token_retrieval": Path(__file__).resolve().parent / "experiments" / "tr_probe.toml"}
+DEFAULT_PACK = {"token_retrieval": "token_retrieval"}
+GRID_VARIABLES = ("V", "N", "d", "L", "m")
+STATISTICS = ("spread", "max_wrong")
+METHODS = ("axis", "joint")
+# Bumped whenever empirics.probes changes what a row holds, so that stale stored rows are not reused.
+PROBE_ROW_VERSION = 1
+STORE_TASK = "token_retrieval_probe"
+
+
+# ----------------------------------------------------------------------------- the grid
+@dataclass(frozen=True)
+class ProbeGrid:
+    """One preset of a probe file for one pack: a base point, the values each variable takes, seeds."""
+
+    name: str
+    path: str
+    pack: str
+    preset: str
+    base: dict[str, int]
+    vary: dict[str, tuple[int, ...]]
+    seeds: tuple[int, ...]
+    n_test: int
+    kappa: float
+    eta: float
+    features: str = "relu_centred"
+    delta: float = 0.25
+    alpha: float = 0.05
+
+    def points(self) -> list[dict[str, int]]:
+        """The star's grid points (base first), each once."""
+        out = [dict(self.base)]
+        for variable, values in self.vary.items():
+            for value in values:
+                point = {**self.base, variable: value}
+                if point not in out:
+                    out.append(point)
+        return out
+
+    def configs(self):
+        from recallkit.systems.token_retrieval.term_probes import ProbeConfig
+
+        return [ProbeConfig(V=p["V"], N=p["N"], d=p["d"], L=p["L"], m=p.get("m"), features=self.features,
+                            eta=self.eta, kappa=self.kappa, n_test=self.n_test, seed=seed)
+                for p in self.points() for seed in self.seeds]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.path, "pack": self.pack, "preset": self.preset,
+                "base": dict(self.base), "vary": {k: list(v) for k, v in self.vary.items()},
+                "seeds": list(self.seeds), "n_test": self.n_test, "kappa": self.kappa, "eta": self.eta,
+                "features": self.features if "m" in self.base else None, "delta": self.delta, "alpha": self.alpha}
+
+
+def _positive_ints(value: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+        raise InputError(f"{where}: expected a non-empty list of positive integers, got {value!r}")
+    return tuple(value)
+
+
+def _seeds(value: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value) or len(set(value)) != len(value):
+        raise InputError(f"{where}: expected a non-empty list of distinct non-negative integers, got {value!r}")
+    return tuple(value)
+
+
+def _positive_number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{where}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, preset: str = "quick") -> ProbeGrid:
+    """Read one (pack, preset) of a probe file. ``source`` is a probe name (``token_retrieval``) or a
+    path to a TOML file; ``pack`` defaults to the name's default pack (or the file's only pack)."""
+    path = PROBE_FILES.get(source, Path(source))
+    if not path.is_file():
+        raise InputError(f"probe: {source!r}: expected a probe name ({', '.join(PROBE_FILES)}) or a probe TOML file")
+    try:
+        doc = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc})") from None
+    packs = doc.get("packs")
+    if not isinstance(packs, dict) or not packs:
+        raise InputError(f"{path}: packs: expected a table of packs, each with presets")
+    if pack is None:
+        pack = DEFAULT_PACK.get(source) or (next(iter(packs)) if len(packs) == 1 else None)
+        if pack is None:
+            raise InputError(f"{path}: --pack: expected one of {', '.join(packs)}")
+    if pack not in packs:
+        raise InputError(f"{path}: --pack: expected one of {', '.join(packs)}, got {pack!r}")
+    presets = packs[pack].get("presets", {})
+    if preset not in presets:
+        raise InputError(f"{path}: packs.{pack}.presets: --preset: expected one of {', '.join(presets)}, got {preset!r}")
+    where = f"{path}: packs.{pack}.presets.{preset}"
+    spec = presets[preset]
+    unknown = set(spec) - {"base", "vary", "seeds", "n_test", "features"}
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    base = spec.get("base")
+    if not isinstance(base, dict):
+        raise InputError(f"{where}.base: expected a table like {{ V = 256, N = 4000, d = 32, L = 16 }}")
+    for variable, value in base.items():
+        if variable not in GRID_VARIABLES:
+            raise InputError(f"{where}.base.{variable}: expected one of {', '.join(GRID_VARIABLES)}")
+        _positive_ints([value], f"{where}.base.{variable}")
+    missing = {"V", "N", "d", "L"} - set(base)
+    if missing:
+        raise InputError(f"{where}.base: missing {', '.join(sorted(missing))}")
+    vary = spec.get("vary", {})
+    if not isinstance(vary, dict) or not vary:
+        raise InputError(f"{where}.vary: expected a table of variable -> list of values")
+    for variable in vary:
+        if variable not in base:
+            raise InputError(f"{where}.vary.{variable}: expected a variable of base ({', '.join(base)})")
+    vary_checked = {v: _positive_ints(vals, f"{where}.vary.{v}") for v, vals in vary.items()}
+    verdict = doc.get("verdict", {})
+    schedule = doc.get("schedule", {})
+    features = spec.get("features", "relu_centred")
+    from recallkit.systems.token_retrieval.term_probes import FEATURES
+
+    if features not in FEATURES:
+        raise InputError(f"{where}.features: expected one of {', '.join(FEATURES)}, got {features!r}")
+    n_test = _positive_ints([spec.get("n_test", 96)], f"{where}.n_test")[0]
+    return ProbeGrid(
+        name=str(doc.get("name", path.stem)), path=str(path), pack=pack, preset=preset, base=dict(base),
+        vary=vary_checked, seeds=_seeds(spec.get("seeds", [0]), f"{where}.seeds"), n_test=n_test,
+        kappa=_positive_number(schedule.get("kappa", 1.0), f"{path}: schedule.kappa"),
+        eta=_positive_number(schedule.get("eta", 1e-3), f"{path}: schedule.eta"), features=features,
+        delta=_positive_number(verdict.get("delta", 0.25), f"{path}: verdict.delta"),
+        alpha=_positive_number(verdict.get("alpha", 0.05), f"{path}: verdict.alpha"))
+
+
+# ----------------------------------------------------------------------------- predictions
+def term_exponents(expr: sp.Expr, variables: Iterable[str]) -> tuple[dict[str, sp.Rational], sp.Rational]:
+    """A pack term as coef * prod(v ** e_v) * log(V) ** P -> ({v: e_v}, P): e_v = d log term / d log v
+    at fixed others, exact. InputError if the term is not of that form (sums, other logs)."""
+    from recallkit.theory.symbols import VARIABLES
+
+    ell = sp.Symbol("ell_logV", positive=True)
+    plain = expr.subs(sp.log(VARIABLES["V"]), ell)
+    if plain.has(sp.log):
+        raise InputError(f"term {expr}: expected a power law times a power of log(V)")
+    log_term = sp.expand_log(sp.log(plain), force=True)
+    exponents = {}
+    for name in variables:
+        sym = VARIABLES[name]
+        value = sp.nsimplify(sp.simplify(sp.diff(log_term, sym) * sym))
+        if value.free_symbols:
+            raise InputError(f"term {expr}: not a power law in {name} (d log term / d log {name} = {value})")
+        exponents[name] = value
+    log_power = sp.nsimplify(sp.simplify(sp.diff(log_term, ell) * ell))
+    if log_power.free_symbols:
+        raise InputError(f"term {expr}: not a power of log(V)")
+    return exponents, log_power
+
+
+def predicted_exponent(term, variable: str, statistic: str = "spread") -> dict[str, Any]:
+    """What the probe statistic of ``term`` (a theory.pack.Term) should scale like in ``variable``."""
+    exponents, log_power = term_exponents(term.expr, [variable])
+    notes = []
+    if term.role == "noise" and statistic == "spread" and log_power != 0:
+        notes.append(f"the pack term carries log(V)^{log_power} (union bound over the wrong labels); the spread "
+                     f"over labels does not, so it is compared without it")
+        log_power = log_power - sp.Rational(1, 2)
+    if variable != "V":
+        log_power = sp.Integer(0)
+    elif log_power != 0:
+        notes.append(f"log(V)^{log_power} remains: the verdict uses the finite-range slope over the fitted V range")
+    return {"exponent": float(exponents[variable]), "exponent_exact": str(exponents[variable]),
+            "log_power": float(log_power), "log_power_exact": str(log_power), "notes": notes}
+
+
+# ----------------------------------------------------------------------------- rows (store-backed)
+def _store_config(cfg) -> dict[str, Any]:
+    return {"task": STORE_TASK, "probe_row_version": PROBE_ROW_VERSION, **dataclasses.asdict(cfg)}
+
+
+def probe_config_hash(store_config: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a probe row's config -> hex[:16] (the store key; the same scheme
+    as empirics.config.config_hash, which validates training configs only)."""
+    import hashlib
+    import json
+
+    canonical = json.dumps(dict(store_config), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def collect_rows(grid: ProbeGrid, store=None, code_version: str = "unknown",
+                 log: Callable[[str], None] | None = None) -> tuple[list[dict], dict[str, int]]:
+    """One probe row per (grid point, seed): reused from ``store`` (an empirics.store.ResultStore or
+    None) when present, computed (and stored, one row at a time) otherwise. -> (rows, counts)."""
+    import torch
+
+    from recallkit.systems.token_retrieval.term_probes import probe_rows
+
+    configs = grid.configs()
+    store_cfgs = [_store_config(c) for c in configs]
+    hashes = [probe_config_hash(c) for c in store_cfgs]
+    stored = store.get(hashes) if store is not None else {}
+    rows, reused, computed = [], 0, 0
+    for index, (cfg, scfg, h) in enumerate(zip(configs, store_cfgs, hashes)):
+        if h in stored:
+            rows.append(stored[h]["metrics"])
+            reused += 1
+            continue
+        if log:
+            log(f"probe {index + 1}/{len(configs)}: V={cfg.V} N={cfg.N} d={cfg.d} L={cfg.L}"
+                + (f" m={cfg.m}" if cfg.m else "") + f" seed={cfg.seed}")
+        import time
+
+        start = time.perf_counter()
+        row = probe_rows([cfg])[0]
+        row["wall_time_s"] = time.perf_counter() - start
+        rows.append(row)
+        computed += 1
+        if store is not None and not store.readonly:
+            store.add(grid.name, [scfg], [h], [row], code_version, torch.__version__)
+    if store is not None and reused:
+        store.link(grid.name, [h for h in hashes if h in stored])
+    return rows, {"reused": reused, "computed": computed}
+
+
+# ----------------------------------------------------------------------------- fits
+def _statistic_for(term, statistic: str) -> str:
+    return "at_label" if term.role == "signal" else statistic
+
+
+def _row_point(row: Mapping[str, Any]) -> dict[str, Any]:
+    cfg = row["config"]
+    return {v: cfg.get(v) for v in GRID_VARIABLES}
+
+
+def _shared_components(pack_terms) -> dict[str, list[str]]:
+    from recallkit.systems.token_retrieval.term_probes import PACK_TERM_COMPONENTS
+
+    shared: dict[str, list[str]] = {}
+    for term in pack_terms:
+        for other in pack_terms:
+            if other.name != term.name and PACK_TERM_COMPONENTS.get(term.name) == PACK_TERM_COMPONENTS.get(other.name):
+                shared.setdefault(term.name, []).append(other.name)
+    return shared
+
+
+def _entry(term, variable, statistic, prediction, components, shared, grid) -> dict[str, Any]:
+    notes = list(prediction["notes"])
+    if shared:
+        notes.append(f"shares its probe component with {', '.join(shared)} (the two cannot be split exactly); "
+                     f"the fit measures whichever dominates on this grid, so at most one of them can agree")
+    return {"pack": grid.pack, "preset": grid.preset, "term": term.name, "role": term.role, "variable": variable,
+            "statistic": _statistic_for(term, statistic), "components": list(components),
+            "predicted_exponent": prediction["exponent"], "predicted_exponent_exact": prediction["exponent_exact"],
+            "log_power": prediction["log_power"], "notes": notes, "reference": term.reference}
+
+
+def _size(row: Mapping[str, Any], term: str, stat: str, corrected: bool) -> float:
+    """A row's measured size of ``term``; ``corrected``: with the measured normalisers (A, |r|, |t|,
+    |o|) replaced by their asymptotic L-powers, i.e. with the finite-L drift of the attention divided out."""
+    from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER, TERM_NORMALISERS
+
+    size = row["terms"][term][stat]
+    if not corrected:
+        return size
+    L = row["config"]["L"]
+    for name, power in TERM_NORMALISERS[term].items():
+        measured = row["norms"][name]
+        if not measured > 0:
+            return math.nan
+        size *= (L ** NORMALISER_L_POWER[name] / measured) ** power
+    return size
+
+
+def _axis_fit(rows, grid, term, variable, stat, prediction, corrected: bool) -> dict[str, Any]:
+    from recallkit.compare.fits import fit_slope
+    from recallkit.compare.verdicts import decide, undecidable
+
+    xs, ys, seeds, values, dropped = [], [], [], [], 0
+    for row in rows:
+        point = _row_point(row)
+        if any(point[v] != grid.base.get(v) for v in grid.base if v != variable):
+            continue
+        size = _size(row, term.name, stat, corrected)
+        if not (size > 0 and math.isfinite(size)):
+            dropped += 1
+            continue
+        xs.append(math.log(point[variable]))
+        ys.append(math.log(size))
+        seeds.append(row["config"]["seed"])
+        values.append(point[variable])
+    if len(set(xs)) < 3:
+        verdict = undecidable(prediction["exponent"], grid.delta, grid.alpha,
+                              f"only {len(set(xs))} distinct {variable} values with a positive size "
+                              f"({dropped} non-positive dropped); a slope with an interval needs >= 3")
+        return {**_fit_fields(None), **verdict.to_dict()}
+    fit = fit_slope(xs, ys, seeds, alpha=grid.alpha)
+    verdict = decide(fit, prediction["exponent"], delta=grid.delta, alpha=grid.alpha, log_power=prediction["log_power"])
+    return {**_fit_fields(fit), "values": sorted(set(values)), **verdict.to_dict()}
+
+
+def _joint_fit_fields(fitted, variable, prediction, grid) -> dict[str, Any]:
+    from recallkit.compare.fits import finite_range_slope
+    from recallkit.compare.verdicts import decide_numbers, undecidable
+
+    if fitted is None or fitted.get("error"):
+        verdict = undecidable(prediction["exponent"], grid.delta, grid.alpha, (fitted or {}).get("error", "no joint fit"))
+        return {**_fit_fields(None), **verdict.to_dict()}
+    index = fitted["names"].index(variable)
+    compared = finite_range_slope(prediction["exponent"], prediction["log_power"], fitted["x_range"][index])
+    verdict = decide_numbers(fitted["params"][index], fitted["bse"][index], fitted["df_resid"], compared,
+                             delta=grid.delta, alpha=grid.alpha)
+    out = {"fitted_exponent": fitted["params"][index], "se": fitted["bse"][index], "ci": fitted["ci"][index],
+           "ci_bootstrap": None, "r2": fitted["r2"], "n_points": fitted["n_points"], "n_seeds": fitted["n_seeds"],
+           "values": fitted["values"][index], "df_resid": fitted["df_resid"], **verdict.to_dict()}
+    out["predicted_slope"] = prediction["exponent"]
+    return out
+
+
+_CORRECTED_KEYS = ("fitted_exponent", "se", "ci", "ci_bootstrap", "r2", "n_points", "verdict", "verdict_reason",
+                   "p_tost", "predicted_slope_finite_range", "band")
+
+
+def fit_terms(rows: list[dict], grid: ProbeGrid, pack=None, statistic: str = "spread",
+              method: str = "axis") -> list[dict[str, Any]]:
+    """One entry per (pack term, varied variable): prediction, fitted exponent with intervals, verdict,
+    and under ``"drift_corrected"`` the same fit with the measured attention normalisers swapped for
+    their asymptotic L-powers (what is left is the derivation's structure, not the finite-L transient)."""
+    from recallkit.systems.token_retrieval.term_probes import PACK_TERM_COMPONENTS
+    from recallkit.theory.pack import load_pack
+
+    if statistic not in STATISTICS:
+        raise InputError(f"--statistic: expected one of {', '.join(STATISTICS)}, got {statistic!r}")
+    if method not in METHODS:
+        raise InputError(f"--method: expected one of {', '.join(METHODS)}, got {method!r}")
+    pack = load_pack(grid.pack) if pack is None else pack
+    terms = [t for t in pack.terms if t.name in PACK_TERM_COMPONENTS]
+    shared = _shared_components(terms)
+    variables = [v for v in GRID_VARIABLES if v in grid.vary]
+    joint = {flag: _joint_fits(rows, terms, variables, statistic, grid.alpha, flag)
+             for flag in (False, True)} if method == "joint" else {}
+    out = []
+    for term in terms:
+        stat = _statistic_for(term, statistic)
+        for variable in variables:
+            prediction = predicted_exponent(term, variable, statistic)
+            entry = _entry(term, variable, statistic, prediction, PACK_TERM_COMPONENTS[term.name],
+                           shared.get(term.name), grid)
+            fits = {}
+            for corrected in (False, True):
+                if method == "joint":
+                    fits[corrected] = _joint_fit_fields(joint[corrected].get(term.name), variable, prediction, grid)
+                else:
+                    fits[corrected] = _axis_fit(rows, grid, term, variable, stat, prediction, corrected)
+            entry.update(fits[False])
+            entry["drift_corrected"] = {k: fits[True].get(k) for k in _CORRECTED_KEYS}
+            entry["method"] = ("joint OLS of log size on log " + ", log ".join(variables) + " (HC3, t)"
+                               if method == "joint" else
+                               f"OLS of log size on log {variable} along the {variable} axis (HC3, t; bootstrap over seeds)")
+            out.append(entry)
+    return out
+
+
+def _fit_fields(fit) -> dict[str, Any]:
+    if fit is None:
+        return {"fitted_exponent": None, "se": None, "ci": None, "ci_bootstrap": None, "r2": None,
+                "n_points": 0, "n_seeds": 0, "values": [], "df_resid": None}
+    return {"fitted_exponent": fit.slope, "se": fit.slope_se, "ci": list(fit.slope_ci),
+            "ci_bootstrap": [None if not math.isfinite(v) else v for v in fit.slope_ci_bootstrap],
+            "r2": fit.r2, "n_points": fit.n_points, "n_seeds": fit.n_seeds, "df_resid": fit.df_resid}
+
+
+def _joint_fits(rows, terms, variables, statistic, alpha, corrected=False) -> dict[str, dict[str, Any]]:
+    """log size = b0 + sum_v b_v log v over every row, per term (statsmodels OLS, HC3, use_t)."""
+    import statsmodels.api as sm
+
+    out = {}
+    for term in terms:
+        stat = _statistic_for(term, statistic)
+        X, y, seeds = [], [], set()
+        for row in rows:
+            size = _size(row, term.name, stat, corrected)
+            if size > 0 and math.isfinite(size):
+                point = _row_point(row)
+                X.append([math.log(point[v]) for v in variables])
+                y.append(math.log(size))
+                seeds.add(row["config"]["seed"])
+        X_arr = np.asarray(X)
+        if len(y) <= len(variables) + 1 or any(len(set(X_arr[:, i])) < 3 for i in range(len(variables))):
+            out[term.name] = {"error": "too few rows with a positive size for a joint fit"}
+            continue
+        result = sm.OLS(np.asarray(y), sm.add_constant(X_arr, has_constant="add")).fit(cov_type="HC3", use_t=True)
+        ci = result.conf_int(alpha)
+        out[term.name] = {"names": list(variables), "params": [float(v) for v in result.params[1:]],
+                          "bse": [float(v) for v in result.bse[1:]], "ci": [[float(a), float(b)] for a, b in ci[1:]],
+                          "df_resid": int(round(result.df_resid)), "r2": float(result.rsquared), "n_points": len(y),
+                          "n_seeds": len(seeds),
+                          "x_range": [(float(X_arr[:, i].min()), float(X_arr[:, i].max())) for i in range(len(variables))],
+                          "values": [sorted({int(round(math.exp(v))) for v in X_arr[:, i]}) for i in range(len(variables))]}
+    return out
+
+
+# ----------------------------------------------------------------------------- entry points
+def run_probe(source: str = "token_retrieval", pack: str | None = None, preset: str = "quick", *, store=None,
+              code_version: str = "unknown", statistic: str = "spread", method: str = "axis",
+              delta: float | None = None, alpha: float | None = None, rows: list[dict] | None = None,
+              log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The whole probe document (= ``recallkit probe --json``): grid, provenance of the rows, fits."""
+    if statistic not in STATISTICS:
+        raise InputError(f"--statistic: expected one of {', '.join(STATISTICS)}, got {statistic!r}")
+    if method not in METHODS:
+        raise InputError(f"--method: expected one of {', '.join(METHODS)}, got {method!r}")
+    grid = load_probe_grid(source, pack, preset)
+    if delta is not None:
+        grid = dataclasses.replace(grid, delta=_positive_number(delta, "--delta"))
+    if alpha is not None:
+        if not 0 < alpha < 0.5:
+            raise InputError(f"--alpha: expected a number in (0, 0.5), got {alpha}")
+        grid = dataclasses.replace(grid, alpha=float(alpha))
+    counts = {"reused": 0, "computed": 0}
+    if rows is None:
+        rows, counts = collect_rows(grid, store=store, code_version=code_version, log=log)
+    table = fit_terms(rows, grid, statistic=statistic, method=method)
+    verdicts = ("consistent", "inconsistent", "inconclusive")
+    summary = {v: sum(1 for e in table if e["verdict"] == v) for v in verdicts}
+    summary_corrected = {v: sum(1 for e in table if e["drift_corrected"]["verdict"] == v) for v in verdicts}
+    return {"grid": grid.to_dict(), "statistic": statistic, "method": method, "rows": counts,
+            "store": str(store.path) if store is not None else None,
+            "threads": sorted({r.get("threads") for r in rows}), "devices": sorted({r.get("device") for r in rows}),
+            "accuracy": {"mean": float(np.mean([r["accuracy"] for r in rows])),
+                         "min": float(min(r["accuracy"] for r in rows)), "max": float(max(r["accuracy"] for r in rows))},
+            "attention_informative": {"min": float(min(r["norms"]["A_test"] for r in rows)),
+                                      "max": float(max(r["norms"]["A_test"] for r in rows))},
+            "summary": summary, "summary_drift_corrected": summary_corrected,
+            "inconsistent": [f"{e['term']} in {e['variable']}" for e in table if e["verdict"] == "inconsistent"],
+            "inconsistent_drift_corrected": [f"{e['term']} in {e['variable']}" for e in table
+                                             if e["drift_corrected"]["verdict"] == "inconsistent"],
+            "table": table}
+
+
+def probe_table(source: str = "token_retrieval", pack: str | None = None, preset: str = "quick", **kwargs) -> list[dict]:
+    """The probe table as plain dicts (one per term and variable) for the report; keyword arguments as
+    :func:`run_probe` (``store``, ``rows``, ``statistic``, ``method``, ``delta``, ``alpha``, ``log``)."""
+    return run_probe(source, pack, preset, **kwargs)["table"]
+
+
+def _interval_text(pair) -> str:
+    return "-" if not pair or pair[0] is None else f"[{pair[0]:+.2f}, {pair[1]:+.2f}]"
+
+
+def format_table(doc: dict[str, Any]) -> str:
+    """The probe document as an aligned text table, with each verdict's reason below it."""
+    grid = doc["grid"]
+    level = f"{100 * (1 - grid['alpha']):g}%"
+    header = ["term", "var", "predicted", "fitted", f"{level} CI (HC3)", "verdict",
+              "drift-corrected", f"{level} CI", "verdict (corrected)"]
+    body = []
+    for e in doc["table"]:
+        c = e["drift_corrected"]
+        predicted = f"{e['predicted_exponent']:+.3f}"
+        finite = e.get("predicted_slope_finite_range")
+        if finite is not None and abs(finite - e["predicted_exponent"]) > 1e-12:
+            predicted += f" (range {finite:+.3f})"
+        body.append([e["term"], e["variable"], predicted,
+                     "-" if e["fitted_exponent"] is None else f"{e['fitted_exponent']:+.3f}",
+                     _interval_text(e["ci"]), e["verdict"],
+                     "-" if c["fitted_exponent"] is None else f"{c['fitted_exponent']:+.3f}",
+                     _interval_text(c["ci"]), c["verdict"]])
+    widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
+    base = ", ".join(f"{k}={v}" for k, v in grid["base"].items())
+    vary = "; ".join(f"{k} in {v}" for k, v in grid["vary"].items())
+    text = [f"{grid['name']}: pack {grid['pack']}, preset {grid['preset']}; base {base}; {vary}; seeds {grid['seeds']}, "
+            f"n_test {grid['n_test']}; kappa {grid['kappa']:g}, eta {grid['eta']:g}"
+            + (f", features {grid['features']}" if grid.get("features") else ""),
+            f"size = term / (gamma * lambda); signal: mean at the correct label; noise: {doc['statistic']} over the "
+            f"wrong labels; {doc['method']} fits of log size; verdict: TOST, delta {grid['delta']:g}, alpha {grid['alpha']:g}; "
+            f"drift-corrected: measured A, |r|, |t|, |o| replaced by their asymptotic L-powers",
+            f"rows: reused {doc['rows']['reused']}, computed {doc['rows']['computed']}; threads {doc['threads']}; "
+            f"devices {doc['devices']}; accuracy {doc['accuracy']['min']:.3f}-{doc['accuracy']['max']:.3f}; "
+            f"A_test {doc['attention_informative']['min']:.3f}-{doc['attention_informative']['max']:.3f}",
+            "  ".join(h.ljust(w) for h, w in zip(header, widths)),
+            "  ".join("-" * w for w in widths)]
+    text.extend("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in body)
+    text.append("")
+    for label, key, bad in (("raw", "summary", "inconsistent"),
+                            ("drift-corrected", "summary_drift_corrected", "inconsistent_drift_corrected")):
+        s = doc[key]
+        text.append(f"{label}: {s['consistent']} consistent, {s['inconsistent']} inconsistent, "
+                    f"{s['inconclusive']} inconclusive" + (f"; inconsistent: {', '.join(doc[bad])}" if doc[bad] else ""))
+    notes = sorted({n for e in doc["table"] for n in e["notes"]})
+    for note in notes:
+        text.append(f"note: {note}")
+    for index, e in enumerate(doc["table"], 1):
+        text.append(f"[{index}] {e['term']} in {e['variable']}: {e['verdict']}: {e['verdict_reason']}")
+        c = e["drift_corrected"]
+        text.append(f"    drift-corrected: {c['verdict']}: {c['verdict_reason']}")
+    return "\n".join(text)

@@ -1,0 +1,228 @@
+"""The token-retrieval term-probe pages: each pack term's fitted exponent against its predicted one.
+
+Drawn from the ``compare.probe_fits.run_probe`` document (= ``recallkit probe --json``), kept under
+``entry["probes"]`` of a summary entry of kind ``"probes"``:
+
+- :func:`probe_table_pages`: the table term, variable, predicted exponent, fitted exponent with its
+  interval, verdict (raw and drift-corrected), verdict cells coloured like the slope table, split
+  over pages; then the verdict reasons (the numbers each verdict rests on) and the notes;
+- :func:`probe_rows`: the same verdicts as rows of the summary's flat ``entries`` table.
+"""
+from __future__ import annotations
+
+import textwrap
+from typing import Callable
+
+from matplotlib.figure import Figure
+
+from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
+from recallkit.reports.tables import draw_table
+from recallkit.theory.errors import InputError
+
+__all__ = ["probe_table_figure", "probe_reasons_figure", "probe_table_pages", "probe_rows"]
+
+ROWS_PER_PAGE = 26
+REASON_WIDTH = 165  # characters per line of the 7.5 pt reason pages (a landscape page holds ~170)
+
+
+def _table(doc: dict) -> list[dict]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("table"), list):
+        raise InputError("probes: expected compare.probe_fits.run_probe(...) document with a 'table' list")
+    for i, e in enumerate(doc["table"]):
+        for key in ("term", "variable", "predicted_exponent", "verdict"):
+            if key not in e:
+                raise InputError(f"probes.table[{i}]: missing field '{key}'")
+    return doc["table"]
+
+
+def _p(v) -> str:
+    return "n/a" if v is None else f"{float(v):.3f}" if float(v) >= 0.001 else "< 0.001"
+
+
+def _signed(v) -> str:
+    return "n/a" if v is None else f"{float(v):+.2f}"
+
+
+def _interval(pair) -> str:
+    if not pair or len(pair) != 2 or pair[0] is None or pair[1] is None:
+        return "n/a"
+    return f"[{pair[0]:+.2f}, {pair[1]:+.2f}]"
+
+
+def _predicted(e: dict) -> str:
+    text = e.get("predicted_exponent_exact") or _signed(e.get("predicted_exponent"))
+    finite = e.get("predicted_slope_finite_range")
+    if finite is not None and e.get("predicted_exponent") is not None and abs(finite - e["predicted_exponent"]) > 1e-9:
+        text += f"\n(range {finite:+.2f})"
+    return str(text)
+
+
+def _level(doc: dict) -> str:
+    alpha = (doc.get("grid") or {}).get("alpha", 0.05)
+    return f"{100 * (1 - alpha):g}%"
+
+
+def _describe(doc: dict) -> str:
+    grid = doc.get("grid") or {}
+    base = ", ".join(f"{k} = {v}" for k, v in (grid.get("base") or {}).items())
+    vary = "; ".join(f"{k} in {v}" for k, v in (grid.get("vary") or {}).items())
+    parts = [f"pack {grid.get('pack', '?')}, preset {grid.get('preset', '?')}; star design around {base}; {vary}; "
+             f"seeds {grid.get('seeds', '?')}."]
+    parts.append(f"Size = term / (gamma lambda); signal: its mean at the correct label; noise: its {doc.get('statistic', '?')} "
+                 f"over the wrong labels. Fit: {doc.get('method', '?')} OLS of log size on log variable (HC3, t). "
+                 f"Verdict: TOST against the pack's exponent, delta {grid.get('delta', '?')}, alpha {grid.get('alpha', '?')}. "
+                 "Drift-corrected: measured attention normalisers replaced by their asymptotic L-powers.")
+    rows = doc.get("rows") or {}
+    acc = doc.get("accuracy") or {}
+    # the total, not reused/computed: which rows this run trained depends on the store, not on the results
+    total = sum(int(rows.get(k) or 0) for k in ("reused", "computed")) if rows else "?"
+    line = (f"Probe rows: {total}; threads "
+            f"{doc.get('threads', '?')}; devices {doc.get('devices', '?')}")
+    if acc:
+        line += f"; model accuracy {acc.get('min', 0):.3f} - {acc.get('max', 0):.3f}"
+    parts.append(line + ".")
+    for label, key in (("raw", "summary"), ("drift-corrected", "summary_drift_corrected")):
+        s = doc.get(key)
+        if s:
+            parts.append(f"{label}: {s.get('consistent', 0)} consistent, {s.get('inconsistent', 0)} inconsistent, "
+                         f"{s.get('inconclusive', 0)} inconclusive.")
+    return " ".join(parts)
+
+
+def probe_table_figure(doc: dict, entries: list[dict] | None = None, title: str = "Term probes",
+                       first: int = 1, describe: bool = True) -> Figure:
+    """One page of the probe table (``entries`` = a slice of ``doc["table"]``, numbered from ``first``)."""
+    table = _table(doc)
+    entries = table if entries is None else entries
+    level = _level(doc)
+    header = ["#", "term", "var.", "predicted\nexponent", "fitted\nexponent", f"{level} CI\n(HC3)", "TOST p",
+              "verdict", "drift-corr.\nfitted", f"{level} CI", "TOST p", "verdict\n(drift-corr.)", "n"]
+    cells, colours = [], []
+    for i, e in enumerate(entries, start=first):
+        c = e.get("drift_corrected") or {}
+        cells.append([str(i), str(e["term"]).replace("_", " "), str(e["variable"]), _predicted(e),
+                      _signed(e.get("fitted_exponent")), _interval(e.get("ci")), _p(e.get("p_tost")), str(e["verdict"]),
+                      _signed(c.get("fitted_exponent")), _interval(c.get("ci")), _p(c.get("p_tost")),
+                      str(c.get("verdict") or "n/a"), str(e.get("n_points", ""))])
+        colours.append([None] * 7 + [VERDICT_COLOURS.get(e["verdict"])] + [None] * 3
+                       + [VERDICT_COLOURS.get(c.get("verdict"))] + [None])
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.03, 0.975, textwrap.fill(title, 95), fontsize=14, fontweight="bold", va="top")
+        top = 0.92
+        if describe:
+            text = textwrap.fill(_describe(doc), 150)
+            fig.text(0.03, top, text, fontsize=8.5, va="top", color="0.25")
+            top -= 0.022 * (text.count("\n") + 1) + 0.02
+        ax = fig.add_axes((0.03, 0.04, 0.94, top - 0.05))
+        draw_table(ax, header, cells, [0.03, 0.15, 0.04, 0.08, 0.07, 0.12, 0.06, 0.09, 0.07, 0.12, 0.06, 0.09, 0.03],
+                   fontsize=8.5, cell_colours=colours, wrap=[0, 24] + [0] * 11)
+    return fig
+
+
+def probe_reasons_figure(doc: dict, entries: list[dict], title: str, first: int = 1,
+                         notes: list[str] | None = None) -> Figure:
+    """The verdict reasons of ``entries`` (numbered as in the table), and the notes, in small type."""
+    lines = []
+    for i, e in enumerate(entries, start=first):
+        i = e.get("_index", i)
+        c = e.get("drift_corrected") or {}
+        lines.append(textwrap.fill(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}",
+                                   REASON_WIDTH, subsequent_indent="      "))
+        if c.get("verdict"):
+            lines.append(textwrap.fill(f"drift-corrected: {c['verdict']}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6,
+                                       initial_indent="      ", subsequent_indent="      "))
+    if notes:
+        lines.append("")
+        lines.append("Consistent rows are not repeated here: their interval lies inside the band and TOST p < alpha "
+                     "(table). Every reason is in summary.json (experiments[].probes.table[].verdict_reason).")
+    for note in notes or []:
+        lines.append(textwrap.fill(f"note: {note}", REASON_WIDTH, subsequent_indent="      "))
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.03, 0.975, textwrap.fill(title, 95), fontsize=14, fontweight="bold", va="top")
+        fig.text(0.03, 0.92, "\n".join(lines), fontsize=7.5, va="top", family="DejaVu Sans")
+    return fig
+
+
+def _needs_reason(e: dict) -> bool:
+    """Rows whose reason goes on the reason pages: a verdict (raw or drift-corrected) other than
+    consistent. A consistent row is fully described by its table row (interval inside the band, TOST p)."""
+    return e["verdict"] != "consistent" or (e.get("drift_corrected") or {}).get("verdict") not in (None, "consistent")
+
+
+def _reason_chunks(doc: dict, max_lines: int = 58) -> list[tuple[int, list[dict], list[str]]]:
+    """Split the rows that need a reason (and the notes, last) into pages of at most ``max_lines`` lines.
+    Each chunk is (first table number, rows, notes); rows keep their table numbers in ``_index``."""
+    table = _table(doc)
+    notes = sorted({n for e in table for n in e.get("notes", [])})
+    chunks, current, start, used = [], [], 1, 0
+    for i, e in enumerate(table, start=1):
+        if not _needs_reason(e):
+            continue
+        e = {**e, "_index": i}
+        c = e.get("drift_corrected") or {}
+        n = len(textwrap.wrap(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}", REASON_WIDTH))
+        n += len(textwrap.wrap(f"drift-corrected: {c.get('verdict')}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6)) if c.get("verdict") else 0
+        if current and used + n > max_lines:
+            chunks.append((start, current, []))
+            current, start, used = [], i, 0
+        current.append(e)
+        used += n
+    note_lines = 3 + sum(len(textwrap.wrap(f"note: {n}", REASON_WIDTH)) for n in notes)
+    if current and used + note_lines <= max_lines:
+        chunks.append((start, current, notes))
+    else:
+        if current:
+            chunks.append((start, current, []))
+        if notes:
+            chunks.append((len(table) + 1, [], notes))
+    return chunks
+
+
+def probe_table_pages(doc: dict, head: str) -> list[tuple[str, Callable[[], Figure]]]:
+    """(stem, builder) pages: the table (split every ``ROWS_PER_PAGE`` rows), then the verdict reasons."""
+    table = _table(doc)
+    pages: list[tuple[str, Callable[[], Figure]]] = []
+    n_pages = max(1, -(-len(table) // ROWS_PER_PAGE))
+    for k in range(n_pages):
+        chunk = table[k * ROWS_PER_PAGE:(k + 1) * ROWS_PER_PAGE]
+        part = f" ({k + 1} of {n_pages})" if n_pages > 1 else ""
+        pages.append((f"probe-table-{k + 1}", lambda chunk=chunk, k=k, part=part: probe_table_figure(
+            doc, chunk, title=f"{head}: fitted against predicted exponents{part}", first=k * ROWS_PER_PAGE + 1,
+            describe=k == 0)))
+    chunks = _reason_chunks(doc)
+    for j, (first, entries, notes) in enumerate(chunks):
+        part = f" ({j + 1} of {len(chunks)})" if len(chunks) > 1 else ""
+        pages.append((f"probe-reasons-{j + 1}", lambda first=first, entries=entries, notes=notes, part=part:
+                      probe_reasons_figure(doc, entries, title=f"{head}: why the verdicts that are not 'consistent' are what they are{part}",
+                                           first=first, notes=notes)))
+    return pages
+
+
+def probe_pages(exp: dict, head: str, experiments=()) -> list[tuple[str, Callable[[], Figure]]]:
+    """(stem, builder) pages of one summary entry of kind "probes" (the registry's page hook)."""
+    return probe_table_pages(exp["probes"], head) if exp.get("probes") else []
+
+
+def probe_rows(exp: dict) -> list[dict]:
+    """Summary rows (the ``entries`` shape) of a "probes" entry: one per (term, variable), raw verdict,
+    plus ``verdict_drift_corrected`` and its reason (shown on the probe table pages)."""
+    doc = exp.get("probes") or {}
+    try:
+        table = _table(doc)
+    except InputError:
+        return []
+    grid = doc.get("grid") or {}
+    rows = []
+    for e in table:
+        c = e.get("drift_corrected") or {}
+        rows.append({"experiment": exp["name"], "line": f"{e['term']} in {e['variable']}", "threshold": None,
+                     "x": f"log {e['variable']}", "slope": e.get("fitted_exponent"), "slope_ci": e.get("ci"),
+                     "slope_ci_bootstrap": e.get("ci_bootstrap"), "predicted_slope": e.get("predicted_exponent"),
+                     "delta": grid.get("delta"), "alpha": grid.get("alpha"),
+                     "dominant": f"{e.get('role', '')} term", "verdict": e["verdict"],
+                     "verdict_reason": e.get("verdict_reason"),
+                     "verdict_drift_corrected": c.get("verdict"), "verdict_reason_drift_corrected": c.get("verdict_reason"),
+                     "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None})
+    return rows

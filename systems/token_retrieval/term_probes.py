@@ -1,0 +1,435 @@
+"""Term probes for token retrieval: split the logits after the three steps into named components.
+
+The derivation (systems/token_retrieval/DERIVATION.md §3-§5) writes the logit of label k on a test
+input after step 3 as a sum over training samples n of
+    (gamma/N) * c_kn * <phi_n, phi>,   c_kn = u_k . (u_{y_n} - u_mean),
+plus two pieces that vanish as eta -> 0 (the step-1 residue and the finite-eta softmax correction).
+This module runs the three steps of SPEC A in float64 on exactly the engine's instance and samples
+(``empirics.tasks.token_retrieval.draw_instance`` / ``draw_samples``), and returns every named
+component as a tensor [n_test, V]; the components add up to the logits exactly (to rounding).
+
+Attended vectors are split as o_n = a_n z_trig + t_n, t_n = a_n e_{x_n} + r_n (informative token
+content plus the noise positions r_n), and the test vector as o = a z_trig + t. For attention-MLP the
+feature inner product is split into the infinite-width kernel's linear part lambda * <o_n, o> (which is
+decomposed like attention-only), its constant part (plain relu only), its nonlinear rest and the
+finite-width fluctuation (MLP noise); see the derivation §5.
+
+Components (keys of :func:`decompose`):
+  signal             class-y samples whose informative token is the test token, e.x . e_x part
+  mean_bias          training trigger component A_mean z_trig against the whole test vector, k != y_n
+                     (A_mean = the training samples' mean attention on the informative position)
+  mean_bias_counts   the same for the label's own samples (k = y_n): the label-count part
+  mean_bias_attention        (a_n - A_mean) z_trig against the test vector, k != y_n: the attention's
+                             token-to-token fluctuation (it moves with e_{x_n} . z_trig), grouped by token
+  mean_bias_counts_attention the same for k = y_n
+  trigger_crosstalk  training informative token a_n e_{x_n} against the test trigger a z_trig, k = y_n
+  trigger_crosstalk_grouped  the same for k != y_n: grouped by token like grad_noise
+  trigger_crosstalk_positions  training noise positions r_n against the test trigger
+  grad_noise         a_n e_{x_n} . t for other-label samples (k != y_n), less grad_noise_label
+  grad_noise_positions  r_n . t for other-label samples (k != y_n)
+  grad_noise_label   k != y_n, x_n = x: same informative token, other label (u_k . u_y overlap)
+  token_crosstalk    k = y_n, x_n != x: informative-token overlap e_{x_n} . e_x
+  localisation       k = y_n: training informative token against the test noise positions r
+  noise_self         k = y_n: training noise positions r_n against the test content t
+  feature_mean       (relu only) the constant part of the relu kernel
+  kernel_nonlinear   (mlp) kernel minus its linear and constant parts
+  mlp_noise          (mlp) finite-width features minus the infinite-width kernel
+  finite_eta         -(gamma/N) sum_n u_k . U^T (p_n - 1/V) <phi_n, phi>, O(eta)
+  step1              u_k V1 phi, O(eta/gamma)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from recallkit.systems.token_retrieval.task import draw_instance, draw_samples
+from recallkit.theory.errors import InputError
+from recallkit.systems.token_retrieval.sample_bound import sample_bound_accuracy  # noqa: F401  (re-export)
+
+FEATURES = ("relu", "relu_centred", "relu_normalised")
+RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)
+
+COMPONENTS = ("signal", "mean_bias", "mean_bias_counts", "mean_bias_attention", "mean_bias_counts_attention",
+              "trigger_crosstalk", "trigger_crosstalk_grouped", "trigger_crosstalk_positions",
+              "grad_noise", "grad_noise_positions", "grad_noise_label", "token_crosstalk", "localisation",
+              "noise_self", "feature_mean", "kernel_nonlinear", "mlp_noise", "finite_eta", "step1")
+
+# pack term (theory/packs/token_retrieval*.toml) -> probe components whose sum it predicts.
+# mlp_noise and mlp_noise_samples share one component (the finite-width fluctuation cannot be split
+# exactly into its group-coherent and per-sample parts): fit each only where it dominates.
+PACK_TERM_COMPONENTS = {
+    "signal": ("signal",),
+    "mean_bias": ("mean_bias",),
+    "mean_bias_counts": ("mean_bias_counts",),
+    "grad_noise": ("grad_noise",),
+    "grad_noise_positions": ("grad_noise_positions",),
+    "noise_self": ("noise_self",),
+    "localisation": ("localisation",),
+    "embedding_crosstalk": ("grad_noise_label", "token_crosstalk", "trigger_crosstalk", "mean_bias_counts_attention"),
+    "trigger_overlap": ("trigger_crosstalk_grouped", "mean_bias_attention"),
+    "trigger_crosstalk_positions": ("trigger_crosstalk_positions",),
+    "mlp_noise": ("mlp_noise",),
+    "mlp_noise_samples": ("mlp_noise",),
+}
+
+# pack term -> the measured normalisers its size is proportional to (derivation §4, §5.2): A = attention
+# on the informative position, r = noise-position part, t = content part, o = attended vector; train
+# and test sides. The pack's powers of L are these at their asymptotic sizes A ~ e^kappa / L and
+# |r| ~ |t| ~ |o| ~ L^-1/2 (L >> e^kappa); at CPU sizes A is still far from that (derivation §8), so
+# compare.probe_fits also fits each size with the measured normalisers swapped for the asymptotic ones.
+TERM_NORMALISERS = {
+    "signal": {"A_train": 1, "A_test": 1},
+    "mean_bias": {"A_train": 1, "A_test": 1},
+    "mean_bias_counts": {"A_train": 1, "A_test": 1},
+    "grad_noise": {"A_train": 1, "t_test": 1},
+    "grad_noise_positions": {"r_train": 1, "t_test": 1},
+    "noise_self": {"r_train": 1, "t_test": 1},
+    "localisation": {"A_train": 1, "r_test": 1},
+    "embedding_crosstalk": {"A_train": 1, "A_test": 1},
+    "trigger_overlap": {"A_train": 1, "A_test": 1},
+    "trigger_crosstalk_positions": {"r_train": 1, "A_test": 1},
+    "mlp_noise": {"A_train": 1, "o_test": 1},
+    "mlp_noise_samples": {"o_train": 1, "o_test": 1},
+}
+# the asymptotic L-power of each normaliser (constants such as e^kappa dropped)
+NORMALISER_L_POWER = {"A_train": -1.0, "A_test": -1.0, "r_train": -0.5, "r_test": -0.5, "t_train": -0.5,
+                      "t_test": -0.5, "o_train": -0.5, "o_test": -0.5}
+
+
+def feature_scale(features: str | None, m: int | None, d: int, L: int) -> float:
+    """lambda: the features' kernel is about lambda * <o, o'> for nearly orthogonal inputs at the
+    uniform attention of step 1 (derivation §2, §5); 1 for attention-only."""
+    if m is None:
+        return 1.0
+    if features == "relu_normalised":
+        # per-sample standardised units: kernel m rho / (4 Var relu), |o|^2 ~ (L + 1) / L^2 at W = 0
+        return m * L**2 / (4 * RELU_VARIANCE * (L + 1))
+    return m / (4.0 * d)
+
+
+def schedule_gamma(kappa: float, eta: float, V: int, N: int, L: int, d: int = 1, m: int | None = None,
+                   features: str | None = None) -> float:
+    """The derivation's step-size schedule (§2): gamma such that the informative attention logit
+    after step 2 is about kappa (1 - 1/L): gamma * eta * lambda = kappa * L**2 / (1/V + 1/N)."""
+    return kappa * L**2 / (eta * (1.0 / V + 1.0 / N) * feature_scale(features, m, d, L))
+
+
+def schedule_expression(kappa: float, eta: float, model: str = "attention-only", features: str = "relu_centred") -> str:
+    """The same schedule as a gamma expression in V, N, d, L, m for run configs (empirics.config),
+    so that experiments and probes use one schedule: gamma = kappa L^2 / (eta lambda (1/V + 1/N))."""
+    c = repr(float(kappa) / float(eta))
+    if model == "attention-only":
+        return f"{c}*L**2/(1/V + 1/N)"
+    if features == "relu_normalised":
+        return f"{c}*4*{RELU_VARIANCE!r}*(L + 1)/(m*(1/V + 1/N))"
+    return f"{c}*4*d*L**2/(m*(1/V + 1/N))"
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    V: int
+    N: int
+    d: int
+    L: int
+    m: int | None = None          # None: attention-only
+    features: str = "relu_centred"
+    eta: float = 1e-3
+    kappa: float = 1.0            # gamma = schedule_gamma(...) unless gamma is given; derivation §2.2
+    gamma: float | None = None
+    n_test: int = 256
+    seed: int = 0
+
+    def __post_init__(self):
+        for key in ("V", "N", "d", "L", "n_test"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or value < 1:
+                raise InputError(f"probe config: {key}: expected a positive integer, got {value!r}")
+        if self.m is not None and (not isinstance(self.m, int) or self.m < 1):
+            raise InputError(f"probe config: m: expected a positive integer or None, got {self.m!r}")
+        if self.features not in FEATURES:
+            raise InputError(f"probe config: features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
+        if not self.eta > 0:
+            raise InputError(f"probe config: eta: expected a positive number, got {self.eta!r}")
+
+    @property
+    def step_gamma(self) -> float:
+        if self.gamma is not None:
+            return self.gamma
+        return schedule_gamma(self.kappa, self.eta, self.V, self.N, self.L, self.d, self.m, self.features)
+
+
+class ThreeStepModel:
+    """SPEC A's model in float64 for one instance (same draws as the engine for the same seed)."""
+
+    def __init__(self, cfg: ProbeConfig):
+        self.cfg = cfg
+        inst = draw_instance(cfg.seed, cfg.V, cfg.d, cfg.m)
+        self.E = inst["E"].double()
+        self.U = inst["U"].double()
+        self.z = inst["z_trig"].double()
+        self.q = inst["z_eos"].double()
+        self.perm = inst["perm"]
+        self.W1 = inst["W1"].double() if cfg.m is not None else None
+        self.train = self._samples("train", cfg.N)
+        self.test = self._samples("eval", cfg.n_test)
+
+    def _samples(self, stream: str, n: int) -> dict[str, torch.Tensor]:
+        tokens, positions = draw_samples(self.cfg.seed, stream, n, self.cfg.V, self.cfg.L)
+        informative = tokens.gather(1, positions[:, None])[:, 0]
+        return {"tokens": tokens, "positions": positions, "informative": informative,
+                "labels": self.perm[informative]}
+
+    def attend(self, W: torch.Tensor, s: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """-> (o [n, d], a = attention on the informative position [n], r = noise-position part [n, d])."""
+        h = self.E[s["tokens"]]                                          # [n, L, d]
+        is_inf = torch.nn.functional.one_hot(s["positions"], self.cfg.L).double()
+        h = h + is_inf[..., None] * self.z
+        att = torch.softmax(h @ (W @ self.q), dim=-1)                   # [n, L]
+        o = torch.einsum("nl,nld->nd", att, h)
+        a = (att * is_inf).sum(-1)
+        r = torch.einsum("nl,nld->nd", att * (1 - is_inf), self.E[s["tokens"]])
+        return o, a, r
+
+    def features(self, o: torch.Tensor) -> torch.Tensor:
+        if self.W1 is None:
+            return o
+        phi = torch.relu(o @ self.W1.T)
+        if self.cfg.features == "relu":
+            return phi
+        phi = phi - phi.mean(-1, keepdim=True)
+        if self.cfg.features == "relu_centred":
+            return phi
+        return phi / (phi.std(-1, keepdim=True) + 1e-12)
+
+    def logits(self, W: torch.Tensor, Vm: torch.Tensor, s: dict) -> torch.Tensor:
+        o, _, _ = self.attend(W, s)
+        return self.features(o) @ Vm.T @ self.U.T
+
+    def loss(self, W, Vm) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(self.logits(W, Vm, self.train), self.train["labels"])
+
+    def three_steps(self) -> dict[str, torch.Tensor]:
+        """V1 = -eta grad_V L(0,0); W1 = -gamma grad_W L(V1,0); V2 = V1 - gamma grad_V L(V1,W1)."""
+        d = self.cfg.d
+        width = d if self.W1 is None else self.cfg.m
+        eta, gamma = self.cfg.eta, self.cfg.step_gamma
+        zero_W = torch.zeros(d, d, dtype=torch.float64)
+        V0 = torch.zeros(d, width, dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad(self.loss(zero_W, V0), [V0])
+        V1 = -eta * g
+        W0 = zero_W.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(self.loss(W0, V1), [W0])
+        W1 = -gamma * g
+        Vleaf = V1.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(self.loss(W1, Vleaf), [Vleaf])
+        V2 = V1 - gamma * g
+        return {"V1": V1, "W1": W1, "V2": V2}
+
+
+def _kernel_parts(cfg: ProbeConfig, o_tr: torch.Tensor, o_te: torch.Tensor):
+    """Infinite-width kernel of the features on (train, test) pairs -> (kernel, constant part,
+    linear scale per train row, linear scale per test row): linear part = s_n s_i <o_n, o_i>."""
+    m, d = cfg.m, cfg.d
+    n_tr, n_te = o_tr.norm(dim=-1), o_te.norm(dim=-1)
+    rho = ((o_tr @ o_te.T) / (n_tr[:, None] * n_te[None, :])).clamp(-1.0, 1.0)
+    arc = torch.sqrt(1 - rho**2) + (math.pi - torch.arccos(rho)) * rho   # 1 + pi/2 rho + rho^2/2 + ...
+    if cfg.features == "relu_normalised":
+        kernel = m * (arc - 1) / (2 * math.pi * RELU_VARIANCE)
+        scale = math.sqrt(m / (4 * RELU_VARIANCE))
+        return kernel, torch.zeros_like(kernel), scale / n_tr, scale / n_te
+    norms = n_tr[:, None] * n_te[None, :] * m / (2 * math.pi * d)
+    constant = norms if cfg.features == "relu" else torch.zeros_like(norms)
+    kernel = norms * (arc - 1) + constant
+    scale = math.sqrt(m / (4 * d))
+    return kernel, constant, scale * torch.ones_like(n_tr), scale * torch.ones_like(n_te)
+
+
+@torch.no_grad()
+def decompose(cfg: ProbeConfig) -> dict:
+    """Run the three steps and split the test logits into the named components.
+
+    Returns {"logits": [n_test, V], "components": {name: [n_test, V]}, "labels": [n_test],
+    "accuracy": float, "attention_informative": float, "gamma": float, "kappa_measured": float}.
+    """
+    model = ThreeStepModel(cfg)
+    with torch.enable_grad():
+        steps = model.three_steps()
+    V1, W1, V2 = steps["V1"], steps["W1"], steps["V2"]
+    N, V = cfg.N, cfg.V
+    gamma = cfg.step_gamma
+    U, z = model.U, model.z
+    tr, te = model.train, model.test
+
+    o_tr, a_tr, r_tr = model.attend(W1, tr)
+    o_te, a_te, r_te = model.attend(W1, te)
+    phi_tr, phi_te = model.features(o_tr), model.features(o_te)
+    logits = phi_te @ V2.T @ U.T
+
+    # exact split of V2: V1 + (gamma/N) sum_n U^T (e_{y_n} - p_n) phi_n^T
+    p = torch.softmax(phi_tr @ V1.T @ U.T, dim=-1)                          # [N, V]
+    u_mean = U.mean(0)
+    C = U @ (U[tr["labels"]] - u_mean).T                                     # c_kn [V, N]
+    C_eta = -(U @ (U.T @ (p - 1.0 / V).T))                                   # [V, N]
+    F = phi_tr @ phi_te.T                                                    # <phi_n, phi_i> [N, n_test]
+    w = gamma / N
+    comp: dict[str, torch.Tensor] = {}
+    comp["step1"] = phi_te @ V1.T @ U.T
+    comp["finite_eta"] = w * (C_eta @ F).T
+
+    if cfg.m is None:
+        lin_tr, lin_te = torch.ones(N, dtype=torch.float64), torch.ones(cfg.n_test, dtype=torch.float64)
+        rest = torch.zeros_like(F)
+        constant = torch.zeros_like(F)
+        mlp = torch.zeros_like(F)
+    else:
+        kernel, constant, lin_tr, lin_te = _kernel_parts(cfg, o_tr, o_te)
+        linear = (lin_tr[:, None] * lin_te[None, :]) * (o_tr @ o_te.T)
+        rest = kernel - constant - linear
+        mlp = F - kernel
+
+    # linear part, pair products of the scaled split vectors
+    at, ae = a_tr * lin_tr, a_te * lin_te
+    t_tr = (a_tr[:, None] * model.E[tr["informative"]] + r_tr) * lin_tr[:, None]
+    t_te = (a_te[:, None] * model.E[te["informative"]] + r_te) * lin_te[:, None]
+    inf_tr = (a_tr * lin_tr)[:, None] * model.E[tr["informative"]]       # a_n e_{x_n}, scaled
+    inf_te = (a_te * lin_te)[:, None] * model.E[te["informative"]]
+    rr_tr, rr_te = r_tr * lin_tr[:, None], r_te * lin_te[:, None]
+    o_te_scaled = o_te * lin_te[:, None]
+
+    diag = (tr["labels"][None, :] == torch.arange(V)[:, None]).double()     # [V, N]: y_n = k
+    same_token = (tr["informative"][:, None] == te["informative"][None, :]).double()  # [N, n_test]
+    EE = inf_tr @ inf_te.T
+    Cd, Co = C * diag, C * (1 - diag)
+
+    def s(coeff: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+        return w * (coeff @ pairs).T                                        # [n_test, V]
+
+    # a_n = mean + fluctuation: the fluctuation of the informative attention across tokens (it moves
+    # with e_{x_n} . z_trig) is a separate, token-grouped term (derivation §4.2, §4.6)
+    at_mean = at.mean()
+    z_test = (z @ o_te_scaled.T)[None, :]
+    shared = at_mean * z_test.expand(N, -1)
+    shared_fluctuation = (at - at_mean)[:, None] * z_test
+    comp["mean_bias"] = s(Co, shared)
+    comp["mean_bias_counts"] = s(Cd, shared)
+    comp["mean_bias_attention"] = s(Co, shared_fluctuation)
+    comp["mean_bias_counts_attention"] = s(Cd, shared_fluctuation)
+    trigger_pairs = (inf_tr @ z)[:, None] * ae[None, :]
+    comp["trigger_crosstalk"] = s(Cd, trigger_pairs)
+    comp["trigger_crosstalk_grouped"] = s(Co, trigger_pairs)
+    comp["trigger_crosstalk_positions"] = s(C, (rr_tr @ z)[:, None] * ae[None, :])
+    comp["grad_noise_label"] = s(Co, EE * same_token)
+    comp["grad_noise"] = s(Co, inf_tr @ t_te.T) - comp["grad_noise_label"]
+    comp["grad_noise_positions"] = s(Co, rr_tr @ t_te.T)
+    comp["signal"] = s(Cd, EE * same_token)
+    comp["token_crosstalk"] = s(Cd, EE * (1 - same_token))
+    comp["localisation"] = s(Cd, inf_tr @ rr_te.T)
+    comp["noise_self"] = s(Cd, rr_tr @ t_te.T)
+    comp["feature_mean"] = s(C, constant)
+    comp["kernel_nonlinear"] = s(C, rest)
+    comp["mlp_noise"] = s(C, mlp)
+
+    labels = te["labels"]
+    informative_logit = (model.E[te["informative"]] + z) @ (W1 @ model.q)
+    return {
+        "logits": logits,
+        "components": {k: comp[k] for k in COMPONENTS},
+        "labels": labels,
+        "accuracy": float((logits.argmax(-1) == labels).double().mean()),
+        "attention_informative": float(a_te.mean()),
+        "gamma": gamma,
+        # gamma * lambda multiplies every term of the packs (derivation §2.2, §5.2); lambda = 1 attention-only
+        "common_factor": gamma * feature_scale(cfg.features, cfg.m, cfg.d, cfg.L),
+        "kappa_measured": float(informative_logit.mean()),
+        "seen_in_training": torch.isin(te["informative"], tr["informative"]),
+        # the normalisers of the derivation's orders (§4): A, |r|, |t| measured, train and test
+        "norms": {"A_train": float(a_tr.mean()), "A_test": float(a_te.mean()),
+                  "r_train": float(r_tr.norm(dim=-1).pow(2).mean().sqrt()),
+                  "r_test": float(r_te.norm(dim=-1).pow(2).mean().sqrt()),
+                  "t_train": float((a_tr[:, None] * model.E[tr["informative"]] + r_tr).norm(dim=-1).pow(2).mean().sqrt()),
+                  "t_test": float((a_te[:, None] * model.E[te["informative"]] + r_te).norm(dim=-1).pow(2).mean().sqrt()),
+                  "o_train": float(o_tr.norm(dim=-1).pow(2).mean().sqrt()),
+                  "o_test": float(o_te.norm(dim=-1).pow(2).mean().sqrt())},
+    }
+
+
+def margin_parts(result: dict) -> dict[str, torch.Tensor]:
+    """Each component's share of the correct-label margin f_y - f_k*, k* the best wrong label
+    (taken from the full logits): {name: [n_test]} plus "margin"; the shares add up to the margin."""
+    logits, labels = result["logits"], result["labels"]
+    wrong = logits.clone()
+    wrong[torch.arange(len(labels)), labels] = -torch.inf
+    runner_up = wrong.argmax(-1)
+    idx = torch.arange(len(labels))
+    parts = {k: c[idx, labels] - c[idx, runner_up] for k, c in result["components"].items()}
+    parts["margin"] = logits[idx, labels] - logits[idx, runner_up]
+    return parts
+
+
+def spread_over_labels(result: dict) -> dict[str, float]:
+    """Per component: mean over test inputs of the signal value (label y) and the standard deviation
+    over wrong labels (the noise scale that the union bound multiplies by sqrt(2 log V))."""
+    labels = result["labels"]
+    idx = torch.arange(len(labels))
+    out = {}
+    for name, c in result["components"].items():
+        at_label = c[idx, labels]
+        mask = torch.ones_like(c, dtype=torch.bool)
+        mask[idx, labels] = False
+        wrong = c[mask].reshape(len(labels), -1)
+        out[name] = {"at_label": float(at_label.mean()), "spread": float(wrong.std(dim=1).mean())}
+    return out
+
+
+def term_sizes(result: dict, term_components: dict | None = None) -> dict[str, dict]:
+    """Per pack term (PACK_TERM_COMPONENTS): the size of the SUM of its components, divided by the
+    common factor gamma * lambda (lambda the feature scale, 1 for attention-only) so that it is on the
+    scale of the pack's expressions:
+    ``at_label`` (mean over test inputs of the value at the correct label: the signal's size),
+    ``spread`` (mean over test inputs of the standard deviation over the wrong labels: a noise
+    term's per-label scale, without the union-bound factor sqrt(2 log V)), and ``max_wrong`` (mean
+    over test inputs of the largest |value| over the wrong labels: the union bound measured)."""
+    term_components = PACK_TERM_COMPONENTS if term_components is None else term_components
+    labels = result["labels"]
+    idx = torch.arange(len(labels))
+    common = result["common_factor"]
+    out = {}
+    for term, parts in term_components.items():
+        c = sum(result["components"][p] for p in parts) / common
+        mask = torch.ones_like(c, dtype=torch.bool)
+        mask[idx, labels] = False
+        wrong = c[mask].reshape(len(labels), -1)
+        out[term] = {"at_label": float(c[idx, labels].mean()), "spread": float(wrong.std(dim=1).mean()),
+                     "max_wrong": float(wrong.abs().max(dim=1).values.mean())}
+    return out
+
+
+def accuracy_without(result: dict, names) -> float:
+    """Test accuracy after removing the named components from the logits (an ablation: how much a
+    term costs at this size). Removing every component but ``signal`` leaves the fraction of test
+    inputs whose informative token was seen in training."""
+    unknown = sorted(set(names) - set(result["components"]))
+    if unknown:
+        raise InputError(f"accuracy_without: unknown component(s) {', '.join(unknown)}; "
+                         f"expected names from {', '.join(COMPONENTS)}")
+    logits = result["logits"] - sum(result["components"][n] for n in names)
+    return float((logits.argmax(-1) == result["labels"]).double().mean())
+
+
+def probe_rows(configs: list[ProbeConfig]) -> list[dict]:
+    """One plain JSON-ready row per config: the config, accuracy, the measured normalisers, per
+    component its mean at the correct label and its spread over the wrong labels, and per pack term
+    the sizes of :func:`term_sizes` (divided by gamma; what compare.probe_fits fits)."""
+    import dataclasses
+
+    rows = []
+    for cfg in configs:
+        result = decompose(cfg)
+        rows.append({"config": dataclasses.asdict(cfg), "gamma": result["gamma"],
+                     "common_factor": result["common_factor"], "accuracy": result["accuracy"],
+                     "kappa_measured": result["kappa_measured"], "norms": result["norms"],
+                     "threads": torch.get_num_threads(), "device": "cpu",
+                     "components": spread_over_labels(result), "terms": term_sizes(result)})
+    return rows

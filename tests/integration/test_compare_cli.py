@@ -1,0 +1,81 @@
+"""`recallkit fit`: table and --json output, flags passed through, one-line errors (no training here:
+fit_experiment is replaced by a function that fits synthetic boundary points)."""
+import json
+import math
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from recallkit.compare.assertions import ExperimentFits, fit_boundary_points
+from recallkit.cli import app
+
+
+def _capacity_points():
+    rng = np.random.default_rng(0)
+    return [{"line": "m=d", "threshold": 0.99, "seed": seed, "d": d,
+             "N": d * d / (0.5 * math.log(d * d)) * math.exp(rng.normal(0, 0.03)), "param_count": d * d,
+             "censored": False} for seed in range(3) for d in (8, 11, 16, 23)] + [
+        {"line": "m=d", "threshold": 0.99, "seed": 0, "d": 32, "N": 4096, "param_count": 1024, "censored": True,
+         "censor_reason": "still reached 0.99 at N=4096 (search.max)"}]
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    from recallkit import assertions
+
+    seen = []
+
+    def fake_fit_experiment(experiment, **options):
+        seen.append((experiment, options))
+        fits = fit_boundary_points(_capacity_points(), {"m=d": {"slope": 1.0, "log_power": "1"}}, experiment="anchor",
+                                   kind="max_capacity", base="d", delta=options["delta"] or 0.25,
+                                   alpha=options["alpha"] or 0.05)
+        return ExperimentFits("anchor", experiment, options["preset"], "max_capacity", "s.sqlite", fits,
+                              {"m=d": {"slope": 1.0}}, {"reused": 12, "computed": 0, "missing": 0})
+
+    monkeypatch.setattr(assertions, "fit_experiment", fake_fit_experiment)
+    return seen
+
+
+def test_fit_json_is_one_document(calls):
+    result = CliRunner().invoke(app, ["fit", "x.toml", "--json", "--no-run", "--delta", "0.2"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    (fit,) = doc["fits"]
+    assert fit["verdict"] == "consistent" and fit["delta"] == 0.2
+    assert fit["C"] is not None and fit["C_ci"][0] < fit["C"] < fit["C_ci"][1]
+    assert len(fit["censored"]) == 1 and fit["n_points"] == 12
+    assert calls[0][0] == "x.toml"
+    assert calls[0][1]["run"] is False and calls[0][1]["preset"] == "quick" and calls[0][1]["delta"] == 0.2
+
+
+def test_fit_table_shows_slope_intervals_prediction_c_and_reason(calls):
+    result = CliRunner().invoke(app, ["fit", "x.toml", "--no-run", "--preset", "paper", "--threshold", "0.99"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    for column in ("slope", "95% CI (HC3)", "95% CI (bootstrap)", "predicted", "C 95% CI", "verdict"):
+        assert column in out
+    row = next(line for line in out.splitlines() if line.startswith("m=d"))
+    assert "12 (+1 cens.)" in row and "1.000 +- 0.25" in row and "consistent" in row
+    assert re.search(r"\[1\] m=d, threshold 0.99: consistent: TOST p = ", out)
+    assert calls[0][1]["preset"] == "paper" and calls[0][1]["thresholds"] == [0.99]
+
+
+def test_fit_missing_file_is_a_one_line_error():
+    out = subprocess.run([sys.executable, "-m", "recallkit.cli", "fit", "no/such/experiment.toml", "--no-run"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().startswith("error: ") and len(out.stderr.strip().splitlines()) == 1
+    assert "no/such/experiment.toml" in out.stderr
+
+
+
+@pytest.mark.parametrize("flag, value", [("--delta", "-1"), ("--alpha", "0.7")])
+def test_bad_levels_name_the_flag(flag, value):
+    out = subprocess.run([sys.executable, "-m", "recallkit.cli", "fit", "x.toml", "--no-run", flag, value],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.startswith(f"error: {flag}: expected")

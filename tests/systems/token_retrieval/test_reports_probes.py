@@ -1,0 +1,84 @@
+"""Term-probe pages, drawn from a slice of a real `recallkit probe --json` document
+(tests/systems/token_retrieval/probe_doc.json: 3 consistent, 3 inconclusive, 3 inconsistent rows of the quick preset)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from matplotlib.text import Text  # noqa: E402
+
+from recallkit.systems.token_retrieval import pages as probes  # noqa: E402
+from recallkit.reports.style import VERDICT_COLOURS  # noqa: E402
+from tests.systems.geometric_recall.test_reports_geometric import assert_text_inside, table_cells  # noqa: E402
+from recallkit.theory.errors import InputError  # noqa: E402
+
+DATA = Path(__file__).parent / "probe_doc.json"
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    return json.loads(DATA.read_text())
+
+
+def test_table_rows_carry_prediction_fit_interval_and_coloured_verdicts(doc):
+    fig = probes.probe_table_figure(doc, title="probes")
+    cells = table_cells(fig)
+    assert len(cells) == len(doc["table"])
+    for row, e in zip(cells, doc["table"]):
+        assert row[1] == e["term"].replace("_", " ") and row[2] == e["variable"]
+        assert row[4] == f"{e['fitted_exponent']:+.2f}"
+        assert row[5] == f"[{e['ci'][0]:+.2f}, {e['ci'][1]:+.2f}]"
+        assert row[7] == e["verdict"] and row[11] == e["drift_corrected"]["verdict"]
+    table = next(ax.tables[0] for ax in fig.axes if ax.tables)
+    for i, e in enumerate(doc["table"], start=1):
+        face = table.get_celld()[(i, 7)].get_facecolor()[:3]
+        hexed = "#" + "".join(f"{round(c * 255):02X}" for c in face)
+        assert hexed == VERDICT_COLOURS[e["verdict"]]
+    assert any("3 consistent, 3 inconsistent, 3 inconclusive" in t.get_text() for t in fig.findobj(Text))
+    assert_text_inside(fig)
+
+
+def test_predicted_shows_exact_exponent_and_finite_range(doc):
+    e = dict(doc["table"][0], predicted_exponent=-0.5, predicted_exponent_exact="-1/2",
+             predicted_slope_finite_range=-0.62)
+    assert probes._predicted(e) == "-1/2\n(range -0.62)"
+    assert probes._predicted(dict(e, predicted_slope_finite_range=-0.5)) == "-1/2"
+
+
+def test_pages_split_the_table_and_give_reasons_only_for_non_consistent(doc, monkeypatch):
+    monkeypatch.setattr(probes, "ROWS_PER_PAGE", 4)
+    pages = probes.probe_table_pages(doc, "6. probes")
+    stems = [stem for stem, _ in pages]
+    assert stems[:3] == ["probe-table-1", "probe-table-2", "probe-table-3"]
+    reasons = [build for stem, build in pages if stem.startswith("probe-reasons")]
+    text = "\n".join(t.get_text() for build in reasons for t in build().findobj(Text))
+    needing = [i for i, e in enumerate(doc["table"], start=1) if probes._needs_reason(e)]
+    assert needing == [4, 5, 6, 7, 8, 9]  # rows 1-3 are consistent raw and drift-corrected
+    for i in needing:
+        assert f"[{i}] " in text
+    assert "[1] " not in text
+    assert doc["table"][6]["verdict_reason"][:40] in text.replace("\n", " ").replace("      ", " ")
+
+
+def test_probe_rows_for_the_summary(doc):
+    rows = probes.probe_rows({"name": "tr_probes", "probes": doc})
+    assert len(rows) == len(doc["table"])
+    first = rows[0]
+    assert first["experiment"] == "tr_probes" and first["line"] == "signal in V"
+    assert first["slope"] == doc["table"][0]["fitted_exponent"]
+    assert first["predicted_slope"] == doc["table"][0]["predicted_exponent"]
+    assert [r["verdict"] for r in rows] == [e["verdict"] for e in doc["table"]]
+    assert [r["verdict_drift_corrected"] for r in rows] == [e["drift_corrected"]["verdict"] for e in doc["table"]]
+    assert probes.probe_rows({"name": "x", "probes": {"no": "table"}}) == []
+
+
+def test_bad_document_is_named(doc):
+    with pytest.raises(InputError, match="probes: expected compare.probe_fits.run_probe"):
+        probes.probe_table_figure({"grid": {}})
+    bad = dict(doc, table=[{k: v for k, v in doc["table"][0].items() if k != "verdict"}])
+    with pytest.raises(InputError, match=r"probes.table\[0\]: missing field 'verdict'"):
+        probes.probe_table_figure(bad)

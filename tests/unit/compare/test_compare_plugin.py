@@ -1,0 +1,82 @@
+"""The pytest plugin: marker and fixture wiring, with recallkit.assert_scaling replaced by a recorder
+(the real sweep through assert_scaling is tested in tests/integration/test_assert_scaling.py)."""
+import subprocess
+import sys
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+USER_TESTS = """
+import pytest
+
+@pytest.mark.scaling_law("experiments/good.toml", expect="consistent", threshold=0.1)
+def test_good():
+    pass
+
+@pytest.mark.scaling_law("experiments/bad.toml")
+def test_bad():
+    pass
+
+@pytest.mark.scaling_law("experiments/good.toml")
+def test_body_fails_first():
+    assert 1 == 2
+
+def test_fixture(recallkit_sweep):
+    fits = recallkit_sweep("experiments/good.toml", expect=("consistent", "inconclusive"), delta=0.1)
+    assert fits == "fits of experiments/good.toml"
+"""
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    from recallkit import assertions
+
+    calls = []
+
+    def fake_assert_scaling(experiment, expect="consistent", **options):
+        calls.append((experiment, expect, options))
+        if "bad" in str(experiment):
+            raise AssertionError("scaling law of bad: expected verdict 'consistent', fitted slope 2.000")
+        return f"fits of {experiment}"
+
+    monkeypatch.setattr(assertions, "assert_scaling", fake_assert_scaling)
+    return calls
+
+
+def test_marker_and_fixture_call_assert_scaling(pytester, recorded):
+    pytester.makepyfile(test_user=USER_TESTS)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--recallkit-store", "my.sqlite")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*fitted slope 2.000*"])
+    result.stdout.fnmatch_lines(["*assert 1 == 2*"])
+    experiments = [call[0] for call in recorded]
+    # the failing body never reaches the scaling check
+    assert sorted(experiments) == ["experiments/bad.toml", "experiments/good.toml", "experiments/good.toml"]
+    good = next(c for c in recorded if c[2].get("threshold") == 0.1)
+    assert good[1] == "consistent" and good[2]["store"] == "my.sqlite" and good[2]["preset"] == "quick"
+    fixture_call = next(c for c in recorded if c[2].get("delta") == 0.1)
+    assert fixture_call[1] == ("consistent", "inconclusive")
+
+
+def test_preset_option_overrides_marker(pytester, recorded):
+    pytester.makepyfile(test_user="""
+import pytest
+
+@pytest.mark.scaling_law("experiments/good.toml", preset="quick")
+def test_good():
+    pass
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--recallkit-preset", "paper")
+    result.assert_outcomes(passed=1)
+    assert recorded[0][2]["preset"] == "paper"
+
+
+def test_marker_is_registered_and_plugin_import_is_light():
+    out = subprocess.run([sys.executable, "-m", "pytest", "--markers", "-p", "no:cacheprovider"],
+                         capture_output=True, text=True)
+    assert "@pytest.mark.scaling_law(experiment" in out.stdout
+    probe = ("import sys, compare.pytest_plugin; "
+             "print(any(m in sys.modules for m in ('numpy', 'scipy', 'statsmodels', 'torch')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert loaded.stdout.strip() == "False", loaded.stderr

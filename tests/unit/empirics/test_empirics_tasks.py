@@ -1,0 +1,121 @@
+import numpy as np
+import pytest
+import torch
+
+from recallkit.empirics.config import parse_config
+from recallkit.systems.token_retrieval.reference import ReferenceTokenRetrieval
+from recallkit.empirics.tasks import build_problem
+from recallkit.systems.token_retrieval.task import draw_instance, draw_samples
+from recallkit.empirics.trainers import three_step
+from recallkit.theory.errors import InputError
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """One thread: on this shared 2-core machine two OpenMP threads per process oversubscribe the cores
+    and tiny models run ~100x slower; results are recorded with their thread count anyway."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+TR = dict(task="token_retrieval", model="attention-only", trainer="three_step", V=64, d=16, L=6, N=300, n_eval=500, eta=1.0, gamma=10.0)
+
+
+def problem_for(*configs):
+    return build_problem([parse_config(c) for c in configs], CPU)
+
+
+def test_instance_follows_the_spec():
+    inst = draw_instance(0, V=64, d=16, m=40)
+    for key in ("E", "U"):
+        assert torch.allclose(inst[key].norm(dim=1), torch.ones(64), atol=1e-6)
+    assert sorted(inst["perm"].tolist()) == list(range(64))
+    assert inst["W1"].shape == (40, 16)
+    # rows N(0, I/d): squared row norms average about 1
+    assert 0.7 < inst["W1"].pow(2).sum(1).mean().item() < 1.3
+    tokens, positions = draw_samples(0, "train", 100, 64, 6)
+    assert tokens.shape == (100, 6) and positions.max() < 6 and tokens.max() < 64
+
+
+def test_a_models_data_does_not_depend_on_its_batch():
+    alone = problem_for({**TR, "seed": 5})
+    together = problem_for({**TR, "seed": 1}, {**TR, "seed": 5})
+    assert torch.equal(alone.E[0], together.E[1])
+    assert torch.equal(alone.train["tokens"][0], together.train["tokens"][1])
+    assert torch.equal(alone.eval["labels"][0], together.eval["labels"][1])
+    assert not torch.equal(together.E[0], together.E[1])
+    assert not torch.equal(alone.train["tokens"][0], alone.eval["tokens"][0][:300])
+
+
+def test_labels_are_the_permuted_informative_token():
+    p = problem_for(TR)
+    tokens, positions, labels = p.train["tokens"][0], p.train["positions"][0], p.train["labels"][0]
+    assert torch.equal(labels, p.perm[0][tokens[torch.arange(300), positions]])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"model": "attention-mlp", "m": 48}, {"model": "attention-mlp", "m": 48, "features": "relu_centred"}],
+)
+def test_three_step_equals_the_hand_derived_float64_reference(extra):
+    cfg = {**TR, **extra}
+    params, _ = three_step(problem_for(cfg), eta=[1.0], gamma=[10.0])
+    ref = ReferenceTokenRetrieval(0, 64, 16, 6, 300, 500, m=cfg.get("m"), features=cfg.get("features", "relu")).three_step(1.0, 10.0)
+    # float32 autograd against float64 hand-written gradients: agree to float32 rounding
+    for ours, theirs in ((params["W"][0], ref["W1"]), (params["V"][0], ref["V2"])):
+        theirs = torch.from_numpy(theirs).float()
+        assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-5 * theirs.abs().max().item())
+    metrics = build_problem([parse_config(cfg)], CPU).evaluate(params)
+    assert metrics["accuracy"].item() == pytest.approx(ref["accuracy"], abs=2 / 500)
+    assert metrics["attention_mass"].item() == pytest.approx(ref["attention_mass"], rel=1e-4)
+
+
+def test_mlp_feature_options():
+    with pytest.raises(InputError, match="features: expected one of relu, relu_centred, relu_normalised"):
+        parse_config({**TR, "model": "attention-mlp", "m": 48, "features": "tanh"})
+    p = problem_for({**TR, "model": "attention-mlp", "m": 48, "features": "relu_centred"})
+    o = torch.randn(1, 5, 16)
+    assert torch.allclose(p._mlp_features(o).mean(-1), torch.zeros(1, 5), atol=1e-6)
+    p.features = "relu_normalised"
+    assert torch.allclose(p._mlp_features(o).std(-1), torch.ones(1, 5), atol=1e-4)
+    p.features = "relu"
+    assert (p._mlp_features(o) >= 0).all()
+
+
+def test_memorisation_tasks_have_the_right_labels_and_shapes():
+    am = problem_for(dict(task="assoc_memory", model="mlp", trainer="adamw", N=20, d=8, m=16, lr=0.01, steps=1))
+    assert am.params["W1"].shape == (1, 16, 8) and am.params["W2"].shape == (1, 8, 16)
+    loss, acc = am.loss(am.params)
+    assert loss.shape == (1,) and 0 <= acc.item() <= 1
+    fb = problem_for(dict(task="fact_bijections", model="frozen-subjects", trainer="adam", N=10, R=3, d=8, lr=0.01, steps=1))
+    assert "Es" not in fb.params and fb.n_train == 30
+    for r in range(3):
+        assert sorted(fb.bijections[0, r].tolist()) == list(range(10))
+    assert fb.labels[0, 2 * 10 + 7].item() == fb.bijections[0, 2, 7].item()
+    learned = problem_for(dict(task="fact_bijections", model="learned", trainer="adam", N=10, R=3, d=8, lr=0.01, steps=1))
+    assert torch.equal(learned.params["Es"], fb.frozen_subjects)  # the control differs only by freezing
+
+
+def test_three_step_gradient_accumulated_over_sample_chunks_equals_one_pass():
+    whole, _ = three_step(problem_for(TR), eta=[1.0], gamma=[10.0])
+    chunked_problem = problem_for(TR)
+    chunked_problem.train_chunk = 70  # 300 samples -> 5 chunks, the last one partial
+    chunked, _ = three_step(chunked_problem, eta=[1.0], gamma=[10.0])
+    for name in ("W", "V"):
+        assert torch.allclose(chunked[name], whole[name], rtol=1e-5, atol=1e-6 * whole[name].abs().max().item())
+
+
+def test_chunked_evaluation_does_not_depend_on_the_batch():
+    configs = [{**TR, "model": "attention-mlp", "m": 32, "seed": s} for s in range(3)]
+    batched = problem_for(*configs)
+    batched.eval_chunk = 64  # 500 fresh samples -> 8 chunks
+    params, _ = three_step(batched, eta=[1.0] * 3, gamma=[10.0] * 3)
+    together = batched.evaluate(params)
+    alone = problem_for(configs[2])
+    alone.eval_chunk = 64
+    single = alone.evaluate({k: v[2:3] for k, v in params.items()})
+    for key in ("accuracy", "train_accuracy", "loss", "attention_mass"):
+        assert together[key][2].item() == single[key][0].item(), key
+    assert (together["accuracy"] * 500).tolist() == [round(x * 500) for x in together["accuracy"].tolist()]
