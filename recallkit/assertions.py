@@ -46,6 +46,9 @@ def fit_experiment(
         if loaded.kind == "grid":
             raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
                              f"max_capacity experiment)")
+        from recallkit.interrupts import watch_store
+
+        watch_store(store_path)
         own_executor = executor is None
         executor = make_executor("local") if own_executor else executor
         try:

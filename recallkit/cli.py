@@ -52,27 +52,51 @@ def _register() -> None:
 _register()
 
 
+def _usage_line(exc: BaseException) -> str | None:
+    """One line for a command-line usage error, or None when ``exc`` is not one.
+
+    Duck-typed on purpose: typer bundles its own click (``typer._click``) in some releases and uses the
+    separate ``click`` package in others, so matching either package's classes would break on the other.
+    A usage error is an exception with an integer ``exit_code`` and a ``format_message()``."""
+    if not callable(getattr(exc, "format_message", None)) or not isinstance(getattr(exc, "exit_code", None), int):
+        return None
+    message = " ".join(str(exc.format_message()).split()) or type(exc).__name__
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "recallkit"
+    return f"error: {message} (see '{command} --help')"
+
+
 def main() -> None:
-    """Entry point: run the app, turning toolkit errors into one-line messages (exit 2)."""
+    """Entry point: toolkit errors and usage errors are one line on stderr with exit 2; Ctrl-C is exit 130
+    with a line saying what is kept; no traceback for any of them."""
+    from recallkit.interrupts import interrupt_message
     from recallkit.theory.errors import RecallkitError
 
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except RecallkitError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except (typer.Exit,) as exc:  # pragma: no cover - typer internals
-        sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors etc.
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            typer.echo("aborted", err=True)
-            sys.exit(1)
-        raise
+    except KeyboardInterrupt:
+        typer.echo(interrupt_message(), err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if type(exc).__name__ == "Abort":  # click turns Ctrl-C into Abort
+            typer.echo(interrupt_message(), err=True)
+            sys.exit(130)
+        if type(exc).__name__ == "NoArgsIsHelpError" and getattr(exc, "ctx", None) is not None:
+            typer.echo(exc.ctx.get_help())
+            typer.echo(f"error: no command given (see '{exc.ctx.command_path} --help')", err=True)
+            sys.exit(2)
+        line = _usage_line(exc)
+        if line is None:
+            raise
+        typer.echo(line, err=True)
+        sys.exit(2)
+    if isinstance(code, int) and code != 0:
+        if code == 130:
+            typer.echo(interrupt_message(), err=True)
+        sys.exit(code)
 
 
 if __name__ == "__main__":

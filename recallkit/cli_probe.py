@@ -52,6 +52,9 @@ def register(app: typer.Typer) -> None:
         if use_store:
             from recallkit.empirics.store import ResultStore
 
+            from recallkit.interrupts import watch_store
+
+            watch_store(store or default_store_path())
             result_store = ResultStore(store or default_store_path())
         log = (lambda message: typer.echo(message, err=True))  # noqa: E731
         try:

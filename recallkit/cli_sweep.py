@@ -84,6 +84,9 @@ def register(app: typer.Typer) -> None:
         executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
                                  scheduler=scheduler, local_workers=dask_local)
         try:
+            from recallkit.interrupts import watch_store
+
+            watch_store(store_path or default_store_path())
             with ResultStore(store_path or default_store_path()) as store:
                 result = run_sweep(experiment, store, executor, progress=progress)
         finally:
