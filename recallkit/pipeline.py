@@ -227,7 +227,19 @@ def run_report(settings: ReportSettings) -> Path:
     if settings.threads:
         torch.set_num_threads(settings.threads)
     store_path = Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
+    from recallkit.interrupts import watch_store
+
+    watch_store(store_path)
     paths = [resolve_experiment(p) for p in settings.experiments] or default_experiments()
+    # --out and --store are checked before anything is trained
+    from recallkit.empirics.store import ResultStore
+    from recallkit.reports.pdf import check_output_dir
+
+    check_output_dir(Path(settings.out_dir))
+    if store_path.is_dir():
+        raise InputError(f"--store {store_path}: is a directory, expected a results store file (SQLite)")
+    with ResultStore(store_path):
+        pass
     # Read every file before training anything, so a typo in the last file costs no time.
     runners = {path: runner_for(path) for path in paths}
     executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,

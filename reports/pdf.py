@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
+import shutil
+import tempfile
 import textwrap
 import warnings
 from pathlib import Path
@@ -480,11 +483,14 @@ def _number(fig: Figure, page: int, total: int, title: str) -> None:
 
 
 def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary: bool = True) -> Path:
-    """Write the PDF report (and each page alone, and summary.json) under ``out_dir``; return the PDF path."""
+    """Write the PDF report (and each page alone, and summary.json) under ``out_dir``; return the PDF path.
+
+    Atomic: everything is drawn into a staging folder inside ``out_dir`` and moved into place with
+    ``os.replace`` only once every page is drawn, so an interrupted or killed build leaves the previous
+    complete report (PDF, figures, summary.json) untouched."""
     validate_summary(summary)
     out_dir = Path(out_dir)
-    fig_dir = out_dir / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
+    check_output_dir(out_dir)
     rows = summary_entries(summary)
     title = summary.get("title") or "recallkit report"
 
@@ -503,18 +509,39 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
             terms_section[pack] = i
         pages += _experiment_pages(exp, i, summary["experiments"], terms_shown_in=shown)
 
-    pdf_path = out_dir / REPORT_NAME
-    meta = pdf_metadata(title=title, fallback_date=_summary_date(summary))
+    for old in out_dir.glob(f"{STAGING_PREFIX}*"):  # left by a build that was killed
+        shutil.rmtree(old, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
+    try:
+        _draw_pages(pages, staging, title, _summary_date(summary), summary, rows, write_summary)
+        _move_into_place(staging, out_dir, {stem for stem, _ in pages}, write_summary)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir / REPORT_NAME
+
+
+STAGING_PREFIX = ".recallkit-staging-"
+
+
+def check_output_dir(out_dir: Path) -> None:
+    """Fail now, with one line, if the report cannot be written to ``out_dir`` (before anything is trained)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir}: is a file, expected a folder for the report")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=STAGING_PREFIX, delete=True):
+            pass
+    except OSError as exc:
+        raise InputError(f"--out {out_dir}: cannot write the report there ({exc.strerror or exc})") from None
+
+
+def _draw_pages(pages, staging: Path, title: str, fallback_date, summary: dict, rows: list[dict],
+                write_summary: bool) -> None:
     import matplotlib.pyplot as plt
 
-    # pages of an earlier build into the same folder that this build does not write would be mistaken
-    # for current results: remove them (only files named like our pages, "NN-....png|pdf")
-    current = {stem for stem, _ in pages}
-    for old in fig_dir.iterdir():
-        if old.suffix in (".png", ".pdf") and re.fullmatch(r"\d\d-[a-z0-9-]+", old.stem) and old.stem not in current:
-            old.unlink()
+    meta = pdf_metadata(title=title, fallback_date=fallback_date)
     page_errors: list[str] = []
-    with style_context(), PdfPages(pdf_path, metadata=meta) as pdf:
+    with style_context(), PdfPages(staging / REPORT_NAME, metadata=meta) as pdf:
         for n, (stem, build) in enumerate(pages, start=1):
             try:
                 fig = build()
@@ -525,7 +552,7 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
                 fig = _text_page(f"page {stem} could not be drawn", [f"{type(exc).__name__}: {exc}",
                                  "The numbers are in summary.json; this is a bug in the report or a field "
                                  "missing from the summary, please report it."])
-            save_figure(fig, fig_dir / stem)
+            save_figure(fig, staging / "figures" / stem)
             _number(fig, n, len(pages), title)
             pdf.savefig(fig)
             plt.close(fig)
@@ -533,8 +560,23 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
         doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
         if page_errors:
             doc["page_errors"] = page_errors
-        (out_dir / "summary.json").write_text(json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
-    return pdf_path
+        (staging / "summary.json").write_text(json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
+
+
+def _move_into_place(staging: Path, out_dir: Path, current: set[str], write_summary: bool) -> None:
+    """Move the finished build over the previous one: figures first, then summary.json, the PDF last.
+    Pages of an earlier build that this one does not write would be mistaken for current results:
+    they are removed (only files named like our pages, "NN-....png|pdf")."""
+    fig_dir = out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for new in sorted((staging / "figures").iterdir()):
+        os.replace(new, fig_dir / new.name)
+    for old in fig_dir.iterdir():
+        if old.suffix in (".png", ".pdf") and re.fullmatch(r"\d\d-[a-z0-9-]+", old.stem) and old.stem not in current:
+            old.unlink()
+    if write_summary:
+        os.replace(staging / "summary.json", out_dir / "summary.json")
+    os.replace(staging / REPORT_NAME, out_dir / REPORT_NAME)
 
 
 def _json_default(value):
