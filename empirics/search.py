@@ -1,4 +1,4 @@
-"""Theory-guided search for boundary points, and the sweep driver that trains the probes.
+"""Theory-guided search for boundary points, and the sweep driver that trains its runs.
 
 For each cell (line, base value, seed, threshold) of a ``min_size`` experiment the search finds the
 smallest size (d) whose metric reaches the threshold; for ``max_capacity`` the largest size (N)
@@ -14,9 +14,9 @@ How one cell is searched:
    threshold is crossed or a search bound is hit (then the point is censored, with the reason).
 3. Bisect in log(size) on the integer grid until hi - lo <= 1 or hi <= lo*(1+resolution).
 
-A cell's state is a function of the probes it has seen, nothing else, so a run is a deterministic
+A cell's state is a function of the runs it has seen, nothing else, so a run is a deterministic
 sequence of rounds. Each round batches every cell's next probe into one executor call (seeds share
-shapes, so the engine trains them together); thresholds are nested and share probes. Resume and
+shapes, so the engine trains them together); thresholds are nested and share runs. Resume and
 :func:`boundary_points` simply replay the rounds against the store, training only what is missing.
 Monotonicity along the size axis is checked and violations are reported, never smoothed away.
 """
@@ -35,7 +35,7 @@ from recallkit.theory.errors import InputError, RecallkitError
 
 @dataclass(frozen=True)
 class Failure:
-    """A probe that raised; kept in memory only (not stored), so a rerun retries it."""
+    """A run that raised; kept in memory only (not stored), so a rerun retries it."""
 
     message: str
 
@@ -60,7 +60,7 @@ class SweepResult:
     experiment: Experiment
     points: list[dict]
     violations: list[dict]
-    probes: list[dict]
+    runs: list[dict]  # every run of the search (one trained model per line, base, size, seed), with its metrics
     reused: int
     computed: int
     failed: int
@@ -75,7 +75,7 @@ class SweepResult:
             "reused": self.reused, "computed": self.computed, "failed": self.failed, "missing": self.missing,
             "wall_time_s": round(self.wall_time_s, 3), "executor": self.executor,
             "code_versions": self.code_versions,
-            "boundary_points": self.points, "monotonicity_violations": self.violations, "probes": self.probes,
+            "boundary_points": self.points, "monotonicity_violations": self.violations, "runs": self.runs,
         }
 
     def summary_line(self) -> str:
@@ -149,7 +149,7 @@ class SweepDriver:
             code_version = _cv()
         self.code_version = code_version
 
-    # ------------------------------------------------------------------ probes
+    # ------------------------------------------------------------------ runs
     def _key(self, line_index: int, base_value: int, size: int, seed: int) -> str:
         key = (line_index, base_value, size, seed)
         if key not in self.hash_of:
@@ -330,7 +330,7 @@ class SweepDriver:
         violations = self._violations()
         points = self._points(cells, violations)
         result = SweepResult(
-            experiment=exp, points=points, violations=violations, probes=self._probe_rows(),
+            experiment=exp, points=points, violations=violations, runs=self._run_rows(),
             reused=self.reused, computed=self.computed, failed=self.failed, missing=self.missing,
             wall_time_s=time.perf_counter() - started,
             executor=self.executor.describe() if self.executor is not None else "replay",
@@ -488,7 +488,7 @@ class SweepDriver:
                     })
         return out
 
-    def _probe_rows(self) -> list[dict]:
+    def _run_rows(self) -> list[dict]:
         exp = self.exp
         rows = []
         for (li, b, s, seed), h in self.hash_of.items():
@@ -520,7 +520,7 @@ def run_sweep(experiment: Experiment, store, executor, progress: bool = False,
 
 
 def replay(experiment: Experiment, store) -> SweepResult:
-    """The sweep's result as the store holds it, training nothing; unrun probes censor their cells."""
+    """The sweep's result as the store holds it, training nothing; missing runs censor their cells."""
     return SweepDriver(experiment, store, executor=None, log=None, code_version="replay").run()
 
 
@@ -530,5 +530,5 @@ def boundary_points(experiment: Experiment, store) -> list[dict]:
 
 
 def grid_points(experiment: Experiment, store) -> list[dict]:
-    """Every stored probe of a (line, base, size, seed) for heatmaps: the sweep's probes with metrics."""
-    return replay(experiment, store).probes
+    """Every stored run of a (line, base, size, seed) for heatmaps, with its metrics."""
+    return replay(experiment, store).runs

@@ -32,7 +32,7 @@ def _format_points(result) -> list[str]:
     lines = list(dict.fromkeys(p["line"] for p in result.points))
     thresholds = list(dict.fromkeys(p["threshold"] for p in result.points))
     if exp.kind == "grid" and not thresholds:
-        out.append(f"{len(result.probes)} grid cells stored")
+        out.append(f"{len(result.runs)} runs stored")
     for line in lines:
         out.append(f"line {line}")
         for t in thresholds:

@@ -162,7 +162,7 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     for line in loaded.lines:
         lines.append({
             "name": line.label,
-            "heatmap": [p for p in sweep.probes if p.get("line") == line.label],
+            "heatmap": [p for p in sweep.runs if p.get("line") == line.label],
             "boundary_points": [p for p in sweep.points if p.get("line") == line.label],
         })
     scalings = [(line.label, line.theory_scaling or line.scaling) for line in loaded.lines]
@@ -176,7 +176,7 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     if sweep.violations:
         entry["notes"].append(f"{len(sweep.violations)} monotonicity violations along the searched size "
                               f"(accuracy fell as the size grew); see 'recallkit sweep' output")
-    entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.probes if p.get("config_hash")})
+    entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.runs if p.get("config_hash")})
     system = registry.system_of_pack(loaded.pack)
     if system is not None and system.search_judge:
         # the system's own verdicts (e.g. log against power for a d_min search)

@@ -323,23 +323,23 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
 
     ``cells``: ``[{"V", "d", "accuracy"}]`` (several entries for one cell, e.g. seeds, are averaged;
     each probed d fills its V column up to halfway, in log, to the next probed d);
-    empirics' ``SweepResult.probes`` rows of one line fit as they are. Rows with an ``error`` or no
+    empirics' ``SweepResult.runs`` rows of one line fit as they are. Rows with an ``error`` or no
     metric (failed runs) are left out, so their cell stays grey like a cell never trained.
     ``boundary_points``: search.boundary_points dicts of this line. ``fits``: FitResult dicts of this
     line, one per threshold (legend gives the slope of log parameter count against log V).
     """
     if not cells:
-        raise InputError("heatmap.cells: expected a non-empty list of {V, d, accuracy}")
+        raise InputError("heatmap.runs: expected a non-empty list of {V, d, accuracy}")
     acc_sum: dict = defaultdict(float)
     acc_n: dict = defaultdict(int)
     for i, c in enumerate(cells):
         if c.get("error") is not None or (metric in c and c[metric] is None):
             continue
-        key = (float(_require(c, x_key, f"heatmap.cells[{i}]")), float(_require(c, y_key, f"heatmap.cells[{i}]")))
-        acc_sum[key] += float(_require(c, metric, f"heatmap.cells[{i}]"))
+        key = (float(_require(c, x_key, f"heatmap.runs[{i}]")), float(_require(c, y_key, f"heatmap.runs[{i}]")))
+        acc_sum[key] += float(_require(c, metric, f"heatmap.runs[{i}]"))
         acc_n[key] += 1
     if not acc_sum:
-        raise InputError(f"heatmap.cells: no cell has a value for '{metric}' (all runs failed?)")
+        raise InputError(f"heatmap.runs: no cell has a value for '{metric}' (all runs failed?)")
     Vs = np.array(sorted({k[0] for k in acc_sum}))
     mean = {key: total / acc_n[key] for key, total in acc_sum.items()}
 

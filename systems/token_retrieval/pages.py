@@ -6,7 +6,7 @@ Drawn from the ``compare.probe_fits.run_probe`` document (= ``recallkit probe --
 - :func:`probe_table_pages`: the table term, variable, predicted exponent, fitted exponent with its
   interval, verdict (raw and drift-corrected), verdict cells coloured like the slope table, split
   over pages; then the verdict reasons (the numbers each verdict rests on) and the notes;
-- :func:`probe_rows`: the same verdicts as rows of the summary's flat ``entries`` table.
+- :func:`summary_rows`: the same verdicts as rows of the summary's flat ``entries`` table.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure,
 from recallkit.reports.tables import draw_table
 from recallkit.theory.errors import InputError
 
-__all__ = ["probe_table_figure", "probe_reasons_figure", "probe_table_pages", "probe_rows"]
+__all__ = ["probe_table_figure", "probe_reasons_figure", "probe_table_pages", "summary_rows"]
 
 ROWS_PER_PAGE = 26
 REASON_WIDTH = 165  # characters per line of the 7.5 pt reason pages (a landscape page holds ~170)
@@ -201,11 +201,11 @@ def probe_table_pages(doc: dict, head: str) -> list[tuple[str, Callable[[], Figu
 
 
 def probe_pages(exp: dict, head: str, experiments=()) -> list[tuple[str, Callable[[], Figure]]]:
-    """(stem, builder) pages of one summary entry of kind "probes" (the registry's page hook)."""
+    """(stem, builder) pages of one summary entry of kind "term_probes" (the registry's page hook)."""
     return probe_table_pages(exp["probes"], head) if exp.get("probes") else []
 
 
-def probe_rows(exp: dict) -> list[dict]:
+def summary_rows(exp: dict) -> list[dict]:
     """Summary rows (the ``entries`` shape) of a "probes" entry: one per (term, variable), raw verdict,
     plus ``verdict_drift_corrected`` and its reason (shown on the probe table pages)."""
     doc = exp.get("probes") or {}

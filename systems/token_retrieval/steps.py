@@ -21,5 +21,5 @@ def term_probe_entry(context: Any) -> dict | None:
     except RecallkitError as exc:
         print(f"error: term probes: {exc} (continuing)", file=context.log)
         return None
-    return {"name": "token_retrieval_probes", "kind": "probes", "title": "Token retrieval: term-by-term probes",
+    return {"name": "token_retrieval_probes", "kind": "term_probes", "title": "Token retrieval: term-by-term probes",
             "probes": doc}

@@ -65,7 +65,7 @@ def test_pages_split_the_table_and_give_reasons_only_for_non_consistent(doc, mon
 
 
 def test_probe_rows_for_the_summary(doc):
-    rows = probes.probe_rows({"name": "tr_probes", "probes": doc})
+    rows = probes.summary_rows({"name": "tr_probes", "probes": doc})
     assert len(rows) == len(doc["table"])
     first = rows[0]
     assert first["experiment"] == "tr_probes" and first["line"] == "signal in V"
@@ -73,7 +73,7 @@ def test_probe_rows_for_the_summary(doc):
     assert first["predicted_slope"] == doc["table"][0]["predicted_exponent"]
     assert [r["verdict"] for r in rows] == [e["verdict"] for e in doc["table"]]
     assert [r["verdict_drift_corrected"] for r in rows] == [e["drift_corrected"]["verdict"] for e in doc["table"]]
-    assert probes.probe_rows({"name": "x", "probes": {"no": "table"}}) == []
+    assert probes.summary_rows({"name": "x", "probes": {"no": "table"}}) == []
 
 
 def test_bad_document_is_named(doc):

@@ -136,7 +136,7 @@ def test_non_monotone_accuracy_is_reported_not_hidden(store):
     exp = experiment_from_dict(min_size_experiment(), "fake.toml")
     clean = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
     # The first bracket at V=64 is [64/1.5, 64*1.5] = {42, 96}: both far above the boundary (d ~ 9).
-    assert {42, 96} <= {r["d"] for r in clean.probes if r["V"] == 64}
+    assert {42, 96} <= {r["d"] for r in clean.runs if r["V"] == 64}
     with ResultStore(store.path.with_name("dip.db")) as other:
         result = run_sweep(exp, other, LocalExecutor(FakeRunner(dip=(64, 96))), log=None)
     bad = [v for v in result.violations if v["V"] == 64]
@@ -151,7 +151,7 @@ def test_non_monotone_accuracy_is_reported_not_hidden(store):
 def test_a_failing_probe_is_logged_and_the_sweep_goes_on(store):
     exp = experiment_from_dict(min_size_experiment(), "fake.toml")
     clean = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
-    some_d = clean.probes[len(clean.probes) // 2]["d"]
+    some_d = clean.runs[len(clean.runs) // 2]["d"]
     with ResultStore(store.path.with_name("f.db")) as other:
         result = run_sweep(exp, other, LocalExecutor(FakeRunner(fail_d=some_d)), log=None)
         assert result.failed >= 1
@@ -183,9 +183,9 @@ def test_grid_kind_trains_the_product_and_derives_points(store):
     raw["presets"]["quick"]["V"] = [64, 256]
     exp = experiment_from_dict(raw, "grid.toml")
     result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
-    assert result.computed == 2 * 5 * 2 and len(result.probes) == 20
+    assert result.computed == 2 * 5 * 2 and len(result.runs) == 20
     for p in result.points:
         reached = [d for d in (8, 16, 32, 64, 128) if fake_accuracy({"V": p["V"], "d": d, "seed": p["seed"]}) >= p["threshold"]]
         assert p["d"] == (reached[0] if reached else 128)
         assert p["censored"] == (not reached or reached[0] == 8)
-    assert replay(exp, store).probes == result.probes
+    assert replay(exp, store).runs == result.runs

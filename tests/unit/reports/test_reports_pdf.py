@@ -202,7 +202,7 @@ def geometric_summary() -> dict:
          "pack": "geometric_recall", "terms": SYNTHETIC_TERMS, "geometric": geo["construction"]},
         {"name": "geometric_multi_hop", "title": "Geometric recall: multi-hop chains", "kind": "geometric",
          "geometric": geo["multi_hop"]},
-        {"name": "token_retrieval_probes", "title": "Token retrieval: term-by-term probes", "kind": "probes",
+        {"name": "token_retrieval_probes", "title": "Token retrieval: term-by-term probes", "kind": "term_probes",
          "probes": json.loads(PROBE_DATA.read_text())},
         {"name": "broken_zero_shot", "kind": "geometric", "geometric": {"kind": "zero_shot", "verdict": "consistent"}},
     ]
