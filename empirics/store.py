@@ -16,6 +16,7 @@ SQLite database that is not ours, is refused with a one-line error and never wri
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as _dt
 import io
@@ -59,29 +60,83 @@ ROW_COLUMNS = ("config_hash", "experiment", "seed", "accuracy", "wall_time_s", "
 
 
 class ResultStore:
-    """Open (or create) the store at ``path``. ``readonly=True`` never creates or writes."""
+    """Open (or create) the store at ``path``. ``readonly=True`` never creates or writes.
+
+    A file is checked (ours, this schema, intact) through a read-only connection before anything is
+    written, so a refused file gets no ``-wal``/``-shm`` files beside it. A store on read-only media
+    (or a file without write permission) opens for reading: ``results``, ``fit`` and a report that
+    trains nothing work from it, and the first write says why it cannot write, in one line."""
 
     def __init__(self, path: str | Path, readonly: bool = False):
         self.path = Path(path)
         self.readonly = readonly
+        self.write_refused: str | None = None
+        if self.path.is_dir():
+            raise InputError(f"{self.path}: is a directory, expected a results store file (SQLite)")
         exists = self.path.exists() and self.path.stat().st_size > 0
         if exists:
-            with open(self.path, "rb") as fh:
-                header = fh.read(len(SQLITE_HEADER))
+            try:
+                with open(self.path, "rb") as fh:
+                    header = fh.read(len(SQLITE_HEADER))
+            except OSError as exc:
+                raise InputError(f"{self.path}: cannot read the results store ({exc.strerror or exc})") from None
             if header != SQLITE_HEADER:
                 raise InputError(f"{self.path}: not a recallkit results store (not a SQLite database); refusing to touch it")
         elif readonly:
             raise InputError(f"{self.path}: no results store here (run 'recallkit sweep' first or pass --store)")
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"{self.path}: cannot create the results store here ({exc.strerror or exc})") from None
         try:
-            if readonly:
-                self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+            if exists:
+                self._db = self._connect_readonly()
+                try:
+                    self._check_or_create(exists)  # validated before any write
+                except sqlite3.OperationalError:
+                    # a WAL-mode file whose index SQLite may not create here: read it as an immutable file
+                    self._db.close()
+                    self._db = self._connect_readonly(immutable=True)
+                    self._check_or_create(exists)
+                if not readonly:
+                    self._reopen_for_writing()
             else:
                 self._db = sqlite3.connect(self.path, timeout=30)
-            self._check_or_create(exists)
+                self._check_or_create(exists)
         except sqlite3.DatabaseError as exc:
+            if not exists:
+                raise InputError(f"{self.path}: cannot create the results store ({exc})") from None
             raise InputError(f"{self.path}: unreadable results store ({exc}); refusing to touch it") from None
+
+    def _connect_readonly(self, immutable: bool = False) -> sqlite3.Connection:
+        """Read-only, and on read-only media (where SQLite cannot create the WAL index) as an immutable
+        file: the store is only read, so nothing else can be writing it at the same time."""
+        uri = self.path.resolve().as_uri()
+        if immutable or not Path(f"{self.path}-wal").exists():
+            # no write-ahead log beside it: the file alone is the whole database, and reading it as
+            # immutable creates no -wal/-shm files (a refused file is left exactly as it was)
+            return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=30)
+        try:
+            db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=30)
+
+    def _reopen_for_writing(self) -> None:
+        try:
+            db = sqlite3.connect(self.path, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            # read-only media or permissions: keep the read-only connection; writing says why
+            self.readonly = True
+            self.write_refused = str(exc)
+            return
+        self._db.close()
+        self._db = db
 
     def _check_or_create(self, exists: bool) -> None:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -103,8 +158,6 @@ class ResultStore:
             raise InputError(
                 f"{self.path}: results store schema version {meta.get('schema_version')}, this recallkit reads {SCHEMA_VERSION}"
             )
-        if not self.readonly:
-            self._db.execute("PRAGMA journal_mode=WAL")
         integrity = self._db.execute("PRAGMA quick_check").fetchone()[0]
         if integrity != "ok":
             raise InputError(f"{self.path}: results store is corrupted ({integrity}); refusing to touch it")
@@ -148,8 +201,7 @@ class ResultStore:
     def add(self, experiment: str, configs: Sequence[dict], hashes: Sequence[str], metrics: Sequence[dict],
             code_version: str, torch_version: str | None) -> None:
         """Insert one batch of trained models in one transaction (a crash loses at most this batch)."""
-        if self.readonly:
-            raise RecallkitError(f"{self.path}: opened read-only")
+        self._check_writable()
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         records = []
         for cfg, h, m in zip(configs, hashes, metrics, strict=True):
@@ -158,7 +210,7 @@ class ResultStore:
                 m.get("accuracy"), m.get("wall_time_s"), m.get("device"), m.get("threads"),
                 torch_version, code_version, now,
             ))
-        with self._db:
+        with self._writing():
             self._db.executemany(
                 "INSERT OR IGNORE INTO runs (config_hash, config_json, experiment, seed, metrics_json, accuracy, "
                 "wall_time_s, device, threads, torch_version, code_version, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -170,8 +222,29 @@ class ResultStore:
         """Record that ``experiment`` uses already-stored rows (so 'results' lists them)."""
         if self.readonly:
             return
-        with self._db:
+        with self._writing():
             self._db.executemany("INSERT OR IGNORE INTO experiment_runs VALUES (?, ?)", [(experiment, h) for h in hashes])
+
+    def _check_writable(self) -> None:
+        if self.readonly:
+            why = f" ({self.write_refused})" if self.write_refused else " (opened read-only)"
+            raise RecallkitError(f"{self.path}: cannot write to the results store{why}; the {self.count()} rows "
+                                 f"stored before are kept")
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """One transaction; a full disk, read-only media or a locked file becomes one line that says the
+        rows committed before are kept (the transaction itself is rolled back as a whole)."""
+        try:
+            with self._db:
+                yield
+        except sqlite3.OperationalError as exc:
+            try:
+                kept = self.count()
+            except sqlite3.Error:
+                kept = "all"
+            raise RecallkitError(f"{self.path}: cannot write to the results store ({exc}); the {kept} rows "
+                                 f"stored before are kept") from None
 
     # ------------------------------------------------------------------ export
     def to_csv(self, experiment: str | None = None) -> str:

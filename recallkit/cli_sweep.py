@@ -136,5 +136,5 @@ def register(app: typer.Typer) -> None:
             return
         for line in _format_points(result):
             typer.echo(line)
-        typer.echo(f"{experiment.name} [{preset}]: {result.reused} probes in the store, {result.missing} missing; "
+        typer.echo(f"{experiment.name} [{preset}]: {result.reused} runs in the store, {result.missing} missing; "
                    f"code versions: {', '.join(f'{k} ({v})' for k, v in versions.items()) or 'none'}")
