@@ -1,6 +1,6 @@
 """Benchmark: the batched engine against a plain per-model Python loop, on one quick-preset cell.
 
-The cell: SPEC C's linear associative memory (AdamW, weight decay 0), 8 seeds x 4 learning rates =
+The cell: the associative-memory anchor's linear memory (AdamW, weight decay 0), 8 seeds x 4 learning rates =
 32 models of one shape, a fixed number of full-batch steps and no early stop (so both ways do the
 same arithmetic). The plain loop trains each model alone with torch.optim.AdamW on 2-D tensors, the
 way one would write it without a model axis; it uses the same seeded draws, and the two ways must

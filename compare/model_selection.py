@@ -1,8 +1,8 @@
 """Log against power: which functional form describes d_min(N)?
 
-SPEC.md B (paper-reported): the minimal dimension of learned embeddings fits a + b log2 N, that
-of frozen random subject embeddings a power law c N^p.  This module fits both forms to the same
-points and says which fits better.
+Paper-reported (Ravfogel et al. 2026): the minimal dimension of learned embeddings fits
+a + b log2 N, that of frozen random subject embeddings a power law c N^p.  This module fits both
+forms to the same points and says which fits better.
 
 Estimators (stated, because the choice matters):
 * log form ``d = a + b log2 N``: statsmodels OLS on the d scale, HC3 errors, Student-t intervals.
@@ -33,7 +33,8 @@ import numpy as np
 from recallkit.theory.errors import InputError
 
 FORMS = ("log", "power")
-# SPEC.md B (paper-reported): learned d_min fits a + b log2 N, frozen random subject embeddings a power law.
+# Paper-reported (Ravfogel et al. 2026): learned d_min fits a + b log2 N, frozen random subject
+# embeddings a power law.
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_DELTA_AIC = 2.0
 

@@ -4,7 +4,7 @@ The loss that is differentiated is the sum over models of each model's mean loss
 gradient is exactly its own mean-loss gradient and models never influence each other. Per-model
 numbers (step sizes, learning rates, early-stop thresholds) are tensors of shape [M].
 
-- :func:`three_step`: SPEC A's three full-batch gradient steps from V = 0, W_KQ = 0:
+- :func:`three_step`: the token-retrieval model's three full-batch gradient steps from V = 0, W_KQ = 0:
   V1 = -eta grad_V L(0, 0); W1 = -gamma grad_W L(V1, 0); V2 = V1 - gamma grad_V L(V1, W1).
 - :func:`adam`: Adam (or AdamW, decoupled weight decay) written out elementwise, as in
   torch.optim.Adam (beta1 0.9, beta2 0.999, eps 1e-8, no amsgrad), so that one model's update can be

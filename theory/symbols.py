@@ -1,8 +1,8 @@
 """The symbols every pack and scaling is written in.
 
-Model variables (SPEC.md): V vocabulary, N number of facts/samples, d embedding dimension,
+Model variables: V vocabulary, N number of facts/samples, d embedding dimension,
 L sequence length, m MLP width, R number of relations, eta and gamma step sizes.
-Exponent variables (SPEC.md "Scaling conventions"): N = V**a, L = V**c, m = d**k, R = N**r, ...
+Exponent variables (the scaling conventions): N = V**a, L = V**c, m = d**k, R = N**r, ...
 All are declared positive so that sympy may combine powers and split logs of products
 (log(V**a) = a*log(V) only holds for positive V).
 """

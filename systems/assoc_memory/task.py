@@ -1,4 +1,4 @@
-"""SPEC C (anchor: Nichani, Lee, Bietti, ICLR 2025): linear and MLP associative memories.
+"""The associative-memory anchor (Nichani, Lee, Bietti, ICLR 2025): linear and MLP associative memories.
 
 N inputs e_i and N outputs u_i, unit-norm Gaussian embeddings in R^d (the ``"instance"`` stream:
 E then U); target f*(i) = i; loss = mean cross-entropy of softmax(U f(e_i)) over all N items.

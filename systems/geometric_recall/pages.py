@@ -1,7 +1,7 @@
-"""SPEC B (geometric factual recall) pages: construction vs trained vs bound, probes, zero-shot, multi-hop.
+"""Geometric factual recall pages: construction vs trained vs bound, probes, zero-shot, multi-hop.
 
-Each figure is drawn from the plain result dict of ``empirics.geometric.run_geometric_experiment``
-(the ``"geometric"`` key of a summary entry of kind ``"geometric"``), so a report can be rebuilt
+Each figure is drawn from the plain result dict of ``runners.run_geometric_experiment`` (the
+``"geometric"`` key of a summary entry of kind ``"geometric"``), so a report can be rebuilt
 from ``summary.json`` alone. The experiment's own verdict and its reason (the numbers that decided
 it) go on every page; the d_min(N) log-versus-power page is ``reports.figures.dmin_plot``.
 
@@ -32,7 +32,7 @@ __all__ = ["construction_figure", "probe_figure", "zero_shot_figure", "multi_hop
 GEOMETRIC_KINDS = ("construction", "probes", "zero_shot", "multi_hop", "d_min")
 MODEL_NAMES = {"learned": "learned subjects", "frozen-subjects": "frozen random subjects",
                "construction": "construction (no training)"}
-# What each experiment checks against SPEC B, for the summary table's "line" column.
+# What each experiment checks against geometric recall, for the summary table's "line" column.
 CHECKS = {
     "construction": "construction: 100% at predicted k, < 100% at k = ceil(log2 N) - 2",
     "probes": "linear readout from learned subject embeddings near perfect (held-out subjects)",
@@ -93,7 +93,7 @@ def _settings_line(result: dict, skip: Sequence[str] = ()) -> str:
 # ----------------------------------------------------------------------------- construction
 def trained_dmin_points(dmin: dict | None) -> list[dict]:
     """Boundary points of a summary entry's ``dmin`` ({"learned"|"frozen": {"points"}}) with the
-    ``model`` key that ``empirics.geometric.construction_gap_table`` reads."""
+    ``model`` key that ``runners.construction_gap_table`` reads."""
     out = []
     for kind, model in (("learned", "learned"), ("frozen", "frozen-subjects")):
         for p in ((dmin or {}).get(kind) or {}).get("points", []):
@@ -123,7 +123,7 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
     any_trained = any(r.get("learned_d_min") is not None or r.get("frozen_d_min") is not None for r in rows)
     Rs = sorted({r["R"] for r in rows})
     with style_context():
-        fig, y_text = _page(title or "SPEC B construction against the counting bound")
+        fig, y_text = _page(title or "Geometric-recall construction against the counting bound")
         fig.text(0.03, y_text, textwrap.fill(
             "Dimension of the subject blocks (R k; the construction's R relation coordinates are not counted, as in "
             "the bound) at the smallest k where the construction gets all N R facts right, median over seeds (bars: "
@@ -393,6 +393,7 @@ def geometric_rows(exp: dict) -> list[dict]:
     n_points = len(result.get("points") or result.get("rows") or [])
     return [{"experiment": exp["name"], "line": CHECKS.get(kind, kind), "threshold": None, "x": None,
              "slope": None, "slope_ci": None, "slope_ci_bootstrap": None, "predicted_slope": None,
-             "delta": None, "alpha": None, "dominant": "SPEC B (paper-reported)", "verdict": result.get("verdict"),
+             "delta": None, "alpha": None, "dominant": "geometric recall (paper-reported)",
+             "verdict": result.get("verdict"),
              "verdict_reason": result.get("verdict_reason"), "n_points": n_points, "n_censored": 0,
              "C": None, "C_ci": None}]

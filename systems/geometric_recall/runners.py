@@ -1,4 +1,4 @@
-"""Geometric factual recall (SPEC.md B, Ravfogel, Yehudai, Bruna, Bietti 2026, arXiv 2605.12426).
+"""Geometric factual recall (Ravfogel, Yehudai, Bruna, Bietti 2026, arXiv 2605.12426).
 
 The reconstructed model (derived-here): N subjects, R relations, R random bijections pi_r of [N].
 A query (s, r) is answered by pi_r(s).  x = E_s + E_r, logits = U (x + MLP(x)), MLP = W2 relu(W1 x + b1).
@@ -66,11 +66,11 @@ def strict_argmax_correct(logits: np.ndarray, answers: np.ndarray) -> np.ndarray
 
 @dataclass
 class GeometricConstruction:
-    """The hand-built model of SPEC.md B with its weights as numpy arrays.
+    """The hand-built geometric-recall model with its weights as numpy arrays.
 
     Layout of the residual space (dimension d = R*k + R): R blocks of k coordinates that hold
     the subject's R attribute codes, then R coordinates that hold the relation one-hot.  The
-    SPEC's "d = R*k" counts the subject blocks; the relation needs its own R coordinates here
+    construction's "d = R*k" counts the subject blocks; the relation needs its own R coordinates here
     because the gate must be readable by the ReLU units without disturbing the codes.
     """
 
@@ -127,7 +127,7 @@ def build_construction(
     gain: float | None = None,
     gate: float = 2.0,
 ) -> GeometricConstruction:
-    """Build the SPEC.md B construction for N subjects, R relations and codes of k bits.
+    """Build the geometric-recall construction for N subjects, R relations and codes of k bits.
 
     - attribute a gets a sign code c_a in {-1,+1}^k;
     - subject s is embedded as the concatenation [c_{pi_1(s)}, ..., c_{pi_R(s)}, 0...0];
@@ -203,7 +203,7 @@ def predicted_construction_k(n_subjects: int, codes: str = "random", failure_pro
 
 def counting_lower_bound_d(n_subjects: int, n_relations: int, bits_per_parameter: float = 1.0,
                            other_parameters: float = 0.0) -> float:
-    """The SPEC.md B counting bound solved for d: N*d*p + P0*p >= R*log2(N!).
+    """The geometric-recall counting bound solved for d: N*d*p + P0*p >= R*log2(N!).
 
     Returns (R*log2(N!) / p - P0) / N.  With P0 = 0 and p = 1 (one sign bit per coordinate, as in
     the construction) this is about R*(log2 N - log2 e).  Note the bound as stated leaves the

@@ -1,8 +1,8 @@
-"""SPEC B (reconstructed, derived-here): R random bijections on N subjects, one-layer recall.
+"""Geometric recall (reconstructed, derived-here): R random bijections on N subjects, one-layer recall.
 
 Fact (s, r) -> pi_r(s) in [N]; fact index i = r * N + s. The bijections are R uniform random
 permutations (the ``"instance"`` stream, drawn first). Model: x = E_s + E_r (the attention layer
-bringing the subject to the relation position is the sum, the SPEC's default), logits =
+bringing the subject to the relation position is the sum, our default), logits =
 U (x + W2 relu(W1 x + b1)), MLP width m.
 Initial weights (``"instance"`` stream after the bijections, for the frozen subject embeddings;
 ``"init"`` for the rest): E_s, E_r and the rows of U uniform on the unit sphere, W1 entries

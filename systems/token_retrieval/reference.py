@@ -1,8 +1,8 @@
-"""A plain, un-batched float64 numpy version of SPEC A's three-step algorithm, for tests.
+"""A plain, un-batched float64 numpy version of the token-retrieval model's three-step algorithm, for tests.
 
 It shares only the data draws with the engine (``draw_instance`` / ``draw_samples``, so both see
 the same embeddings and samples); the forward pass materialises h_j = e_{x_j} + [j = l] z_trig as
-written in SPEC.md A, and the gradients are written out by hand instead of taken by autograd:
+written in task.py's docstring, and the gradients are written out by hand instead of taken by autograd:
 
   p = softmax(U Vm f),  dL/dVm = mean_n U^T (p_n - onehot(y_n)) f_n^T,
   g_f = Vm^T U^T (p - onehot(y)),  g_o = g_f (attention-only) or W1^T (g_phi * [W1 o > 0]),

@@ -1,6 +1,6 @@
-"""SPEC A: token retrieval under random (non-orthogonal) embeddings, attention-only and attention-MLP.
+"""Token retrieval under random (non-orthogonal) embeddings, attention-only and attention-MLP.
 
-The reconstructed model of SPEC.md A, exactly:
+The reconstructed token-retrieval model (see README.md in this folder), exactly:
 - e_1..e_V, u_1..u_V, z_trig, z_EOS i.i.d. uniform on the unit sphere of R^d; Pi* a uniform
   permutation of [V] (all from the model's ``"instance"`` stream, drawn in that order);
 - a sample: tokens x_1..x_L i.i.d. uniform on [V], informative position l uniform on [L] (the
@@ -25,7 +25,7 @@ So it learns once gamma is large enough to concentrate the attention on l (mass 
 and m ~ d^2; centring roughly doubles the accuracy by removing the shared feature mean.
 ``relu_normalised`` features are about m*L/(L+1)/(4 Var relu) times larger in kernel scale, so they need
 a gamma smaller by that factor (at V=256 above: 1.6% with gamma <= 0.1, chance at gamma >= 10); use
-the schedule in ``empirics.probes.schedule_gamma`` rather than the same gamma for every option.
+the schedule in ``term_probes.schedule_gamma`` rather than the same gamma for every option.
 
 o is computed without materialising h: o = sum_v c_v e_v + a_l z_trig with c_v the attention
 mass on token value v (a scatter-add), so memory is n*V per model instead of n*L*d.

@@ -4,8 +4,8 @@ The derivation (systems/token_retrieval/DERIVATION.md §3-§5) writes the logit 
 input after step 3 as a sum over training samples n of
     (gamma/N) * c_kn * <phi_n, phi>,   c_kn = u_k . (u_{y_n} - u_mean),
 plus two pieces that vanish as eta -> 0 (the step-1 residue and the finite-eta softmax correction).
-This module runs the three steps of SPEC A in float64 on exactly the engine's instance and samples
-(``empirics.tasks.token_retrieval.draw_instance`` / ``draw_samples``), and returns every named
+This module runs the three steps of the token-retrieval model in float64 on exactly the engine's instance and samples
+(``recallkit.systems.token_retrieval.task.draw_instance`` / ``draw_samples``), and returns every named
 component as a tensor [n_test, V]; the components add up to the logits exactly (to rounding).
 
 Attended vectors are split as o_n = a_n z_trig + t_n, t_n = a_n e_{x_n} + r_n (informative token
@@ -161,7 +161,7 @@ class ProbeConfig:
 
 
 class ThreeStepModel:
-    """SPEC A's model in float64 for one instance (same draws as the engine for the same seed)."""
+    """The token-retrieval model in float64 for one instance (same draws as the engine for the same seed)."""
 
     def __init__(self, cfg: ProbeConfig):
         self.cfg = cfg
