@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
         scheduler: Optional[str] = typer.Option(None, "--scheduler", help="dask scheduler address, tcp://HOST:PORT"),
         dask_local: Optional[int] = typer.Option(None, "--dask-local", help="start a LocalCluster with N single-threaded worker processes"),
         device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
-        threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads per engine call (dask default 1); recorded per row"),
+        threads: int = typer.Option(1, "--threads", help="torch CPU threads per engine call (default 1, as train and report use, so a stored row does not depend on which command trained it); recorded per row"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress over cells on stderr"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
     ) -> None:
@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         from recallkit.empirics.search import run_sweep
         from recallkit.empirics.store import ResultStore
 
-        if threads is not None and threads < 1:
+        if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
         experiment = load_experiment(experiment_file, preset)
         if executor_name == "local":

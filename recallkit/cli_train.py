@@ -14,7 +14,14 @@ _FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
 def parse_set_options(items: list[str]) -> dict:
-    """``["V=512", "gamma=1e7", "features=relu_centred"]`` -> dict; numbers become int/float, the rest stay strings."""
+    """``["V=512", "gamma=1e7", "features=relu_centred"]`` -> dict; numbers become int/float, the rest stay strings.
+
+    Strings are expressions or names: the run config parses expressions with recallkit's one
+    whitelist parser (``theory.expr``) and evaluates them in guarded floats, so ``gamma=V**V**V``
+    is a one-line error, never a huge integer. Numbers get the same digit limit as expressions.
+    """
+    from recallkit.theory.expr import MAX_NUMBER_DIGITS
+
     values: dict = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -23,6 +30,8 @@ def parse_set_options(items: list[str]) -> dict:
             raise InputError(f"--set {item!r}: expected key=value, e.g. --set V=512")
         if key in values:
             raise InputError(f"--set {key}: given twice")
+        if (_INT.match(text) or _FLOAT.match(text)) and sum(ch.isdigit() for ch in text) > MAX_NUMBER_DIGITS:
+            raise InputError(f"--set {key}: number with more than {MAX_NUMBER_DIGITS} digits")
         if _INT.match(text):
             values[key] = int(text)
         elif _FLOAT.match(text):
@@ -59,7 +68,7 @@ def register(app: typer.Typer) -> None:
         settings: Optional[List[str]] = typer.Option(None, "--set", help="key=value, repeatable: sizes (V N d L m R), eta, gamma, lr, epochs, steps, batch_size, early_stop, features, n_eval"),
         seed: int = typer.Option(0, "--seed", help="seed of the task instance, samples and initial weights"),
         device: str = typer.Option("auto", "--device", help="auto (cuda if available, else cpu) | cpu | cuda"),
-        threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default: torch's choice); recorded in the output"),
+        threads: int = typer.Option(1, "--threads", help="torch CPU threads (default 1, as sweep and report use, so the same config gives the same numbers); recorded in the output"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (config, hash, metrics) on stdout"),
     ) -> None:
         """Train one model and print its accuracy (fresh samples), training accuracy and parameter count."""
@@ -70,15 +79,14 @@ def register(app: typer.Typer) -> None:
             if key in values:
                 raise InputError(f"--set {key}: give it as {'an argument' if key == 'task' else '--' + key}, not --set")
         config = parse_config({"task": task, "model": model, "trainer": trainer, "seed": seed, **values}, where="recallkit train")
-        if threads is not None and threads < 1:
+        if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
 
         import torch
 
         from recallkit.empirics.engine import run_config
 
-        if threads is not None:
-            torch.set_num_threads(threads)
+        torch.set_num_threads(threads)
         metrics = run_config(config, device=device)
         if as_json:
             typer.echo(json.dumps({"config": config.to_dict(), "config_hash": config_hash(config), **metrics}, sort_keys=True))
