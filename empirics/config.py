@@ -16,8 +16,9 @@ names such as the shipped systems' ``systems/<name>/config.py``). The trainer ke
   ``weight_decay`` [0; adamw only, decoupled as in torch.optim.AdamW].
 
 ``eta``, ``gamma``, ``lr`` and ``batch_size`` may be numbers or expression strings in
-``V, N, d, L, m, R`` (parsed by ``theory.expr``; never evaluated as Python). ``batch_size``
-expressions are floored: ``"floor(N/16)"`` and ``"N/16"`` mean the same.
+``V, N, d, L, m, R`` (parsed by ``theory.expr`` and evaluated in floats by walking the parsed tree;
+never evaluated as Python). ``batch_size`` expressions are floored: ``"floor(N/16)"`` and ``"N/16"``
+mean the same.
 """
 from __future__ import annotations
 
@@ -64,15 +65,10 @@ def _number_or_expression(value: Any, key: str, where: str = "", positive: bool 
 
 
 def _parse(text: str, key: str, where: str):
-    """Parse an expression with theory.expr (a whitelist parser: nothing is executed)."""
-    stripped = text.strip()
-    if stripped.startswith("floor(") and stripped.endswith(")"):
-        stripped = stripped[len("floor(") : -1]  # the caller floors; theory.expr has no floor
-    from recallkit.theory.expr import parse_expression
-    from recallkit.theory.symbols import VARIABLES
+    """Parse an expression with theory.expr (the whitelist parser: nothing is executed)."""
+    from recallkit.theory.expr import compile_numeric
 
-    symbols = {name: VARIABLES[name] for name in EXPRESSION_SYMBOLS}
-    return parse_expression(stripped, symbols, where=_where(where, key))
+    return compile_numeric(text, EXPRESSION_SYMBOLS, where=_where(where, key))
 
 
 def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:
@@ -80,10 +76,10 @@ def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:
     if not isinstance(value, str):
         return float(value)
     expression = _parse(value, key, "")
-    missing = sorted(str(s) for s in expression.free_symbols if str(s) not in sizes)
+    missing = sorted(name for name in expression.symbols if name not in sizes)
     if missing:
         raise InputError(f"{key}: expression {value!r} uses {', '.join(missing)}, which this task does not have")
-    number = float(expression.subs({s: sizes[str(s)] for s in expression.free_symbols}).evalf())
+    number = expression.evaluate({name: sizes[name] for name in expression.symbols})
     if not math.isfinite(number) or number <= 0:
         raise InputError(f"{key}: expression {value!r} evaluates to {number}, expected a positive number")
     return number
@@ -102,7 +98,7 @@ def check_model(task_config) -> None:
 
 @dataclass(frozen=True)
 class ThreeStepConfig:
-    """SPEC A's three full-batch gradient steps from zero init (step sizes eta, gamma)."""
+    """The token-retrieval model's three full-batch gradient steps from zero init (step sizes eta, gamma)."""
 
     eta: float | str
     gamma: float | str

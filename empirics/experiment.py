@@ -51,20 +51,22 @@ Schema (every key below is checked; an unknown key is an error)::
     fixed = { eval_samples = 2048 }        # merged over [fixed]
     search = { resolution = 0.1 }          # merged over [search]
 
-Expressions are parsed by a whitelist parser (numbers, declared symbols, ``+ - * / **``,
-parentheses, and ``log sqrt exp floor ceil Min Max``); nothing in the file is ever executed.
+Expressions are parsed by recallkit's one whitelist parser, ``theory.expr`` (numbers, declared
+symbols, ``+ - * / **``, parentheses, and ``log sqrt exp floor ceil Min Max min max``), and evaluated
+in floats by walking the parsed tree; nothing in the file is ever executed.
 Integer-valued parameters (sizes, batch size, epochs, steps) are floored after evaluation.
 """
 from __future__ import annotations
 
-import ast
 import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallkit.empirics.config import MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V
 from recallkit.theory.errors import InputError
+from recallkit.theory.expr import compile_numeric
 
 KINDS = ("min_size", "max_capacity", "grid")
 # Symbols an expression may name: the sizes of the three SPEC tasks.
@@ -77,11 +79,9 @@ INTEGER_PARAMS = {
 # Parameters whose value is a name, not an expression (e.g. features = "relu_centred").
 STRING_PARAMS = {"features"}
 # Upper limits on sizes: a typo such as d = 1e9 must fail at load time, not allocate terabytes.
-SIZE_LIMITS = {"V": 1 << 22, "N": 1 << 26, "d": 1 << 16, "L": 1 << 16, "m": 1 << 20, "R": 1 << 16}
-_FUNCTIONS = {
-    "log": math.log, "sqrt": math.sqrt, "exp": math.exp, "floor": math.floor, "ceil": math.ceil,
-    "Min": min, "Max": max, "min": min, "max": max,
-}
+# The same limits as a run config's (empirics.config), so an experiment cannot ask for a size
+# that its own run configs would then refuse.
+SIZE_LIMITS = {"V": MAX_V, "N": MAX_N, "d": MAX_D, "L": MAX_L, "m": MAX_M, "R": MAX_R}
 _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
     "thresholds", "lines", "fixed", "search", "verdict", "presets",
@@ -93,82 +93,21 @@ _PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search", "lines"}
 
 
 class SafeExpression:
-    """An arithmetic expression over named symbols, parsed with a whitelist and evaluated in floats.
+    """An arithmetic expression over named symbols, evaluated in floats.
 
-    ``ast.parse`` only parses; every node type is checked against the whitelist before anything
-    is evaluated, and evaluation walks the tree itself, so user text is never executed.
+    A thin wrapper over :class:`recallkit.theory.expr.NumericExpression`: the text is parsed by the
+    one whitelist parser of recallkit (same limits as theory packs and run configs) and evaluated
+    by walking the parsed tree, so user text is never executed.
     """
 
     def __init__(self, text: str, symbols: set[str] | tuple[str, ...], where: str):
         self.text = text
         self.where = where
-        try:
-            tree = ast.parse(text.strip(), mode="eval")
-        except SyntaxError:
-            raise InputError(f"{where}: cannot parse expression {text!r}") from None
-        self.symbols: set[str] = set()
-        self._check(tree.body, set(symbols))
-        self._tree = tree.body
-
-    def _check(self, node: ast.AST, allowed: set[str]) -> None:
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                raise InputError(f"{self.where}: only numbers are allowed as constants, got {node.value!r}")
-        elif isinstance(node, ast.Name):
-            if node.id not in allowed:
-                raise InputError(
-                    f"{self.where}: unknown symbol {node.id!r} in {self.text!r} (allowed: {', '.join(sorted(allowed))})"
-                )
-            self.symbols.add(node.id)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
-            self._check(node.left, allowed)
-            self._check(node.right, allowed)
-        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            self._check(node.operand, allowed)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
-            if node.keywords or not node.args:
-                raise InputError(f"{self.where}: {node.func.id}() takes positional arguments only, in {self.text!r}")
-            for arg in node.args:
-                self._check(arg, allowed)
-        else:
-            raise InputError(
-                f"{self.where}: {self.text!r} is not allowed (numbers, symbols, + - * / **, "
-                f"parentheses and {', '.join(sorted(set(_FUNCTIONS)))} only)"
-            )
+        self._expression = compile_numeric(text, symbols, where)
+        self.symbols: set[str] = set(self._expression.symbols)
 
     def evaluate(self, env: dict[str, float]) -> float:
-        try:
-            value = self._eval(self._tree, env)
-        except (ValueError, ZeroDivisionError, OverflowError) as exc:
-            shown = ", ".join(f"{k}={env[k]}" for k in sorted(self.symbols))
-            raise InputError(f"{self.where}: {self.text!r} cannot be evaluated at {shown}: {exc}") from None
-        if not math.isfinite(value):
-            raise InputError(f"{self.where}: {self.text!r} is not finite")
-        return value
-
-    def _eval(self, node: ast.AST, env: dict[str, float]) -> float:
-        if isinstance(node, ast.Constant):
-            return float(node.value)
-        if isinstance(node, ast.Name):
-            if node.id not in env:
-                raise InputError(f"{self.where}: symbol {node.id!r} has no value here (known: {', '.join(sorted(env))})")
-            return float(env[node.id])
-        if isinstance(node, ast.UnaryOp):
-            value = self._eval(node.operand, env)
-            return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.BinOp):
-            left, right = self._eval(node.left, env), self._eval(node.right, env)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            if isinstance(node.op, ast.Div):
-                return left / right
-            return float(left ** right)
-        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        return float(_FUNCTIONS[node.func.id](*(self._eval(a, env) for a in node.args)))
+        return self._expression.evaluate(env)
 
     def __repr__(self) -> str:
         return f"SafeExpression({self.text!r})"

@@ -4,8 +4,14 @@ User text (pack terms, scalings, domain constraints, experiment parameters) neve
 ``eval``, ``exec``, ``sympify`` or ``parse_expr``: it is tokenised here and parsed by recursive
 descent into sympy objects built by hand. Accepted: the names passed in ``symbols``, numbers
 (``3``, ``0.5``, ``1e7``; kept exact as Rationals), ``+ - * / **``, unary minus, parentheses and
-the functions ``log`` (natural; ``log(x, 2)`` for base 2), ``sqrt``, ``exp``, ``Min``, ``Max``.
-Everything else is rejected with one line naming where (``where``) and the offending token.
+the functions ``log`` (natural; ``log(x, 2)`` for base 2), ``sqrt``, ``exp``, ``floor``, ``ceil``,
+``Min``, ``Max`` (``min`` and ``max`` are the same functions). Everything else is rejected with one
+line naming where (``where``) and the offending token.
+
+This is the one expression language of recallkit: theory packs and scalings use the sympy objects
+(:func:`parse_expression`); run configs and experiment files evaluate the same parse in floats
+(:class:`NumericExpression`, :func:`compile_numeric`), which walks the tree itself with guards on
+powers, ``exp`` and overflow, so no input can make it compute with huge integers or run away.
 
 Grammar (``**`` binds tighter than unary minus and is right-associative, as in Python)::
 
@@ -17,10 +23,12 @@ Grammar (``**`` binds tighter than unary minus and is right-associative, as in P
 """
 from __future__ import annotations
 
+import functools
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import sympy as sp
 
@@ -30,8 +38,14 @@ MAX_LENGTH = 2000        # characters of one expression
 MAX_DEPTH = 40           # nesting of parentheses / unary operators / powers
 MAX_NUMBER_DIGITS = 30   # digits of one literal
 MAX_INT_EXPONENT = 64    # |n| in number**n, so that 10**10**10 cannot exhaust memory
+MAX_POWER_BITS = 4096    # bits of an exact number built by number**n
+MAX_MAGNITUDE = 1e300    # numeric evaluation: a power or exp above this is refused, not computed
+MAX_EVAL_EXPONENT = 1e9  # numeric evaluation: |exponent| of a power (above every size limit)
 
-_FUNCTION_ARITY = {"log": (1, 2), "sqrt": (1, 1), "exp": (1, 1), "Min": (2, 16), "Max": (2, 16)}
+_FUNCTION_ARITY = {
+    "log": (1, 2), "sqrt": (1, 1), "exp": (1, 1), "floor": (1, 1), "ceil": (1, 1),
+    "Min": (2, 16), "Max": (2, 16), "min": (2, 16), "max": (2, 16),
+}
 
 _TOKEN_RE = re.compile(
     r"""
@@ -115,7 +129,14 @@ class _Parser:
     def parse(self) -> sp.Expr:
         if self.peek().kind == "end":
             raise InputError(f"{self.where}: empty expression")
-        result = self.expr()
+        try:
+            result = self.expr()
+        except InputError:
+            raise
+        except (ArithmeticError, ValueError, RecursionError) as exc:
+            # sympy folding numbers (e.g. comparing two huge constants in Max) may overflow
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InputError(f"{self.where}: cannot build {self.text!r}: {reason}") from None
         if self.peek().kind != "end":
             raise self.error("unexpected token")
         return result
@@ -169,8 +190,13 @@ class _Parser:
                     raise self.error(f"numeric power with exponent beyond +-{MAX_INT_EXPONENT}", token)
                 if base == 0 and exponent.is_negative:
                     raise self.error("division by zero", token)
+                # sympy computes number**n exactly: refuse before it builds a huge integer, also
+                # when the number hides in a product such as (3**2000*log(2))**64
+                bits = max((max(abs(a.p).bit_length(), a.q.bit_length()) for a in base.atoms(sp.Rational)), default=1)
+                if bits * abs(float(exponent)) > MAX_POWER_BITS:
+                    raise self.error("numeric power too large", token)
             result = sp.Pow(base, exponent)
-            if result.is_Rational and max(abs(result.p), result.q).bit_length() > 4096:
+            if result.is_Rational and max(abs(result.p), result.q).bit_length() > MAX_POWER_BITS:
                 raise self.error("numeric power too large", token)
             return result
         return base
@@ -180,7 +206,8 @@ class _Parser:
         if token.kind == "number":
             return self.number(token)
         if token.kind == "name":
-            if token.text in _FUNCTION_ARITY:
+            called = self.peek().kind == "op" and self.peek().text == "("
+            if token.text in _FUNCTION_ARITY and (called or token.text not in self.symbols):
                 return self.call(token)
             if token.text in self.symbols:
                 return self.symbols[token.text]
@@ -234,7 +261,12 @@ class _Parser:
             return sp.sqrt(args[0])
         if name == "exp":
             return sp.exp(args[0])
-        if name == "Min":
+        if name in ("floor", "ceil"):
+            function = sp.floor if name == "floor" else sp.ceiling
+            # sympy folds floor(number) by evaluating the number to enough digits, which for
+            # floor(exp(exp(exp(3)))) never ends: only exact rationals are folded here
+            return function(args[0], evaluate=bool(args[0].is_Rational or not args[0].is_number))
+        if name in ("Min", "min"):
             return sp.Min(*args)
         return sp.Max(*args)
 
@@ -246,6 +278,181 @@ def parse_expression(text: str, symbols: Mapping[str, sp.Basic], where: str = "e
     (e.g. ``packs/x.toml: terms[2].expr``) and names the offending token.
     """
     return _Parser(text, symbols, where).parse()
+
+
+# ------------------------------------------------------------------------- numeric evaluation
+
+
+class NumericExpression:
+    """An expression of the language above, evaluated in Python floats at given symbol values.
+
+    ``text`` is parsed by the same whitelist parser (same limits on length, nesting, digits and
+    powers); :meth:`evaluate` then walks the sympy tree itself. Nothing is executed and sympy never
+    evaluates anything numerically: a power or ``exp`` whose value would exceed ``MAX_MAGNITUDE``
+    (or whose exponent exceeds ``MAX_EVAL_EXPONENT``), a division by zero, the log of a number
+    <= 0, a complex value or an infinite one is a one-line :class:`InputError` naming ``where``,
+    the text and the values.
+
+    ``symbols`` are the names the text may use; :attr:`symbols` holds the ones it does use.
+    """
+
+    def __init__(self, text: str, symbols: Iterable[str], where: str = "expression"):
+        allowed = {name: sp.Symbol(name) for name in symbols}
+        parser = _Parser(text, allowed, where)
+        self.text: str = text
+        self.where: str = where
+        self.expr: sp.Expr = parser.parse()
+        self.symbols: frozenset[str] = frozenset(
+            t.text for t in parser.tokens if t.kind == "name" and t.text in allowed
+            and not (t.text in _FUNCTION_ARITY and _called(parser.tokens, t))
+        )
+        self._names = {symbol: name for name, symbol in allowed.items()}
+
+    def __repr__(self) -> str:
+        return f"NumericExpression({self.text!r})"
+
+    def _values(self, env: Mapping[str, float]) -> str:
+        shown = ", ".join(f"{name}={env[name]}" for name in sorted(self.symbols) if name in env)
+        return f" at {shown}" if shown else ""
+
+    def evaluate(self, env: Mapping[str, float]) -> float:
+        """The value at ``env`` (symbol name -> number) as a finite float."""
+        try:
+            value = self._eval(self.expr, env)
+        except _Refused as exc:
+            raise InputError(f"{self.where}: {self.text!r} cannot be evaluated{self._values(env)}: {exc}") from None
+        except ZeroDivisionError:
+            raise InputError(f"{self.where}: {self.text!r} cannot be evaluated{self._values(env)}: division by zero") from None
+        except OverflowError:
+            raise InputError(f"{self.where}: {self.text!r} cannot be evaluated{self._values(env)}: overflow") from None
+        except RecursionError:
+            raise InputError(f"{self.where}: {self.text!r} cannot be evaluated: nested too deeply") from None
+        except InputError:
+            raise
+        except ValueError as exc:  # math domain errors
+            raise InputError(f"{self.where}: {self.text!r} cannot be evaluated{self._values(env)}: {exc}") from None
+        if not math.isfinite(value):
+            raise InputError(f"{self.where}: {self.text!r} is not finite{self._values(env)}")
+        return value
+
+    # -- the tree walk ---------------------------------------------------------------------
+    def _eval(self, node: sp.Basic, env: Mapping[str, float]) -> float:
+        if node.is_Symbol:
+            name = self._names.get(node, str(node))
+            if name not in env:
+                known = ", ".join(sorted(env)) or "none"
+                raise InputError(f"{self.where}: symbol {name!r} has no value here (known: {known})")
+            value = env[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise InputError(f"{self.where}: symbol {name!r} must be a finite number, got {value!r}")
+            return float(value)
+        if node.is_Rational:
+            return _rational(node)
+        if node.is_Add:
+            return _finite(math.fsum(self._eval(arg, env) for arg in node.args))
+        if node.is_Mul:
+            # numerator and denominator apart, so that N/16 is N/16.0 as written, not N*0.0625
+            numerator, denominator = 1.0, 1.0
+            for factor in node.args:
+                if factor.is_Rational:
+                    numerator *= float(factor.p)  # OverflowError past 1.8e308, never inf
+                    denominator *= float(factor.q)
+                elif factor.is_Pow and factor.exp.is_Rational and factor.exp.is_negative:
+                    denominator *= _power(self._eval(factor.base, env), -_rational(factor.exp))
+                else:
+                    numerator *= self._eval(factor, env)
+            if denominator == 0:
+                raise ZeroDivisionError
+            return _finite(numerator / denominator)
+        if node.is_Pow:
+            return _power(self._eval(node.base, env), self._eval(node.exp, env))
+        if isinstance(node, sp.exp):
+            argument = self._eval(node.args[0], env)
+            if argument > math.log(MAX_MAGNITUDE):
+                raise _Refused(f"exp({argument:g}) is above {MAX_MAGNITUDE:g}")
+            return math.exp(argument)
+        if isinstance(node, sp.log):
+            argument = self._eval(node.args[0], env)
+            if argument <= 0:
+                raise _Refused(f"log({argument:g}) of a number <= 0")
+            return math.log(argument)
+        if isinstance(node, (sp.Min, sp.Max)):
+            values = [self._eval(arg, env) for arg in node.args]
+            return min(values) if isinstance(node, sp.Min) else max(values)
+        if isinstance(node, sp.floor):
+            return float(math.floor(_finite(self._eval(node.args[0], env))))
+        if isinstance(node, sp.ceiling):
+            return float(math.ceil(_finite(self._eval(node.args[0], env))))
+        if isinstance(node, sp.Abs):
+            return abs(self._eval(node.args[0], env))
+        if node is sp.E:
+            return math.e
+        if node is sp.pi:
+            return math.pi
+        if node.is_Float:
+            return float(node)
+        if node is sp.oo or node is sp.S.NegativeInfinity or node is sp.zoo or node is sp.nan:
+            raise _Refused("infinite or undefined (e.g. log(0))")
+        if node.has(sp.I):
+            raise _Refused("complex value")
+        raise _Refused(f"no numeric rule for {type(node).__name__}")
+
+
+class _Refused(ArithmeticError):
+    """A value the numeric evaluation will not compute (too large, complex, undefined)."""
+
+
+def _called(tokens: list[Token], token: Token) -> bool:
+    index = tokens.index(token)
+    following = tokens[index + 1]
+    return following.kind == "op" and following.text == "("
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise _Refused("overflow (a value is not finite)")
+    return value
+
+
+def _rational(number: sp.Rational) -> float:
+    # int / int is correctly rounded and raises OverflowError instead of building inf
+    return int(number.p) / int(number.q)
+
+
+_LOG_MAX = math.log(MAX_MAGNITUDE)
+
+
+def _power(base: float, exponent: float) -> float:
+    """``base ** exponent`` in floats, refusing results above MAX_MAGNITUDE before computing them."""
+    if not (math.isfinite(base) and math.isfinite(exponent)):
+        raise _Refused("power of a value that is not finite")
+    if exponent == 0:
+        return 1.0
+    if abs(exponent) > MAX_EVAL_EXPONENT:
+        raise _Refused(f"exponent {exponent:g} beyond +-{MAX_EVAL_EXPONENT:g}")
+    if base == 0:
+        if exponent < 0:
+            raise ZeroDivisionError
+        return 0.0
+    if base < 0 and not float(exponent).is_integer():
+        raise _Refused(f"complex value: negative base {base:g} to the power {exponent:g}")
+    if exponent * math.log(abs(base)) > _LOG_MAX:
+        raise _Refused(f"power {base:g}**{exponent:g} is above {MAX_MAGNITUDE:g}")
+    if exponent == 0.5:
+        return math.sqrt(base)
+    return math.pow(base, exponent)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_cached(text: str, symbols: tuple[str, ...], where: str) -> NumericExpression:
+    return NumericExpression(text, symbols, where)
+
+
+def compile_numeric(text: str, symbols: Iterable[str], where: str = "expression") -> NumericExpression:
+    """A (cached) :class:`NumericExpression` for ``text`` in the names ``symbols``."""
+    if not isinstance(text, str):
+        raise InputError(f"{where}: expected an expression string, got {type(text).__name__}")
+    return _compile_cached(text, tuple(sorted(set(symbols))), where)
 
 
 _COMPARISON_RE = re.compile(r"(>=|<=|>|<|==)")

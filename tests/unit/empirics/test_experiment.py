@@ -81,7 +81,7 @@ def test_preset_selects_lines_and_overrides(tmp_path):
 @pytest.mark.parametrize("old,new,message", [
     ("V = [32, 64, 128]", "V = [32, 64, -3]", "x.toml: presets.quick.V[2]: expected a positive integer, got -3"),
     ("V = [32, 64, 128]", "V = [32, 0]", "x.toml: presets.quick.V[1]: expected a positive integer, got 0"),
-    ("max = 64", "max = 1000000", "x.toml: search.max: 1000000 is above the limit 65536 for d"),
+    ("max = 64", "max = 1000000", "x.toml: search.max: 1000000 is above the limit 16384 for d"),
     ("gamma = 1e7", 'gamma = "1e7*Q"', "x.toml: fixed.gamma: unknown symbol 'Q'"),
     ('name = "tiny"', 'name = "tiny"\ncolour = 3', "x.toml: unknown key 'colour'"),
     ("[search]", "[search]\nstep = 2", "x.toml: search: unknown key 'step'"),
