@@ -283,10 +283,9 @@ def _fixed_table(table: Any, where: str, symbols: set[str]) -> dict[str, Any]:
 def _parse_scaling(text: str, base: str, size: str, where: str) -> list[tuple[str, SafeExpression]]:
     known = {base, size}
     assignments: list[tuple[str, SafeExpression]] = []
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
-        if part.count("=") != 1:
-            raise InputError(f"{where}: expected assignments such as 'N=V*log(V), L=V**0.5', got {part!r}")
-        name, rhs = (s.strip() for s in part.split("="))
+    from recallkit.theory.scaling import split_assignments
+
+    for name, rhs in split_assignments(text, where):
         if name not in SIZE_SYMBOLS:
             raise InputError(f"{where}: {name!r} is not a size symbol (expected one of {', '.join(SIZE_SYMBOLS)})")
         if name in known:

@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 
+
 theory_app = typer.Typer(
     name="theory",
     help=(
@@ -101,6 +102,8 @@ def show_command(
 
 
 def _diagram_text(document: dict) -> str:
+    from recallkit.theory.scaling import power_text
+
     lines = [f"{document['pack']}: scaling {document['scaling']}; axes {', '.join(document['axis_labels'])}",
              f"  domain: {'; '.join(document['domain']) or '(box only)'}; box: "
              + ", ".join(f"{axis} in [{lo}, {hi}]" for axis, (lo, hi) in zip(document["axes"], document["box"]))]
@@ -108,16 +111,13 @@ def _diagram_text(document: dict) -> str:
     for region in document["regions"]:
         tied = f" (tied with {', '.join(region['tied_with'])})" if region["tied_with"] else ""
         lines.append(f"region {region['dominant']}{tied}:")
-        lines.append(f"  required {count} ~ {base}^({region['required_param_exponent']}) "
-                     f"* log({base})^({region['log_power']})")
-        lines.append(f"  size {document['size']} ~ {base}^({region['size_exponent']}) "
-                     f"* log({base})^({region['size_log_power']})")
+        lines.append(f"  required {count} ~ {power_text(base, region['required_param_exponent'], region['log_power'])}")
+        lines.append(f"  size {document['size']} ~ {power_text(base, region['size_exponent'], region['size_log_power'])}")
         lines.append(f"  vertices: {', '.join('(' + ', '.join(v) + ')' for v in region['vertices'])}")
         for inequality in region["inequalities"]:
             lines.append(f"  where {inequality}")
         for gap in region["lower_bound_gaps"]:
-            lines.append(f"  gap to lower bound {gap['name']}: {base}^({gap['gap_exponent']}) "
-                         f"* log({base})^({gap['gap_log_power']})")
+            lines.append(f"  gap to lower bound {gap['name']}: {power_text(base, gap['gap_exponent'], gap['gap_log_power'])}")
     for entry in document["feasibility"]:
         lines.append(f"feasible only where {entry['condition']} (term {entry['term']} does not depend on the size)")
     for check in document["corollary_check"]:
@@ -175,6 +175,8 @@ def predict_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (Prediction.to_dict)."),
 ) -> None:
     """Predicted slope of log(parameter count) against log(base) along a line, with the binding term."""
+    from recallkit.theory.scaling import power_text
+
     from recallkit import theory
 
     pack = theory.load_pack(pack_name)
@@ -186,12 +188,12 @@ def predict_command(
     tied = f" (tied with {', '.join(document['tied_with'])})" if document["tied_with"] else ""
     typer.echo(f"{document['pack']} along {document['scaling']}:")
     typer.echo(f"  dominant term: {document['dominant']}{tied}")
-    typer.echo(f"  required {document['param_count']} ~ {base}^{document['slope_exact']} * log({base})^({document['log_power']})")
+    typer.echo(f"  required {document['param_count']} ~ {power_text(base, document['slope_exact'], document['log_power'])}")
     typer.echo(f"  predicted slope of log({document['param_count']}) vs log({base}): {document['slope_exact']} "
                f"(= {document['slope']:.4g}); log-power correction: {document['log_power']}")
-    typer.echo(f"  size {document['size']} ~ {base}^{document['size_exponent']} * log({base})^({document['size_log_power']})")
+    typer.echo(f"  size {document['size']} ~ {power_text(base, document['size_exponent'], document['size_log_power'])}")
     for gap in document["lower_bounds"]:
-        typer.echo(f"  gap to lower bound {gap['name']}: {base}^({gap['gap_exponent']}) * log({base})^({gap['gap_log_power']})")
+        typer.echo(f"  gap to lower bound {gap['name']}: {power_text(base, gap['gap_exponent'], gap['gap_log_power'])}")
     for name in document["infeasible"]:
         typer.echo(f"  warning: term {name} beats the signal at every size along this line", err=True)
 

@@ -329,17 +329,17 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
     line, one per threshold (legend gives the slope of log parameter count against log V).
     """
     if not cells:
-        raise InputError("heatmap.runs: expected a non-empty list of {V, d, accuracy}")
+        raise InputError("heatmap.cells: expected a non-empty list of {V, d, accuracy}")
     acc_sum: dict = defaultdict(float)
     acc_n: dict = defaultdict(int)
     for i, c in enumerate(cells):
         if c.get("error") is not None or (metric in c and c[metric] is None):
             continue
-        key = (float(_require(c, x_key, f"heatmap.runs[{i}]")), float(_require(c, y_key, f"heatmap.runs[{i}]")))
-        acc_sum[key] += float(_require(c, metric, f"heatmap.runs[{i}]"))
+        key = (float(_require(c, x_key, f"heatmap.cells[{i}]")), float(_require(c, y_key, f"heatmap.cells[{i}]")))
+        acc_sum[key] += float(_require(c, metric, f"heatmap.cells[{i}]"))
         acc_n[key] += 1
     if not acc_sum:
-        raise InputError(f"heatmap.runs: no cell has a value for '{metric}' (all runs failed?)")
+        raise InputError(f"heatmap.cells: no cell has a value for '{metric}' (all runs failed?)")
     Vs = np.array(sorted({k[0] for k in acc_sum}))
     mean = {key: total / acc_n[key] for key, total in acc_sum.items()}
 

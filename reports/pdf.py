@@ -35,6 +35,7 @@ from recallkit.reports.style import (
 )
 from recallkit import registry
 from recallkit.theory.errors import InputError
+from recallkit.theory.scaling import power_text
 
 __all__ = ["build_report", "experiment_entry", "summary_entries", "validate_summary", "REPORT_NAME", "SCHEMA"]
 
@@ -360,7 +361,7 @@ def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
     base = diagram.get("base", "V")
 
     def power(exponent: str, log_power: str) -> str:
-        return f"{base}^({exponent})" + ("" if str(log_power) == "0" else f" log^({log_power}) {base}")
+        return power_text(base, exponent, log_power)
 
     rows = []
     for region in diagram.get("regions", []):

@@ -49,8 +49,9 @@ def power_label(base: str, exponent: str, exponent_latex: str, log_power: str, l
     text = rf"${prefix}{base}^{{{exponent_latex}}}{log_part}$"
     if _mathtext_ok(text):
         return text
-    plain_log = "" if log_power == "0" else f" log({base})^({log_power})"
-    return f"{plain_prefix}{base}^({exponent}){plain_log}"
+    from recallkit.theory.scaling import power_text
+
+    return f"{plain_prefix}{power_text(base, exponent, log_power)}"
 
 
 def count_label(diagram: dict[str, Any], region: dict[str, Any]) -> str:

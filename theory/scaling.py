@@ -85,11 +85,7 @@ def parse_scaling(text: str, where: str = "--scaling", constants: Iterable[str] 
     entries: list[tuple[str, sp.Expr]] = []
     if not text.strip():
         return Scaling(text="", entries=())
-    for index, part in enumerate(_split_top_level(text)):
-        match = _ENTRY_RE.match(part)
-        if match is None:
-            raise InputError(f"{where}: entry {index + 1} {part.strip()!r}: expected NAME=EXPRESSION, e.g. 'L=V**c'")
-        name, rhs = match.group(1), match.group(2)
+    for index, (name, rhs) in enumerate(split_assignments(text, where)):
         if name in EXPONENTS or (name in RESERVED_NAMES and name not in VARIABLES):
             raise InputError(f"{where}: entry {index + 1}: {name!r} is not a variable that can be scaled "
                              f"(variables: {', '.join(VARIABLES)})")
@@ -211,3 +207,25 @@ def free_exponents(monomials: Mapping[str, Monomial]) -> set[str]:
             if symbol.name in EXPONENTS:
                 names.add(symbol.name)
     return names
+
+
+def power_text(base: str, exponent, log_power) -> str:
+    """The one plain-text form of ``base**exponent * log(base)**log_power`` that the CLI, the phase
+    diagram and the PDF all print: ``V^(3/2) * log(V)^(1)`` (the log factor is left out when its power is 0
+    )."""
+    return f"{base}^({exponent})" + ("" if str(log_power) == "0" else f" * log({base})^({log_power})")
+
+
+def split_assignments(text: str, where: str) -> list[tuple[str, str]]:
+    """``"N=V*log(V), L=Max(2, V**0.25)"`` -> ``[("N", "V*log(V)"), ("L", "Max(2, V**0.25)")]``: the one
+    splitter of scaling lines (commas inside parentheses do not split), for theory scalings and experiment
+    lines alike."""
+    out: list[tuple[str, str]] = []
+    if not text.strip():
+        return out
+    for index, part in enumerate(_split_top_level(text)):
+        match = _ENTRY_RE.match(part)
+        if match is None:
+            raise InputError(f"{where}: entry {index + 1} {part.strip()!r}: expected NAME=EXPRESSION, e.g. 'L=V**c'")
+        out.append((match.group(1), match.group(2).strip()))
+    return out
