@@ -252,10 +252,18 @@ def parse_config(raw: dict | RunConfig, where: str = "") -> RunConfig:
     return raw if isinstance(raw, RunConfig) else RunConfig.from_dict(raw, where)
 
 
+def store_key(config: dict, prefix: str = "") -> str:
+    """The one key scheme of the results store: ``prefix`` + the first 16 hex digits of the sha256 of the
+    canonical JSON of ``config`` (sorted keys, no spaces). Trained models use it through
+    :func:`config_hash`; rows that are not one trained model (a system's whole-experiment result, a term
+    probe) use it directly, with a prefix that keeps them apart."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return prefix + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
 def config_hash(cfg: dict | RunConfig) -> str:
-    """sha256 of the canonical JSON (defaults filled in, sorted keys) -> first 16 hex digits."""
-    canonical = json.dumps(parse_config(cfg).to_dict(), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    """The store key of a training config: :func:`store_key` of its canonical form (defaults filled in)."""
+    return store_key(parse_config(cfg).to_dict())
 
 
 def shape_key(cfg: RunConfig) -> str:

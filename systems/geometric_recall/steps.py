@@ -2,12 +2,12 @@
 probes, zero-shot, multi-hop, d_min) run through :mod:`.runners` and become summary entries."""
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
 from typing import Any
 
+from recallkit.empirics.config import store_key
 from recallkit.empirics.provenance import code_version
 from recallkit.theory.errors import RecallkitError
 
@@ -26,7 +26,7 @@ def geometric_entry(path: Path, context: Any) -> dict:
     spec = load_geometric_experiment(path, settings.preset)
     # the row's config is the experiment's settings; its hash is the key, as for trained models
     config = {"geometric": spec["settings"], "kind": spec["kind"], "preset": settings.preset, "name": spec["name"]}
-    key = "geo-" + hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    key = store_key(config, prefix="geo-")
     with ResultStore(store_path) as store:
         cached = store.get([key]).get(key)
         if cached is not None:

@@ -215,13 +215,10 @@ def _store_config(cfg) -> dict[str, Any]:
 
 
 def probe_config_hash(store_config: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of a probe row's config -> hex[:16] (the store key; the same scheme
-    as empirics.config.config_hash, which validates training configs only)."""
-    import hashlib
-    import json
+    """The store key of a probe row's config (the store's one key scheme, empirics.config.store_key)."""
+    from recallkit.empirics.config import store_key
 
-    canonical = json.dumps(dict(store_config), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return store_key(dict(store_config))
 
 
 def collect_rows(grid: ProbeGrid, store=None, code_version: str = "unknown",
