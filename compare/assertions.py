@@ -315,6 +315,13 @@ def fit_experiment(
     if loaded.kind == "grid":
         raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
                          f"max_capacity experiment)")
+    if thresholds is not None:
+        thresholds = list(thresholds)
+        known = [float(t) for t in loaded.thresholds]
+        for value in thresholds:
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or float(value) not in known:
+                raise InputError(f"--threshold: {value} is not a threshold of {loaded.name} "
+                                 f"(its thresholds: {', '.join(f'{t:g}' for t in known)})")
     with ResultStore(store_path, readonly=True) as results_store:
         if sweep is None:
             sweep = replay(loaded, results_store)

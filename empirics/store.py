@@ -265,7 +265,10 @@ class ResultStore:
             import pyarrow  # noqa: F401  (pandas needs it for parquet)
         except ImportError:
             raise InputError("--parquet: needs pandas and pyarrow (pip install 'recallkit[export]'); use --csv instead") from None
-        pd.DataFrame([flatten_row(r) for r in self.rows(experiment)]).to_parquet(path, index=False)
+        try:
+            pd.DataFrame([flatten_row(r) for r in self.rows(experiment)]).to_parquet(path, index=False)
+        except OSError as exc:
+            raise InputError(f"--parquet {path}: cannot write there ({exc.strerror or exc})") from None
 
     def close(self) -> None:
         self._db.close()

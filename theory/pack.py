@@ -27,6 +27,7 @@ PROVENANCES = ("paper-verbatim", "paper-reported", "anchor", "derived-here")
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 _TOP_KEYS = {"pack", "terms", "lower_bounds", "facts", "corollary", "defaults"}
+MAX_TERMS = 120
 _PACK_KEYS = {"name", "title", "reference", "description", "variables", "constants", "base", "size",
               "param_count", "domain"}
 _TERM_KEYS = {"name", "role", "expr", "provenance", "reference", "note"}
@@ -231,6 +232,11 @@ def pack_from_dict(raw: dict[str, Any], label: str = "pack") -> Pack:
     raw_terms = raw["terms"]
     if not isinstance(raw_terms, list) or not raw_terms:
         raise InputError(f"{label}: terms: expected a non-empty array of [[terms]] tables")
+    if len(raw_terms) > MAX_TERMS:
+        # the exact region computation grows faster than linearly in the number of terms (about 6 s at 100
+        # on a 2-core CPU); a theorem with more terms than this is better split into packs
+        raise InputError(f"{label}: terms: {len(raw_terms)} terms, at most {MAX_TERMS} are allowed "
+                         f"(split the theorem into several packs)")
     for index, entry in enumerate(raw_terms):
         where = f"{label}: terms[{index}]"
         if not isinstance(entry, dict):
