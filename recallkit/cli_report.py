@@ -42,3 +42,10 @@ def report(
     pdf = run_report(settings)
     typer.echo(f"report: {pdf}")
     typer.echo(f"summary: {pdf.parent / 'summary.json'}")
+    import json
+
+    failures = json.loads((pdf.parent / "summary.json").read_text()).get("failures") or []
+    if failures:
+        typer.echo(f"error: {len(failures)} experiment(s) failed and are listed in the report and in summary.json "
+                   f"(failures); the others are reported", err=True)
+        raise typer.Exit(1)

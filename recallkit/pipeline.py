@@ -230,7 +230,19 @@ def run_report(settings: ReportSettings) -> Path:
     from recallkit.interrupts import watch_store
 
     watch_store(store_path)
-    paths = [resolve_experiment(p) for p in settings.experiments] or default_experiments()
+    failures: list[str] = []
+    paths = []
+    for name in settings.experiments:
+        try:
+            paths.append(resolve_experiment(name))
+        except RecallkitError as exc:
+            _failed(failures, str(name), exc, None)  # said below, once it is known whether others go on
+    if not settings.experiments:
+        paths = default_experiments()
+    if not paths:  # nothing left to report: one line, as any other bad input
+        raise InputError(failures[0] if len(failures) == 1 else f"none of the experiments can run: {'; '.join(failures)}")
+    for failure in failures:
+        print(f"error: {failure} (continuing with the other experiments)", file=settings.log)
     # --out and --store are checked before anything is trained
     from recallkit.empirics.store import ResultStore
     from recallkit.reports.pdf import check_output_dir
@@ -240,13 +252,23 @@ def run_report(settings: ReportSettings) -> Path:
         raise InputError(f"--store {store_path}: is a directory, expected a results store file (SQLite)")
     with ResultStore(store_path):
         pass
-    # Read every file before training anything, so a typo in the last file costs no time.
-    runners = {path: runner_for(path) for path in paths}
+    # Read and check every file before training anything, so a typo in the last file costs no time; a
+    # bad file is a failure of its own (in summary.json and on the title page) and the others go on.
+    from recallkit.empirics.experiment import load_experiment
+
+    runners = {}
+    for path in paths:
+        try:
+            runners[path] = runner_for(path)
+            if runners[path] is None:
+                load_experiment(path, preset=settings.preset)
+        except RecallkitError as exc:
+            _failed(failures, path.name, exc, settings.log)
+    paths = [path for path in paths if path in runners]
     executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
                              scheduler=settings.scheduler, local_workers=settings.dask_local)
     context = StepContext(settings, store_path, executor)
     entries: list[dict] = []
-    failures: list[str] = []
     started = time.perf_counter()
     try:
         bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
@@ -258,8 +280,7 @@ def run_report(settings: ReportSettings) -> Path:
                 else:
                     entries.append(_search_entry(path, settings, executor, store_path))
             except RecallkitError as exc:
-                failures.append(f"{path.name}: {exc}")
-                print(f"error: {path.name}: {exc} (continuing with the other experiments)", file=settings.log)
+                _failed(failures, path.name, exc, settings.log)
         for system in registry.systems():
             for step in system.report_steps:
                 entry = registry.load_object(step)(context)
@@ -278,3 +299,9 @@ def run_report(settings: ReportSettings) -> Path:
     }
     pdf = build_report(summary, settings.out_dir)
     return pdf
+
+
+def _failed(failures: list[str], name: str, exc: Exception, log: TextIO | None) -> None:
+    failures.append(f"{name}: {exc}" if not str(exc).startswith(f"{name}: ") else str(exc))
+    if log is not None:
+        print(f"error: {failures[-1]} (continuing with the other experiments)", file=log)

@@ -7,6 +7,8 @@ the field, e.g. ``my.toml: terms[1].role: expected 'signal' or 'noise', got 'nos
 """
 from __future__ import annotations
 
+import math
+
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -395,6 +397,8 @@ def _interval(axis: str, value: Any, where: str) -> tuple[float, float]:
         raise InputError(f"{where}: unknown exponent {axis!r} (allowed: {', '.join(EXPONENTS)})")
     if (not isinstance(value, list) or len(value) != 2
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            or not all(math.isfinite(v) and abs(v) <= 1000 for v in value)
             or not value[0] < value[1]):
-        raise InputError(f"{where}: expected [low, high] with low < high, got {value!r}")
+        raise InputError(f"{where}: expected [low, high], finite numbers within [-1000, 1000] with low < high, "
+                         f"got {value!r}")
     return (value[0], value[1])

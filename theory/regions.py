@@ -218,8 +218,11 @@ def parse_box(text: str, where: str = "--box") -> dict[str, tuple[Fraction, Frac
             raise InputError(f"{where}: expected entries like 'a=1:2' with an exponent name, got {part!r}")
         try:
             low_f, high_f = Fraction(low.strip()), Fraction(high.strip())
-        except ValueError:
-            raise InputError(f"{where}: {name}: expected two numbers low:high, got {interval!r}") from None
+            if not (abs(low_f) <= 1000 and abs(high_f) <= 1000 and low_f < high_f):
+                raise ValueError
+        except (ValueError, ZeroDivisionError, OverflowError):
+            raise InputError(f"{where}: {name}: expected two numbers low:high with low < high within "
+                             f"[-1000, 1000], got {interval!r}") from None
         result[name] = (low_f, high_f)
     return result
 

@@ -76,8 +76,6 @@ def test_usage_error_is_one_line_with_exit_2(args, tmp_path):
 def test_bad_input_is_one_line_with_exit_2(tmp_path):
     (tmp_path / "latin1.toml").write_bytes("name = 'caf\xe9'\n".encode("latin-1"))
     for args, expected in (
-        (["report", str(tmp_path / "latin1.toml"), "--store", str(tmp_path / "s.db"), "--out", str(tmp_path / "o")],
-         "not UTF-8"),
         (["fit", "no_such_experiment"], "no such experiment"),
         (["train", "assoc_memory", "--model", "linear", "--trainer", "three_step", "--set", "N=4", "--set", "d=2",
           "--set", "eta=1", "--set", "gamma=1"], "three_step does not apply"),
@@ -87,6 +85,24 @@ def test_bad_input_is_one_line_with_exit_2(tmp_path):
         assert "Traceback" not in result.stderr
         assert expected in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_bad_experiment_file_is_a_failure_and_the_report_goes_on(tmp_path):
+    """A non-UTF-8 file and a missing name beside a good experiment: both are failures in summary.json and on
+    the title page, the good one is reported, and the command exits 1 with one line saying so."""
+    (tmp_path / "latin1.toml").write_bytes("name = 'caf\xe9'\n".encode("latin-1"))
+    (tmp_path / "tiny_construction.toml").write_text(CONSTRUCTION)
+    result = run(["report", str(tmp_path / "latin1.toml"), "no_such_experiment", str(tmp_path / "tiny_construction.toml"),
+                  "--store", str(tmp_path / "s.db"), "--out", str(tmp_path / "out"), "--no-probes"], tmp_path, timeout=300)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [e["name"] for e in summary["experiments"]] == ["tiny_construction"]
+    assert len(summary["failures"]) == 2
+    assert any(f.startswith("latin1.toml: ") and "not UTF-8" in f for f in summary["failures"])
+    assert any(f.startswith("no_such_experiment: ") and "no such experiment" in f for f in summary["failures"])
+    assert result.stderr.strip().splitlines()[-1].startswith("error: 2 experiment(s) failed")
+    assert (tmp_path / "out" / "recallkit-report.pdf").stat().st_size > 10_000
 
 
 def test_out_and_store_are_checked_before_training(tmp_path):
@@ -107,8 +123,11 @@ def test_out_and_store_are_checked_before_training(tmp_path):
 
 
 def _rows(store: Path) -> int:
-    with sqlite3.connect(store) as db:
-        return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    try:
+        with sqlite3.connect(store) as db:
+            return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.OperationalError:  # created but its tables not committed yet
+        return 0
 
 
 def _popen(args, cwd):
@@ -135,8 +154,19 @@ def test_ctrl_c_exits_130_and_says_how_many_rows_are_kept(tmp_path):
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    """A fingerprint of a report folder: every file's bytes, except that summary.json is compared without
+    its run_wall_time_s (the one field that differs between two runs over the same store)."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file():
+            continue
+        data = p.read_bytes()
+        if p.name == "summary.json":
+            doc = json.loads(data)
+            doc.pop("run_wall_time_s", None)
+            data = json.dumps(doc, sort_keys=True).encode()
+        out[str(p.relative_to(folder))] = hashlib.sha256(data).hexdigest()
+    return out
 
 
 @pytest.fixture(scope="module")
