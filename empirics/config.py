@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from recallkit.theory.errors import InputError
+from recallkit.theory.errors import InputError, RecallkitError
 
 MAX_D = 16384
 MAX_M = 1 << 20
@@ -272,3 +272,35 @@ def shape_key(cfg: RunConfig) -> str:
     for key in ("seed", "lr", "eta", "gamma", "early_stop", "weight_decay"):
         flat.pop(key, None)
     return json.dumps(flat, sort_keys=True)
+
+
+class ModelTooLarge(RecallkitError):
+    """One model would not fit in the memory of the device it is meant for. Not an InputError: a search
+    that reaches such a size records a failed run there and goes on."""
+
+
+def memory_available(device=None) -> int:
+    """Bytes one model may use: the GPU's total memory for a CUDA device, else this machine's physical memory."""
+    if device is not None and getattr(device, "type", str(device)).startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[1])
+    import os
+
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not on Linux
+        return 1 << 40
+
+
+def check_memory(config: "RunConfig", where: str = "", device=None, available: int | None = None) -> None:
+    """Refuse, in one line and before anything is allocated, a config whose one model would not fit,
+    estimated from all its sizes together (each size alone can pass its own limit: V = 10**7 with
+    d = 16384 is 640 GB of embeddings)."""
+    estimate = config.task_config.bytes_per_model(config.trainer_config)
+    available = memory_available(device) if available is None else available
+    if estimate > available:
+        place = f"{where}: " if where else ""
+        sizes = ", ".join(f"{k}={v}" for k, v in config.task_config.sizes().items())
+        raise ModelTooLarge(f"{place}one model ({sizes}) needs about {estimate / 2**30:,.1f} GiB, more than the "
+                            f"{available / 2**30:,.1f} GiB of memory of this device")

@@ -21,7 +21,8 @@ import time
 
 import torch
 
-from recallkit.empirics.config import AdamConfig, RunConfig, ThreeStepConfig, config_hash, evaluate, parse_config, shape_key
+from recallkit.empirics.config import (RunConfig, ThreeStepConfig, check_memory, config_hash, evaluate,
+                                       memory_available, parse_config, shape_key)
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.tasks import build_problem
 
@@ -91,6 +92,9 @@ def run_configs(configs: list, device=None, progress: bool = True) -> list[dict]
     """Train every config (dicts or RunConfigs); one metrics dict per config, in input order."""
     parsed = [parse_config(c, where=f"configs[{i}]") for i, c in enumerate(configs)]
     target = resolve_device(device)
+    available = memory_available(target)
+    for cfg in parsed:  # before anything is allocated
+        check_memory(cfg, device=target, available=available)
     groups: dict[str, list[int]] = {}
     for i, cfg in enumerate(parsed):
         groups.setdefault(shape_key(cfg), []).append(i)

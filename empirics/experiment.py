@@ -165,6 +165,16 @@ class Experiment:
     seeds: list[int]
     sizes: list[int]  # kind = "grid" only
 
+    def planned_runs(self) -> int:
+        """About how many models the sweep trains (an upper estimate for searches: the bracket plus a
+        bisection in log size down to the resolution, per line, base value and seed; thresholds share)."""
+        cells = len(self.lines) * len(self.base_values) * len(self.seeds)
+        if self.kind == "grid":
+            return cells * len(self.sizes)
+        ratio = math.log(self.search.max / self.search.min)
+        step = math.log1p(self.search.resolution) if self.search.resolution > 0 else ratio / self.search.max
+        return cells * (4 + math.ceil(math.log2(max(2.0, ratio / max(step, 1e-12)))))
+
     def build_config(self, line: Line, base_value: int, size_value: int, seed: int) -> dict:
         """The flat run config (see docs/ARCHITECTURE.md) of one trained model."""
         env: dict[str, float] = {self.base: base_value, self.size: size_value}
@@ -474,15 +484,40 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     )
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
-    from recallkit.empirics.config import parse_config
+    from recallkit.empirics.config import check_memory, parse_config
 
     probe_sizes = sizes or [search.min, search.max]
     for i, line in enumerate(lines):
         for b in (min(base_values), max(base_values)):
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
-                parse_config(config, where=f"{shown}: line {line.label!r} at {base}={b}, {size}={s}")
+                where = f"{shown}: line {line.label!r} at {base}={b}, {size}={s}"
+                parsed = parse_config(config, where=where)
+                if kind == "grid":  # every size of a grid is trained; a search may never reach its max
+                    check_memory(parsed, where)
+    runs = experiment.planned_runs()
+    limit = max_runs_allowed()
+    if runs > limit:
+        raise InputError(f"{shown}: preset {preset} plans about {runs:,} trained models, more than the limit "
+                         f"{limit:,}; shrink the preset, or raise the limit with --max-runs N "
+                         f"(or RECALLKIT_MAX_RUNS=N)")
     return experiment
+
+
+DEFAULT_MAX_RUNS = 200_000
+
+
+def max_runs_allowed() -> int:
+    """The most trained models one experiment may plan: ``RECALLKIT_MAX_RUNS`` (set by ``--max-runs``), else
+    :data:`DEFAULT_MAX_RUNS`. It is checked before a single config is built."""
+    import os
+
+    raw = os.environ.get("RECALLKIT_MAX_RUNS", "")
+    if not raw:
+        return DEFAULT_MAX_RUNS
+    if not raw.isdigit() or int(raw) < 1:
+        raise InputError(f"RECALLKIT_MAX_RUNS / --max-runs: expected a positive integer, got {raw!r}")
+    return int(raw)
 
 
 def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSettings:

@@ -64,6 +64,7 @@ def register(app: typer.Typer) -> None:
         scheduler: Optional[str] = typer.Option(None, "--scheduler", help="dask scheduler address, tcp://HOST:PORT"),
         dask_local: Optional[int] = typer.Option(None, "--dask-local", help="start a LocalCluster with N single-threaded worker processes"),
         device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+        max_runs: Optional[int] = typer.Option(None, "--max-runs", help="refuse an experiment that plans more trained models than this (default 200000, or $RECALLKIT_MAX_RUNS)"),
         threads: int = typer.Option(1, "--threads", help="torch CPU threads per engine call (default 1, as train and report use, so a stored row does not depend on which command trained it); recorded per row"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress over cells on stderr"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
@@ -76,6 +77,10 @@ def register(app: typer.Typer) -> None:
 
         if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
+        if max_runs is not None:
+            if max_runs < 1:
+                raise InputError(f"--max-runs: expected a positive integer, got {max_runs}")
+            os.environ["RECALLKIT_MAX_RUNS"] = str(max_runs)
         experiment = load_experiment(experiment_file, preset)
         if executor_name == "local":
             from recallkit.empirics.device import resolve_device
