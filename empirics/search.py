@@ -153,8 +153,13 @@ class SweepDriver:
     def _key(self, line_index: int, base_value: int, size: int, seed: int) -> str:
         key = (line_index, base_value, size, seed)
         if key not in self.hash_of:
-            config = self.exp.build_config(self.exp.lines[line_index], base_value, size, seed)
-            h = _config_hash(config)
+            line = self.exp.lines[line_index]
+            config = self.exp.build_config(line, base_value, size, seed)
+            try:
+                h = _config_hash(config)
+            except InputError as exc:  # e.g. an lr expression that is fine at the corners but not here
+                raise InputError(f"{self.exp.path}: line {line.label!r} at {self.exp.base}={base_value}, "
+                                 f"{self.exp.size}={size}: {exc} (runs stored so far are kept)") from None
             self.hash_of[key] = h
             self.sizes_of.setdefault((line_index, base_value, seed), {})[size] = h
             self.config_of[h] = config

@@ -79,6 +79,11 @@ def test_bad_input_is_one_line_with_exit_2(tmp_path):
         (["fit", "no_such_experiment"], "no such experiment"),
         (["train", "assoc_memory", "--model", "linear", "--trainer", "three_step", "--set", "N=4", "--set", "d=2",
           "--set", "eta=1", "--set", "gamma=1"], "three_step does not apply"),
+        (["fit", "assoc_memory_linear", "--store", str(tmp_path / "none.db"), "--no-run", "--threshold", "nan"],
+         "--threshold: nan is not a threshold of assoc_memory_linear"),
+        (["theory", "regions", "token_retrieval_attn", "--box", "a=-inf:inf"], "--box: a: expected two numbers"),
+        (["report", "assoc_memory_linear", "--store", str(tmp_path), "--out", str(tmp_path / "o")],
+         "is a directory"),
     ):
         result = run(args, tmp_path, timeout=60)
         assert result.returncode == 2, (args, result.stderr)
@@ -103,6 +108,20 @@ def test_a_bad_experiment_file_is_a_failure_and_the_report_goes_on(tmp_path):
     assert any(f.startswith("no_such_experiment: ") and "no such experiment" in f for f in summary["failures"])
     assert result.stderr.strip().splitlines()[-1].startswith("error: 2 experiment(s) failed")
     assert (tmp_path / "out" / "recallkit-report.pdf").stat().st_size > 10_000
+
+
+def test_an_expression_that_fails_mid_sweep_keeps_the_rows_and_names_the_point(tmp_path):
+    """lr is fine at the search's corners (N = 2 and 4096) but zero at N = 9, which the search reaches after
+    some rounds: one line naming the line and the point, exit 2, every earlier row kept."""
+    text = Path(__file__).with_name("test_report_pipeline.py").read_text()
+    tiny = text.split('CAPACITY = """', 1)[1].split('"""', 1)[0]
+    (tmp_path / "mid.toml").write_text(tiny.replace("lr = 0.1", 'lr = "0.001*(N-9)**2"'))
+    result = run(["sweep", "mid.toml", "--store", "s.db"], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    last = result.stderr.replace("\r", "\n").strip().splitlines()[-1]
+    assert last.startswith("error: mid.toml: line 'linear' at d=") and ", N=9: lr: expected a positive number" in last
+    assert "runs stored so far are kept" in last
+    assert _rows(tmp_path / "s.db") > 0
 
 
 def test_out_and_store_are_checked_before_training(tmp_path):
