@@ -20,8 +20,8 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "fit_slope": "recallkit.compare.fits", "fit_constant": "recallkit.compare.fits", "fit_points": "recallkit.compare.fits",
-    "finite_range_slope": "recallkit.compare.fits", "FitResult": "recallkit.compare.fits", "SlopeFit": "recallkit.compare.fits",
+    "fit_slope": "recallkit.compare.fits", "fit_constant": "recallkit.compare.fits", "fit_points": "recallkit.compare.results",
+    "finite_range_slope": "recallkit.compare.fits", "FitResult": "recallkit.compare.results", "SlopeFit": "recallkit.compare.fits",
     "ConstantFit": "recallkit.compare.fits", "DEFAULT_ALPHA": "recallkit.compare.fits",
     "Verdict": "recallkit.compare.verdicts", "decide": "recallkit.compare.verdicts", "decide_numbers": "recallkit.compare.verdicts",
     "DEFAULT_DELTA": "recallkit.compare.verdicts",

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, FitResult, fit_constant,
-                          fit_points, fit_slope)
+from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
+from recallkit.compare.results import FitResult, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from recallkit.theory.errors import InputError
 

@@ -131,3 +131,43 @@ def test_no_system_name_in_the_stages_or_the_pipeline():
             if pattern.search(line):
                 hits.append(f"{rel}:{number}: {line.strip()}")
     assert not hits, "system names in the stages (they belong in systems/ and the registry):\n" + "\n".join(hits)
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(["recallkit", *parts]) if parts[0] != "recallkit" else ".".join(parts)
+
+
+@pytest.mark.parametrize("stage", ORDER + ["systems"])
+def test_no_import_cycle_between_modules_of_a_stage(stage):
+    """e.g. compare.fits <-> compare.verdicts once imported each other (one of them lazily); package
+    __init__ files that re-export their modules are left out (a re-export is not a dependency)."""
+    modules = {_module_of(p): p for p in (ROOT / stage).rglob("*.py") if p.name != "__init__.py"}
+    edges = {name: {m for m in _imported_modules(path) if m in modules and m != name} for name, path in modules.items()}
+    assert not _cycles(edges), _cycles(edges)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    found, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    return found

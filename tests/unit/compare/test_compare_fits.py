@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from recallkit.compare.fits import X_TRANSFORMS, fit_constant, fit_points, fit_slope, finite_range_slope
+from recallkit.compare.fits import X_TRANSFORMS, fit_constant, fit_slope, finite_range_slope
+from recallkit.compare.results import fit_points
 from recallkit.theory.errors import InputError
 
 TRUE_SLOPE = 1.5

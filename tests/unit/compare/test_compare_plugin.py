@@ -1,5 +1,6 @@
 """The pytest plugin: marker and fixture wiring, with recallkit.assert_scaling replaced by a recorder
 (the real sweep through assert_scaling is tested in tests/integration/test_assert_scaling.py)."""
+import importlib
 import subprocess
 import sys
 
@@ -30,7 +31,7 @@ def test_fixture(recallkit_sweep):
 
 @pytest.fixture
 def recorded(monkeypatch):
-    from recallkit import assertions
+    assertions = importlib.import_module("recallkit.assertions")  # the module the CLI will import (sys.modules)
 
     calls = []
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import math
 
+import matplotlib
+import matplotlib.colors
 import numpy as np
 import pytest
+import sympy
 
-matplotlib = pytest.importorskip("matplotlib")
-
-from recallkit.reports import figures, tables  # noqa: E402
-from recallkit.reports.style import save_figure  # noqa: E402
-from recallkit.theory.errors import InputError  # noqa: E402
+from recallkit.compare import results as fits_mod
+from recallkit.reports import figures, tables
+from recallkit.reports.style import save_figure
+from recallkit.theory.errors import InputError
 
 THRESHOLDS = (0.1, 0.125, 0.15)
 
@@ -205,7 +207,6 @@ def test_fit_plot_uses_compare_confidence_band():
 
 
 def test_fit_plot_from_real_compare_fit(tmp_path):
-    fits_mod = pytest.importorskip("recallkit.compare.fits")
     _, points, _ = synthetic_line()
     pts = [p for p in points if p["threshold"] == 0.15]
     fit = fits_mod.fit_points(pts, predicted_slope=1.5, experiment="tr", line="l", threshold=0.15,
@@ -254,7 +255,6 @@ def test_slope_table_colours_verdicts(tmp_path):
 
 
 def test_mathtext_accepts_what_sympy_latex_emits():
-    sympy = pytest.importorskip("sympy")
     V, N, L, d, m = sympy.symbols("V N L d m", positive=True)
     for expr in [N * d / V, L * sympy.log(V), sympy.sqrt(L * V / N), sympy.Max(V / m, 1), sympy.Min(d, N),
                  V ** sympy.Rational(3, 2) * sympy.log(V) ** 2, sympy.exp(-d / V)]:
@@ -264,7 +264,6 @@ def test_mathtext_accepts_what_sympy_latex_emits():
 
 
 def test_mathtext_falls_back_to_plain_text_for_unsupported_constructs():
-    sympy = pytest.importorskip("sympy")
     V, L = sympy.symbols("V L", positive=True)
     latex = sympy.latex(sympy.Piecewise((V, L > 1), (1, True)))
     assert "cases" in latex
@@ -284,7 +283,6 @@ def test_term_table_renders_and_notes_fallback(tmp_path):
 
 def test_term_table_without_latex_uses_theory_parser():
     # no 'latex' field: the expression goes through theory's whitelist parser, never sympify
-    pytest.importorskip("recallkit.theory.expr")
     text = tables.term_latex({"name": "t", "role": "noise", "expr": "sqrt(L*V/N)", "provenance": "derived-here"})
     assert text is not None and "sqrt" in text
     hostile = tables.term_latex({"name": "t", "role": "noise", "expr": "__import__('os').system('x')",

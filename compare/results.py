@@ -1,0 +1,171 @@
+"""A fitted line together with its verdict: :class:`FitResult` and :func:`fit_points`.
+
+This module sits above :mod:`compare.fits` (pure fitting) and :mod:`compare.verdicts` (judging a fit),
+so neither of those imports the other's consumer: data flows fits -> verdicts -> results.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, MIN_DISTINCT_X, X_TRANSFORMS,
+                                    ConstantFit, SlopeFit, log_positive, canonical_x, fit_constant, fit_slope)
+from recallkit.compare.verdicts import DEFAULT_DELTA, decide, undecidable
+from recallkit.theory.errors import InputError
+
+
+def _json_float(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _json_pair(pair: tuple[float, float] | None) -> list[Any] | None:
+    if pair is None:
+        return None
+    return [_json_float(float(pair[0])), _json_float(float(pair[1]))]
+
+
+@dataclass
+class FitResult:
+    """One fitted line (experiment x line x threshold) and its verdict; JSON via :meth:`to_dict`."""
+
+    experiment: str
+    line: str | None
+    threshold: float | None
+    x: str
+    fit: SlopeFit | None
+    verdict: "Any"  # compare.verdicts.Verdict
+    points: list[dict[str, Any]] = field(default_factory=list)
+    censored: list[dict[str, Any]] = field(default_factory=list)
+    constant: ConstantFit | None = None
+
+    @property
+    def slope(self) -> float:
+        return self.fit.slope if self.fit else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        fit = self.fit
+        verdict = self.verdict
+        out: dict[str, Any] = {
+            "experiment": self.experiment,
+            "line": self.line,
+            "threshold": self.threshold,
+            "x": self.x,
+            "y": "log(param_count)",
+            "slope": _json_float(fit.slope) if fit else None,
+            "slope_se": _json_float(fit.slope_se) if fit else None,
+            "slope_ci": _json_pair(fit.slope_ci) if fit else None,
+            "slope_ci_tost": _json_pair(fit.slope_ci_tost) if fit else None,
+            "slope_ci_bootstrap": _json_pair(fit.slope_ci_bootstrap) if fit else None,
+            "bootstrap": fit.bootstrap.to_dict() if fit else None,
+            "intercept": _json_float(fit.intercept) if fit else None,
+            "intercept_ci": _json_pair(fit.intercept_ci) if fit else None,
+            "confidence_band": fit.confidence_band() if fit else None,
+            "r2": _json_float(fit.r2) if fit else None,
+            "n_points": len(self.points),
+            "n_seeds": fit.n_seeds if fit else len({p.get("seed") for p in self.points}),
+            "df_resid": fit.df_resid if fit else None,
+            "censored": list(self.censored),
+            "points": list(self.points),
+        }
+        out.update(verdict.to_dict())
+        if self.constant is not None and fit is not None and fit.r2 > 0:
+            # In a capacity search d is set and N is measured, so noise sits in x and OLS of y on x is
+            # attenuated towards 0. The reverse regression (x on y, inverted: slope / R^2) errs the
+            # other way; the two bracket the slope when both have noise. Reported, not used by the verdict.
+            out["slope_reverse_regression"] = _json_float(fit.slope / fit.r2)
+        if self.constant is not None:
+            const = self.constant
+            out.update({
+                "C": _json_float(const.C),
+                "C_ci": _json_pair(const.C_ci),
+                "C_ci_bootstrap": _json_pair(const.C_ci_bootstrap),
+                "C_fixed_slope": const.fixed_slope,
+            })
+        else:
+            out.update({"C": None, "C_ci": None, "C_ci_bootstrap": None})
+        return out
+
+
+def fit_points(
+    points: Sequence[Mapping[str, Any]],
+    *,
+    predicted_slope: float | None,
+    x: str = "log V",
+    y_key: str = "param_count",
+    experiment: str = "",
+    line: str | None = None,
+    threshold: float | None = None,
+    delta: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    log_power: float = 0.0,
+    capacity: bool = False,
+    grid_key: str | None = None,
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> FitResult:
+    """Fit one group of boundary points (docs/ARCHITECTURE.md) and decide its verdict.
+
+    Censored points (``"censored": true``) are excluded from the fit and listed. ``x`` names the
+    regressor (see :data:`X_TRANSFORMS`); y is log of ``y_key``. ``capacity=True`` also fits C in
+    params = C * f with f = exp(x) and slope fixed at 1. ``log_power`` is the power of log(base)
+    in the prediction; when non-zero the verdict compares against the finite-range slope.
+    ``grid_key`` names the designed variable (V for min-size searches, d for capacity searches):
+    at least 3 distinct values of it must survive censoring, because in a capacity search x varies
+    across seeds even at one d, and a "slope" through one d would be noise.
+    Too little data gives an ``inconclusive`` result with the reason instead of an exception.
+    """
+    delta = DEFAULT_DELTA if delta is None else delta
+    x_name = canonical_x(x)
+    transform = X_TRANSFORMS[x_name]
+    used: list[dict[str, Any]] = []
+    censored: list[dict[str, Any]] = []
+    grid_values: list[Any] = []
+    for index, point in enumerate(points):
+        if not isinstance(point, Mapping):
+            raise InputError(f"boundary point [{index}]: expected a dict, got {type(point).__name__}")
+        if point.get("censored"):
+            entry = {k: point.get(k) for k in ("line", "threshold", "seed", "V", "N", "d", "m", "L", "R",
+                                                "param_count", "censor_reason") if k in point}
+            try:  # where the bound that was hit is known, place it in the fit's coordinates too
+                entry["x"], entry["y"] = transform(point), log_positive(point, y_key)
+            except InputError:
+                pass
+            censored.append(entry)
+            continue
+        used.append({"x": transform(point), "y": log_positive(point, y_key), "seed": point.get("seed")})
+        grid_values.append(point.get(grid_key) if grid_key else used[-1]["x"])
+
+    def _empty(reason: str) -> FitResult:
+        return FitResult(experiment, line, threshold, x_name, None,
+                         undecidable(predicted_slope, delta, alpha, reason), used, censored)
+
+    distinct = min(len({p["x"] for p in used}), len(set(grid_values)))
+    if distinct < MIN_DISTINCT_X:
+        what = f"{grid_key} value(s)" if grid_key else "x value(s)"
+        why = (f"only {distinct} distinct {what} among {len(used)} uncensored points "
+               f"({len(censored)} censored); a slope with an interval needs >= {MIN_DISTINCT_X}")
+        reasons = sorted({str(c.get("censor_reason")) for c in censored if c.get("censor_reason")})
+        if any("not in the results store" in r for r in reasons):
+            advice = "; runs are missing from the store: run the sweep (recallkit sweep, or fit with --run)"
+        elif censored:
+            advice = "; widen the searched size range so fewer points are censored, or add grid values"
+        else:
+            advice = "; add grid values"
+        if reasons:
+            advice += f" (censor reasons: {'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})"
+        return _empty(why + advice)
+    seeds = [p["seed"] for p in used]
+    fit = fit_slope([p["x"] for p in used], [p["y"] for p in used], seeds,
+                    alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
+    if predicted_slope is None:
+        verdict = undecidable(None, delta, alpha, "no predicted slope for this line")
+    else:
+        verdict = decide(fit, predicted_slope, delta=delta, alpha=alpha, log_power=log_power)
+    constant = None
+    if capacity:
+        constant = fit_constant([p["x"] for p in used], [p["y"] for p in used], seeds, fixed_slope=1.0,
+                                alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
+    return FitResult(experiment, line, threshold, x_name, fit, verdict, used, censored, constant)
