@@ -23,20 +23,7 @@ RECALLKIT = shutil.which("recallkit")
 ENV = {**os.environ, "MPLBACKEND": "Agg", "SOURCE_DATE_EPOCH": "0", "PYTHONUNBUFFERED": "1"}
 
 # the construction experiment draws a real report in a few seconds and trains nothing
-CONSTRUCTION = """
-[geometric]
-name = "tiny_construction"
-kind = "construction"
-pack = "geometric_recall"
-description = "tiny construction (test)"
-
-[geometric.presets.quick]
-N = [16, 32, 64]
-R = [1, 2]
-seeds = [0]
-codes = ["binary"]
-failure_probability = 0.01
-"""
+from tests.integration.test_report_pipeline import CONSTRUCTION  # noqa: E402
 
 
 def run(args, cwd, timeout=120, **kwargs):
@@ -113,9 +100,9 @@ def test_a_bad_experiment_file_is_a_failure_and_the_report_goes_on(tmp_path):
 def test_an_expression_that_fails_mid_sweep_keeps_the_rows_and_names_the_point(tmp_path):
     """lr is fine at the search's corners (N = 2 and 4096) but zero at N = 9, which the search reaches after
     some rounds: one line naming the line and the point, exit 2, every earlier row kept."""
-    text = Path(__file__).with_name("test_report_pipeline.py").read_text()
-    tiny = text.split('CAPACITY = """', 1)[1].split('"""', 1)[0]
-    (tmp_path / "mid.toml").write_text(tiny.replace("lr = 0.1", 'lr = "0.001*(N-9)**2"'))
+    from tests.integration.test_report_pipeline import CAPACITY
+
+    (tmp_path / "mid.toml").write_text(CAPACITY.replace("lr = 0.1", 'lr = "0.001*(N-9)**2"'))
     result = run(["sweep", "mid.toml", "--store", "s.db"], tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     last = result.stderr.replace("\r", "\n").strip().splitlines()[-1]
