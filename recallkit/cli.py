@@ -70,11 +70,12 @@ def main() -> None:
     """Entry point: toolkit errors and usage errors are one line on stderr with exit 2; Ctrl-C is exit 130
     with a line saying what is kept; no traceback for any of them."""
     from recallkit.interrupts import interrupt_message
+    from recallkit.registry import RegistryError
     from recallkit.theory.errors import RecallkitError
 
     try:
         code = app(standalone_mode=False)
-    except RecallkitError as exc:
+    except (RecallkitError, RegistryError) as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

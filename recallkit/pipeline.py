@@ -230,6 +230,10 @@ def run_report(settings: ReportSettings) -> Path:
     from recallkit.interrupts import watch_store
 
     watch_store(store_path)
+    try:  # a broken plug-in is one line before anything runs, not a failure of every experiment
+        registry.systems()
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
     failures: list[str] = []
     paths = []
     for name in settings.experiments:

@@ -15,14 +15,6 @@ from recallkit.empirics.trainers import adam, three_step
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One thread: on this shared 2-core machine two OpenMP threads per process oversubscribe the cores
-    and tiny models run ~100x slower; results are recorded with their thread count anyway."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 TR = dict(task="token_retrieval", model="attention-only", trainer="three_step", V=48, d=12, L=5, N=240, n_eval=300, eta=1.0)
 AM = dict(task="assoc_memory", model="linear", trainer="adamw", N=48, d=8, steps=60, early_stop=0.99)
 FB = dict(task="fact_bijections", model="learned", trainer="adam", N=12, R=2, d=8, m=16, steps=40, lr=0.03)

@@ -125,7 +125,9 @@ def test_report_writes_pdf_figures_and_summary(two_runs):
     assert len(fits) == 1
     fit = fits[0]
     # the verdict is backed by the numbers beside it
-    assert fit["verdict"] in ("consistent", "inconsistent", "inconclusive")
+    # one thread, fixed seeds: the same runs every time; 8 points put the slope 1.08 [0.82, 1.34] across
+    # the band's edge, so the verdict is inconclusive
+    assert fit["verdict"] == "inconclusive", fit["verdict_reason"]
     assert fit["predicted_slope"] == pytest.approx(1.0)
     lo, hi = fit["slope_ci"]
     assert lo < fit["slope"] < hi

@@ -103,11 +103,8 @@ def test_sigkill_half_way_then_resume_gives_identical_numbers(tmp_path):
 
 def test_a_configs_result_does_not_depend_on_its_batch():
     """What makes resume exact: the engine gives a config the same numbers alone or in any batch."""
-    import torch
-
     from recallkit.empirics.engine import run_configs
 
-    torch.set_num_threads(1)
     base = {"task": "token_retrieval", "model": "attention-only", "trainer": "three_step", "V": 64, "N": 266,
             "L": 8, "eta": 1.0, "gamma": 1e7, "n_eval": 512}
     configs = [dict(base, d=16, seed=s) for s in range(4)] + [dict(base, d=24, seed=0)]

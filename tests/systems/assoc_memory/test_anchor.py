@@ -27,16 +27,6 @@ def half_octaves(first: float, last: float) -> list[int]:
     return [int(2 ** (k / 2)) for k in range(int(2 * first), int(2 * last) + 1)]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _with_preset(source: Path, tmp_path: Path, name: str, body: str) -> Path:
     """The shipped file unchanged plus one more preset, so every protocol value comes from the file."""
     path = tmp_path / source.name
@@ -99,11 +89,11 @@ def test_mlp_memory_quick_preset_reproduces_the_anchor(tmp_path):
 @pytest.mark.slow
 def test_linear_memory_at_the_protocols_step_count(tmp_path):
     # The protocol's 2^12 steps (the quick preset cuts them to 2^10): ~1 min of one CPU thread.
-    # The finite-range slope is about 1.1 here (docs/anchor.md), so only 'inconsistent' fails.
+    # The finite-range slope is about 1.1 here (docs/anchor.md): one thread and fixed seeds give slope 1.137,
+    # 95% CI [1.103, 1.171], across the band's upper edge 1.15, so the verdict is inconclusive.
     path = _with_preset(LINEAR, tmp_path, "protocol_steps",
                         "d = [8, 11, 16, 22, 32]\nseeds = [0, 1]\nsearch = { resolution = 0.1 }")
-    fitted = recallkit.assert_scaling(path, ["consistent", "inconclusive"], store=tmp_path / "store.db",
-                                    preset="protocol_steps")
+    fitted = recallkit.assert_scaling(path, "inconclusive", store=tmp_path / "store.db", preset="protocol_steps")
     (fit,) = fitted.to_dict()["fits"]
     assert fit["n_points"] == 10 and not fit["censored"]
     assert 0.9 < fit["slope"] < 1.3

@@ -51,8 +51,5 @@ def test_quick_presets_reproduce(name):
     # Minutes on a shared 2-core CPU. What these check was seen on the quick presets (see the
     # issue 7 report): without CoT d_min grows with the hops and with CoT it does not; learned
     # subject embeddings are read out linearly on held-out subjects (>= 0.9).
-    import torch
-
-    torch.set_num_threads(1)
     result = run_geometric_experiment(EXPERIMENTS / f"geometric_{name}.toml", "quick")
     assert result["verdict"] == "consistent", result["verdict_reason"]

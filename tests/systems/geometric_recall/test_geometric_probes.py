@@ -2,15 +2,8 @@
 import json
 
 import numpy as np
-import pytest
-import torch
 
 from recallkit.systems.geometric_recall import runners as g
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
 
 
 def test_probe_is_perfect_on_the_construction_and_chance_on_noise():

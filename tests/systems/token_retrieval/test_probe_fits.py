@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
-import torch
 
 from recallkit.systems.token_retrieval.judge import (collect_rows, fit_terms, load_probe_grid, predicted_exponent, probe_config_hash,
                                 probe_table, run_probe, term_exponents)
@@ -14,8 +13,6 @@ from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER, PA
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import load_pack
 from recallkit.theory.symbols import VARIABLES
-
-torch.set_num_threads(1)
 
 GRID_TOML = """
 name = "probe_test"

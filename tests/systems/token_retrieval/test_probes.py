@@ -10,8 +10,6 @@ from recallkit.systems.token_retrieval.term_probes import (COMPONENTS, PACK_TERM
                              schedule_expression, schedule_gamma, spread_over_labels)
 from recallkit.theory.errors import InputError
 
-torch.set_num_threads(1)
-
 SMALL = dict(V=48, N=300, d=16, L=4, n_test=40)
 
 

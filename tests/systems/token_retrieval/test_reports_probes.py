@@ -6,15 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from matplotlib.text import Text
 
-pytest.importorskip("matplotlib")
-
-from matplotlib.text import Text  # noqa: E402
-
-from recallkit.systems.token_retrieval import pages as probes  # noqa: E402
-from recallkit.reports.style import VERDICT_COLOURS  # noqa: E402
-from tests.systems.geometric_recall.test_reports_geometric import assert_text_inside, table_cells  # noqa: E402
-from recallkit.theory.errors import InputError  # noqa: E402
+from recallkit.systems.token_retrieval import pages as probes
+from recallkit.reports.style import VERDICT_COLOURS
+from tests.systems.geometric_recall.test_reports_geometric import assert_text_inside, table_cells
+from recallkit.theory.errors import InputError
 
 DATA = Path(__file__).parent / "probe_doc.json"
 

@@ -20,7 +20,6 @@ from recallkit.systems.token_retrieval.sample_bound import (ceiling_check, insta
                                  sample_bound_exact)
 
 pytestmark = pytest.mark.integration
-torch.set_num_threads(1)
 
 N_EVAL = 4096
 ALPHA = 1e-3
@@ -46,7 +45,7 @@ def _configs():
 
 
 @pytest.fixture(scope="module")
-def runs():
+def runs(one_torch_thread_module):
     configs = _configs()
     return list(zip(configs, run_configs(configs, device="cpu", progress=False)))
 

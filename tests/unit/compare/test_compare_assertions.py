@@ -41,7 +41,9 @@ def test_expect_inconclusive_and_lists_of_verdicts():
     x, y, seeds = _arrays(noise=1.5, n_seeds=1)  # 6 noisy points: too wide to decide
     result = assert_slope((x, y), 2.0, expect="inconclusive")
     assert "as many points" in result.verdict.reason
-    assert_slope((x, y), 2.0, expect=("consistent", "inconclusive"))
+    assert_slope((x, y), 2.0, expect=("consistent", "inconclusive"))  # a list: any of its verdicts passes
+    with pytest.raises(AssertionError, match="inconclusive"):
+        assert_slope((x, y), 2.0, expect=("consistent", "inconsistent"))
     with pytest.raises(AssertionError, match="expected verdict 'consistent'"):
         assert_slope((x, y), 2.0)
     with pytest.raises(InputError, match="expect: expected one of"):

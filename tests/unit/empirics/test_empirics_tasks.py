@@ -12,14 +12,6 @@ from recallkit.theory.errors import InputError
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One thread: on this shared 2-core machine two OpenMP threads per process oversubscribe the cores
-    and tiny models run ~100x slower; results are recorded with their thread count anyway."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 TR = dict(task="token_retrieval", model="attention-only", trainer="three_step", V=64, d=16, L=6, N=300, n_eval=500, eta=1.0, gamma=10.0)
 
 

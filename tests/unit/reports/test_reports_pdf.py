@@ -7,17 +7,16 @@ import subprocess
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
-from recallkit.reports import pdf as pdf_mod  # noqa: E402
-from recallkit.reports.pdf import REPORT_NAME, build_report, summary_entries, validate_summary  # noqa: E402
-from tests.unit.reports.test_reports_figures import (  # noqa: E402
+from recallkit import theory
+from recallkit.reports import pdf as pdf_mod
+from recallkit.reports.pdf import REPORT_NAME, build_report, summary_entries, validate_summary
+from tests.unit.reports.test_reports_figures import (
     SYNTHETIC_TERMS,
     synthetic_capacity,
     synthetic_dmin,
     synthetic_line,
 )
-from recallkit.theory.errors import InputError  # noqa: E402
+from recallkit.theory.errors import InputError
 
 LINE = "N=V*log(V), L=V**0.5"
 
@@ -73,12 +72,9 @@ def test_validate_summary_names_the_field(bad, match):
 
 
 def full_summary() -> dict:
-    """The synthetic summary plus, when the theory engine is present, a real phase diagram and terms."""
+    """The synthetic summary plus a real phase diagram and the terms of a shipped pack."""
     s = make_summary()
-    try:
-        diagram, prediction, terms = real_theory_parts()
-    except pytest.skip.Exception:
-        return s
+    diagram, prediction, terms = real_theory_parts()
     exp = s["experiments"][0]
     exp.update(regions=diagram, phase_lines=[{"label": LINE, "point": [1.5, 0.5]}], terms=terms)
     exp["lines"][0]["prediction"] = prediction
@@ -147,19 +143,13 @@ def test_pdf_page_count_and_render(built, tmp_path):
 
 def real_theory_parts():
     """Regions, one predicted line and the terms of the shipped attention-only pack, as plain dicts."""
-    theory = pytest.importorskip("theory")
-    pytest.importorskip("recallkit.reports.phase")
-    try:
-        pack = theory.load_pack("token_retrieval_attn")
-        diagram = theory.compute_regions(pack, theory.parse_scaling("N=V**a, L=V**c"), axes=("a", "c")).to_dict()
-        prediction = theory.predict(pack, theory.parse_scaling("N=V**1.5, L=V**0.5")).to_dict()
-    except Exception as error:  # the pack is another stage's and may change shape
-        pytest.skip(f"theory pack token_retrieval_attn unavailable: {error}")
+    pack = theory.load_pack("token_retrieval_attn")
+    diagram = theory.compute_regions(pack, theory.parse_scaling("N=V**a, L=V**c"), axes=("a", "c")).to_dict()
+    prediction = theory.predict(pack, theory.parse_scaling("N=V**1.5, L=V**0.5")).to_dict()
     return diagram, prediction, [t.to_dict() for t in pack.terms]
 
 
 def test_report_with_real_phase_diagram_and_terms(built):
-    real_theory_parts()  # skips when the theory engine is not there
     out, _ = built
     assert (out / "figures" / "01-tr-fig2-attn-phase.png").exists()
     assert (out / "figures" / "01-tr-fig2-attn-terms.png").exists()
