@@ -277,7 +277,8 @@ def run_construction_experiment(n_values: list[int], r_values: list[int], seeds:
 class TrainedFactModel:
     """One trained fact_bijections model as numpy arrays (float64), with its task and provenance.
 
-    ``subject_embeddings`` are the trained E_s (learned) or the fixed random ones (frozen-subjects).
+    ``subject_embeddings`` are the trained E_s (learned) or the fixed random ones (frozen-subjects, frozen);
+    ``unembedding`` is the trained U, or the fixed random one of the ``frozen`` model.
     ``bijections[r, s]`` = pi_r(s); for multi-hop no-CoT models the rows are the composite maps.
     """
 
@@ -362,7 +363,7 @@ def train_fact_models(
                          early_stop=[threshold] * len(seeds), weight_decay=[0.0] * len(seeds),
                          seeds=[int(s) for s in seeds], decoupled=False)
     metrics = problem.evaluate(params)
-    subjects = params["Es"] if problem.frozen_subjects is None else problem.frozen_subjects
+    subjects, unembedding = problem.subject_table(params), problem.unembedding(params)
 
     def host(t):
         return t.detach().cpu().double().numpy()
@@ -373,7 +374,7 @@ def train_fact_models(
             model=model, seed=int(seed), bijections=problem.bijections[k].cpu().numpy().astype(np.int64),
             subject_embeddings=host(subjects[k]), relation_embeddings=host(params["Er"][k]),
             w1=host(params["W1"][k]), b1=host(params["b1"][k]), w2=host(params["W2"][k]),
-            unembedding=host(params["U"][k]), train_accuracy=float(metrics["accuracy"][k]),
+            unembedding=host(unembedding[k]), train_accuracy=float(metrics["accuracy"][k]),
             steps_run=int(extra["steps_run"][k]), config=configs[k].to_dict(),
         ))
     return out
