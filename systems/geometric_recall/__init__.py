@@ -17,5 +17,8 @@ SYSTEM = System(
     runners={"geometric": f"{__name__}.steps:geometric_entry"},
     search_judge=f"{__name__}.judge:judge_search",
     page_kinds=(PageKind("geometric", pages=f"{__name__}.pages:geometric_pages", rows=f"{__name__}.pages:geometric_rows",
-                         intro_reasons=True),),
+                         intro_reasons=True),
+                # added by the judge to a capacity search's entry: log2 N_max(d), log against power
+                PageKind("geo_capacity", pages=f"{__name__}.pages:capacity_pages", rows=f"{__name__}.pages:capacity_rows",
+                         compared="log2 N_max linear in d (log) against linear in log2 d (power), per model and R"),),
 )
