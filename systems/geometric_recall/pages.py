@@ -37,7 +37,7 @@ INIT_NAMES = {"smart": "smart (pinv of readouts)", "sum": "plain sum of attribut
 # What each experiment checks against geometric recall, for the summary table's "line" column.
 CHECKS = {
     "construction": "construction: 100% at predicted k, < 100% at k = ceil(log2 N) - 2",
-    "probes": "linear readout from learned subject embeddings near perfect (held-out subjects)",
+    "probes": "readout from learned subject embeddings near perfect (held-out subjects, linear or logit decoder)",
     "zero_shot": "smart init, no training: learned >= 0.8, frozen E_s and U at least 0.5 below",
     "multi_hop": "d_min grows with hops without CoT, flat with CoT",
 }
@@ -189,10 +189,73 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
 
 # ----------------------------------------------------------------------------- probes
 def probe_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE) -> Figure:
-    """Linear readout probes: a table per model (mean over seeds) and per-relation held-out accuracy."""
+    """Readout probes. Results with a ``summary`` list (two decoders, controls, superposition R^2): accuracy
+    against d / (R log2 N) and the table. Older results (one linear probe per model): :func:`_linear_probe_figure`."""
     rows = _need(result, "rows", "probes")
     if not rows:
         raise InputError("probes.rows: expected a non-empty list")
+    if not isinstance(result.get("summary"), list):
+        return _linear_probe_figure(result, title, size)
+    summary = result["summary"]
+    for i, row in enumerate(summary):
+        for key in ("model", "R", "d", "x", "linear", "logit", "shuffled", "superposition_r2", "superposition_chance"):
+            _need(row, key, f"probes.summary[{i}]")
+    models = [m for m in ("learned", "frozen", "frozen-subjects", "construction") if any(r["model"] == m for r in summary)]
+    Rs = sorted({r["R"] for r in summary})
+    chance = rows[0].get("chance")
+    with style_context():
+        fig, y_text = _page(title or "Readout probes")
+        fig.text(0.03, y_text, textwrap.fill(
+            "Per relation r, an affine map from subject embeddings, fitted on training subjects (>= 8 d of them, "
+            "ridge by 5-fold cross-validation) and scored on held-out subjects. Linear: to the attribute vectors "
+            "U_pi_r(s), read out as the nearest one. Logits: to the model's residual output h(s, r), read out "
+            "through the model's own logits U h. Shuffled: the linear probe fitted to permuted labels (control; "
+            "selectivity = linear - shuffled). R^2: E_s ~ sum_r U_pi_r(s) A_r against its chance R d / N. A linear "
+            "map can pick one of R superposed components only as far as they sit in separate subspaces, so the "
+            "linear readout falls with R at fixed d / (R log2 N). " + _settings_line(result, skip=("lr",)), 165),
+            fontsize=8.2, va="top", color="0.25")
+        ax = fig.add_axes((0.07, 0.47, 0.40, y_text - 0.62))
+        for i, m in enumerate([m for m in models if m != "construction"]):
+            for j, R in enumerate(Rs):
+                mine = sorted((r for r in summary if r["model"] == m and r["R"] == R), key=lambda r: r["x"])
+                if not mine:
+                    continue
+                xs = [r["x"] for r in mine]
+                colour = CYCLE[2 * i + j]
+                ax.plot(xs, [r["linear"] for r in mine], color=colour, marker=MARKERS[j], lw=1.6,
+                        label=f"{MODEL_NAMES.get(m, m)}, R = {R}: linear")
+                ax.plot(xs, [r["logit"] for r in mine], color=colour, marker=MARKERS[j], lw=1.6, ls="--",
+                        label=f"{MODEL_NAMES.get(m, m)}, R = {R}: logits")
+        built = [r for r in summary if r["model"] == "construction"]
+        if built:
+            ax.scatter([r["x"] for r in built], [r["linear"] for r in built], marker="*", s=110, color="black",
+                       zorder=4, label="construction (exact superposition)")
+        if chance is not None:
+            ax.axhline(chance, color="0.4", ls=":", lw=1.2)
+            ax.text(ax.get_xlim()[1], chance, "chance 1/N ", va="bottom", ha="right", fontsize=8, color="0.3")
+        ax.set_ylim(-0.02, 1.04)
+        ax.set_xlabel("d / (R log2 N)")
+        ax.set_ylabel("held-out readout accuracy (mean over seeds)")
+        ax.grid(alpha=0.25)
+        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        header = ["model", "R", "d", "d/(R log2 N)", "linear,\nheld out", "logits,\nheld out", "linear,\ntrain subj.",
+                  "shuffled labels,\nheld out / train", "selectivity", "superposition R^2\n(chance R d / N)",
+                  "model accuracy\non its facts"]
+        cells = [[MODEL_NAMES.get(r["model"], r["model"]), str(r["R"]), str(r["d"]), f"{r['x']:.2f}", f"{r['linear']:.3f}",
+                  f"{r['logit']:.3f}", _fmt(r.get("linear_train"), 3),
+                  f"{r['shuffled']:.3f} / {_fmt(r.get('shuffled_train'), 3)}", _fmt(r.get("selectivity"), 3),
+                  f"{r['superposition_r2']:.2f} ({r['superposition_chance']:.2f})", _fmt(r.get("train_accuracy_model"), 3)]
+                 for r in sorted(summary, key=lambda r: (models.index(r["model"]), r["R"], r["d"]))]
+        ax_t = fig.add_axes((0.03, 0.10, 0.94, 0.30))
+        draw_table(ax_t, header, cells, [0.17, 0.04, 0.04, 0.08, 0.07, 0.07, 0.08, 0.13, 0.08, 0.13, 0.11], fontsize=8)
+        _verdict_caption(fig, result, width=185)
+    return fig
+
+
+def _linear_probe_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE) -> Figure:
+    """Linear readout probes of a result from before the two-decoder protocol: a table per model (mean over
+    seeds) and per-relation held-out accuracy."""
+    rows = result["rows"]
     models = [m for m in ("learned", "frozen-subjects", "construction") if any(r.get("model") == m for r in rows)]
     models += sorted({r.get("model") for r in rows} - set(models))
     chance = rows[0].get("chance")
