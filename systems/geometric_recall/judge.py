@@ -12,26 +12,31 @@ from typing import Any, Iterable, Mapping
 from recallkit.compare.model_selection import (CAPACITY_FORMS, points_with_model, select_capacity_by_group,
                                                 select_d_min)
 
-# paper-reported: learned embeddings need a + b log2 N, frozen random subject embeddings a power of N
-PREDICTED_FORMS = {"learned": "log", "frozen-subjects": "power"}
+# paper-reported: learned embeddings need a + b log2 N, frozen random embeddings (E_s and U) a power of N.
+# frozen-subjects (U trained) is our own variant: the paper says nothing about it, so it gets no prediction.
+PREDICTED_FORMS = {"learned": "log", "frozen": "power"}
+PANEL_LABELS = {"learned": "learned embeddings", "frozen": "frozen random E_s and U",
+                "frozen-subjects": "frozen random E_s only (U trained)"}
 
 
 def d_min_report_dict(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """The input of ``reports.figures.dmin_plot``: ``{"learned": {"points", "selection"},
-    "frozen": {"points", "selection"}}`` from an ``runners.run_d_min_experiment`` result
-    (model "frozen-subjects" is shown as "frozen"), each selection with its verdict."""
+    """The input of ``reports.figures.dmin_plot``: ``{"learned": {"points", "selection", "label"},
+    "frozen": {...}}`` from a d_min result, each selection with its verdict. The frozen panel shows the
+    ``frozen`` model (E_s and U frozen); a result that has only ``frozen-subjects`` shows that model there,
+    labelled as such; with both, frozen-subjects is kept under its own key (not drawn)."""
     selections = select_d_min(result, **kwargs)
     out: dict[str, Any] = {}
     for model, selection in selections.items():
-        key = "frozen" if model == "frozen-subjects" else model
-        out[key] = {"points": [p for p in result["points"] if p.get("model", "model") == model], "selection": selection}
+        key = "frozen" if model == "frozen-subjects" and "frozen" not in selections else model
+        out[key] = {"points": [p for p in result["points"] if p.get("model", "model") == model], "selection": selection,
+                    "label": PANEL_LABELS.get(model, model)}
     return out
 
 
 
 def select_d_min_experiment(points: Iterable[Mapping[str, Any]], experiment: Any, **kwargs: Any) -> dict[str, Any]:
     """:func:`d_min_report_dict` for the boundary points of a min-size experiment (search layer output),
-    with the paper-reported forms (learned: log, frozen-subjects: power)."""
+    with the paper-reported forms (learned: log, frozen: power)."""
     return d_min_report_dict({"points": points_with_model(points, experiment), "predicted": PREDICTED_FORMS}, **kwargs)
 
 

@@ -97,11 +97,11 @@ def trained_dmin_points(dmin: dict | None) -> list[dict]:
     """Boundary points of a summary entry's ``dmin`` ({"learned"|"frozen": {"points"}}) with the
     ``model`` key that ``runners.construction_gap_table`` reads."""
     out = []
-    for kind, model in (("learned", "learned"), ("frozen", "frozen-subjects")):
+    for kind, model in (("learned", "learned"), ("frozen", "frozen")):
         for p in ((dmin or {}).get(kind) or {}).get("points", []):
             if p.get("censored") or p.get("d") is None or p.get("R") is None:
                 continue
-            out.append({**p, "model": model})
+            out.append({**p, "model": p.get("model", model)})
     return out
 
 
@@ -168,7 +168,7 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
                                       f"{result.get('failure_probability', 0.01):g})")[0]
                     handles[h.get_label()] = h
             for i, (key, name) in enumerate((("learned_d_min", "trained d_min, learned subjects"),
-                                             ("frozen_d_min", "trained d_min, frozen random subjects"))):
+                                             ("frozen_d_min", "trained d_min, frozen random embeddings"))):
                 tr = [(r["N"], r[key]) for r in here if r.get(key) is not None]
                 if tr:
                     h = ax.plot(*zip(*tr), ls="none", marker="*" if i == 0 else "X", ms=10, mec="black",

@@ -446,16 +446,16 @@ def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], mod
 
 
 def run_d_min_experiment(n_values: list[int], r_values: list[int], seeds: list[int], d_grid: list[int],
-                         models: tuple[str, ...] = ("learned", "frozen-subjects"), lr: float = 1e-2,
+                         models: tuple[str, ...] = ("learned", "frozen"), lr: float = 1e-2,
                          steps: int = 2000, device: str = "cpu") -> dict[str, Any]:
     """Experiment 1 (quick own runner): d_min(N) for learned and frozen subjects, log vs power per R.
 
     Returns {"experiment": "geometric_d_min", "points": [...], "predicted": {"learned": "log",
-    "frozen-subjects": "power"}, "settings", "provenance", "wall_time_s"}.  empirics does not import
+    "frozen": "power"}, "settings", "provenance", "wall_time_s"}.  empirics does not import
     compare: the log-versus-power selection is ``compare.model_selection.select_d_min(result)``.
     """
     start = time.perf_counter()
-    predicted = {"learned": "log", "frozen-subjects": "power"}
+    predicted = {"learned": "log", "frozen": "power"}  # paper-reported; frozen-subjects: no prediction
     points = []
     for model in models:
         points += d_min_points(n_values, r_values, seeds, model, d_grid, lr=lr, steps=steps, device=device)
@@ -1023,7 +1023,7 @@ GEOMETRIC_SCHEMA: dict[str, dict[str, tuple[str, Any]]] = {
                      "codes": (_STR_LIST, ["random", "binary"]), "failure_probability": (_FLOAT, 0.01),
                      "k_max": (_INT, 64)},
     "d_min": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]), "d_grid": (_INT_LIST, None),
-              "models": (_STR_LIST, ["learned", "frozen-subjects"]), "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
+              "models": (_STR_LIST, ["learned", "frozen"]), "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
     "probes": {"N": (_INT, None), "R": (_INT_LIST, None), "d": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
                "lr": (_FLOAT, 1e-2), "steps": (_INT, 300), "test_fraction": (_FLOAT, 0.25),
                "models": (_STR_LIST, ["learned", "frozen"])},
@@ -1142,6 +1142,8 @@ def construction_gap_table(construction: dict[str, Any], d_min: dict[str, Any] |
         return float(np.median(values)) if values else None
 
     trained = d_min["points"] if d_min else []
+    # the frozen control: the paper's (E_s and U frozen) when it was run, else the frozen-subjects variant
+    frozen_model = "frozen" if any(p.get("model") == "frozen" for p in trained) else "frozen-subjects"
     cells = sorted({(p["N"], p["R"]) for p in construction["points"]})
     rows = []
     for n, r in cells:
@@ -1151,6 +1153,6 @@ def construction_gap_table(construction: dict[str, Any], d_min: dict[str, Any] |
             "construction_binary_d_blocks": median([p["d_blocks_min"] for p in here if p["codes"] == "binary"]),
             "construction_random_d_blocks": median([p["d_blocks_min"] for p in here if p["codes"] == "random"]),
             "learned_d_min": median([p["d"] for p in trained if p["model"] == "learned" and p["N"] == n and p["R"] == r]),
-            "frozen_d_min": median([p["d"] for p in trained if p["model"] == "frozen-subjects" and p["N"] == n and p["R"] == r]),
+            "frozen_d_min": median([p["d"] for p in trained if p["model"] == frozen_model and p["N"] == n and p["R"] == r]),
         })
     return rows

@@ -83,15 +83,17 @@ def test_construction_figure_draws_trained_d_min_at_matching_cells(results):
     learned = next(line for line in r2.get_lines() if line.get_label() == "trained d_min, learned subjects")
     assert list(learned.get_xdata()) == [64] and list(learned.get_ydata()) == [22.0]  # median of the seeds
     r4 = next(ax for ax in fig.axes if ax.get_title() == "R = 4")
-    assert any(line.get_label() == "trained d_min, frozen random subjects" for line in r4.get_lines())
-    assert "trained d_min, frozen random subjects" in texts(fig)  # in the shared legend
+    assert any(line.get_label() == "trained d_min, frozen random embeddings" for line in r4.get_lines())
+    assert "trained d_min, frozen random embeddings" in texts(fig)  # in the shared legend
 
 
 def test_trained_dmin_points_maps_kinds_to_models_and_drops_censored():
     dmin = {"learned": {"points": [{"N": 64, "R": 2, "d": 9}, {"N": 128, "R": 2, "d": None, "censored": True}]},
             "frozen": {"points": [{"N": 64, "R": 2, "d": 30}]}}
     pts = geometric.trained_dmin_points(dmin)
-    assert [(p["model"], p["d"]) for p in pts] == [("learned", 9), ("frozen-subjects", 30)]
+    assert [(p["model"], p["d"]) for p in pts] == [("learned", 9), ("frozen", 30)]
+    tagged = {"frozen": {"points": [{"N": 64, "R": 2, "d": 30, "model": "frozen-subjects"}]}}
+    assert [p["model"] for p in geometric.trained_dmin_points(tagged)] == ["frozen-subjects"]  # a point's own model wins
     assert geometric.trained_dmin_points(None) == []
 
 
