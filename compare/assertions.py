@@ -345,8 +345,9 @@ def fit_experiment(
     for result in fits:
         error = predictions.get(result.line, {}).get("error")
         if reference_only and not error:
-            error = (f"{loaded.path}: verdict.reference_only: pack {loaded.pack}'s slope is for another training "
-                     f"algorithm than {loaded.trainer}; shown for reference, not tested")
+            why = loaded.verdict.get("reference_note") or (
+                f"pack {loaded.pack}'s slope is for another training algorithm than {loaded.trainer}")
+            error = f"{loaded.path}: verdict.reference_only: {why}; shown for reference, not tested"
         if error:
             reason = f"no predicted slope for this line: {error}"
             if result.fit is None:  # keep the data's own reason too

@@ -311,3 +311,159 @@ def points_with_model(points: Iterable[Mapping[str, Any]], experiment: Any) -> l
                              f"{getattr(experiment, 'name', '?')!r} (lines: {', '.join(model_of)})")
         out.append({**point, "model": model_of[point["line"]]})
     return out
+
+
+# ----------------------------------------------------------------------------- capacity N_max(d)
+CAPACITY_FORMS = {
+    "log": "log2 N_max = a + b d   (d = O(log N))",
+    "power": "log2 N_max = a + b log2 d   (N_max = 2^a d^b, so d ~ N^(1/b))",
+}
+
+
+def _capacity_x(form: str, d: np.ndarray) -> np.ndarray:
+    return d if form == "log" else np.log2(d)
+
+
+def _capacity_rss(form: str, d: np.ndarray, y: np.ndarray) -> float:
+    slope, intercept = np.polyfit(_capacity_x(form, d), y, 1)
+    return float(np.sum((intercept + slope * _capacity_x(form, d) - y) ** 2))
+
+
+def _capacity_loo_rmse(form: str, d: np.ndarray, y: np.ndarray) -> float:
+    errors = []
+    for held_out in np.unique(d):
+        train = d != held_out
+        if len(np.unique(d[train])) < 2:
+            continue
+        slope, intercept = np.polyfit(_capacity_x(form, d[train]), y[train], 1)
+        errors.extend((intercept + slope * _capacity_x(form, d[~train]) - y[~train]) ** 2)
+    return float(math.sqrt(np.mean(errors)))
+
+
+def select_capacity_form(
+    d_values: Sequence[float],
+    n_values: Sequence[float],
+    seeds: Sequence[int] | None = None,
+    predicted: str | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    min_delta_aic: float = DEFAULT_MIN_DELTA_AIC,
+    n_bootstrap: int = 200,
+    bootstrap_seed: int = 0,
+) -> dict[str, Any]:
+    """Log against power for a capacity curve N_max(d): which form describes log2 N_max?
+
+    Capacity is measured at fixed d (known exactly) with N_max found by search, so the response is
+    y = log2 N_max and both forms are straight lines in y with two parameters: ``log`` is
+    y = a + b d (N_max exponential in d: d = O(log N)), ``power`` is y = a + b log2 d (N_max a power
+    of d: d ~ N^p with p = 1/b). Same response, same number of parameters: AIC (Gaussian errors) and
+    leave-one-d-out RMSE compare them directly. Estimators, verdict rule and the bootstrap over seeds
+    are those of :func:`select_log_or_power`. Returns ``{"n_points", "d_values", "response",
+    "log": {"form", "a", "a_ci", "b", "b_ci", "rss", "aic", "loo_rmse", "r2"}, "power": {... and "p",
+    "p_ci" (the exponent of d ~ N^p)}, "delta_aic" (power - log: > 0 favours log), "exact_fit",
+    "cv_ratio", "bootstrap_fraction_log", "preferred", "preferred_reason", "predicted", "verdict",
+    "verdict_reason", "alpha", "min_delta_aic", "estimator"}``.
+    """
+    d = np.asarray(d_values, dtype=float)
+    n = np.asarray(n_values, dtype=float)
+    if d.shape != n.shape or d.ndim != 1:
+        raise InputError(f"capacity model selection: d and N must be 1-D of equal length, got {d.shape} and {n.shape}")
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(n))) or np.any(d <= 0) or np.any(n < 1):
+        raise InputError("capacity model selection: expected d > 0 and N >= 1, all finite")
+    if len(np.unique(d)) < 3:
+        raise InputError(f"capacity model selection: need at least 3 distinct d to tell log from power, got {len(np.unique(d))}")
+    if predicted is not None and predicted not in FORMS:
+        raise InputError(f"capacity model selection: predicted: expected one of {FORMS}, got {predicted!r}")
+    if not 0 < alpha < 1:
+        raise InputError(f"capacity model selection: alpha: expected a number in (0, 1), got {alpha!r}")
+    y = np.log2(n)
+    n_points = len(d)
+    fits: dict[str, dict[str, Any]] = {}
+    for form in FORMS:
+        fit = _ols(_capacity_x(form, d), y)
+        a, b = (float(v) for v in fit.params)
+        a_ci, b_ci = (list(map(float, row)) for row in fit.conf_int(alpha))
+        rss = float(np.sum(fit.resid**2))
+        fits[form] = {"form": CAPACITY_FORMS[form], "a": a, "a_ci": a_ci, "b": b, "b_ci": b_ci, "rss": rss,
+                      "aic": _aic(rss, n_points), "loo_rmse": _capacity_loo_rmse(form, d, y),
+                      "r2": float(fit.rsquared)}
+    power = fits["power"]
+    power["p"] = 1.0 / power["b"] if power["b"] != 0 else None
+    lo, hi = power["b_ci"]
+    power["p_ci"] = sorted([1.0 / hi, 1.0 / lo]) if lo * hi > 0 else [None, None]  # 1/b when b's interval excludes 0
+
+    delta_aic = power["aic"] - fits["log"]["aic"]
+    loo_log, loo_power = fits["log"]["loo_rmse"], power["loo_rmse"]
+    cv_ratio = loo_power / loo_log if loo_log > 0 else (math.inf if loo_power > 0 else 1.0)
+
+    bootstrap_fraction_log = None
+    if seeds is not None and len(set(seeds)) >= 2 and n_bootstrap > 0:
+        seeds_arr = np.asarray(seeds)
+        unique_seeds = np.unique(seeds_arr)
+        rng = np.random.default_rng(bootstrap_seed)
+        wins = total = 0
+        for _ in range(n_bootstrap):
+            chosen = rng.choice(unique_seeds, size=len(unique_seeds), replace=True)
+            idx = np.concatenate([np.flatnonzero(seeds_arr == s) for s in chosen])
+            if len(np.unique(d[idx])) < 3:
+                continue
+            wins += _capacity_rss("power", d[idx], y[idx]) > _capacity_rss("log", d[idx], y[idx])
+            total += 1
+        bootstrap_fraction_log = wins / total if total else None
+
+    exact_fit = {form: fits[form]["rss"] < 1e-9 * max(float(np.sum(y**2)), 1.0) for form in FORMS}
+    aic_winner = "log" if delta_aic > 0 else "power"
+    cv_winner = "log" if loo_log < loo_power else "power"
+    if abs(delta_aic) >= min_delta_aic and aic_winner == cv_winner:
+        preferred = aic_winner
+        reason = (f"{aic_winner} has lower AIC by {abs(delta_aic):.1f} (>= {min_delta_aic:g}) and lower "
+                  f"leave-one-d-out RMSE ({min(loo_log, loo_power):.3g} vs {max(loo_log, loo_power):.3g} in log2 N)")
+        if exact_fit[aic_winner]:
+            reason += f"; the {aic_winner} form fits exactly, so the size of Delta AIC is not meaningful"
+    else:
+        preferred = "inconclusive"
+        reason = (f"Delta AIC (power - log) = {delta_aic:.1f}, threshold {min_delta_aic:g}; AIC favours {aic_winner}, "
+                  f"cross-validation favours {cv_winner} (RMSE log {loo_log:.3g}, power {loo_power:.3g})")
+    if predicted is None:
+        verdict, verdict_reason = None, None
+    elif preferred == "inconclusive":
+        verdict, verdict_reason = "inconclusive", reason
+    else:
+        verdict = "consistent" if preferred == predicted else "inconsistent"
+        verdict_reason = f"predicted {predicted}, data prefer {preferred}: {reason}"
+    return {
+        "n_points": n_points, "d_values": sorted(float(v) for v in np.unique(d)), "response": "log2 N_max",
+        "log": fits["log"], "power": power, "delta_aic": delta_aic, "exact_fit": exact_fit, "cv_ratio": cv_ratio,
+        "bootstrap_fraction_log": bootstrap_fraction_log, "preferred": preferred, "preferred_reason": reason,
+        "predicted": predicted, "verdict": verdict, "verdict_reason": verdict_reason, "alpha": alpha,
+        "min_delta_aic": min_delta_aic,
+        "estimator": "OLS of log2 N_max on d (log) and on log2 d (power), HC3 t-intervals (statsmodels); "
+                     "AIC with Gaussian errors and leave-one-d-out RMSE on the same response",
+    }
+
+
+def select_capacity_by_group(points: Iterable[Mapping[str, Any]], group_key: str = "R", predicted: str | None = None,
+                             **kwargs: Any) -> dict[str, Any]:
+    """:func:`select_capacity_form` on capacity boundary points (keys d, N, seed, ``group_key``, censored)
+    per value of ``group_key``. Censored points are not fitted; they are listed per group. A group that
+    cannot be fitted appears with ``"preferred": "inconclusive"`` and an ``"error"``. Returns
+    ``{"group_key", "groups": [{group_key: value, **selection, "censored": [...]}]}``."""
+    by_group: dict[Any, list[Mapping[str, Any]]] = {}
+    for i, point in enumerate(points):
+        for key in ("d", "N", group_key):
+            if key not in point:
+                raise InputError(f"capacity model selection: point {i}: missing key {key!r} (keys: {sorted(point)})")
+        by_group.setdefault(point[group_key], []).append(point)
+    groups = []
+    for value in sorted(by_group):
+        rows = by_group[value]
+        ok = [p for p in rows if not p.get("censored") and p.get("N") is not None]
+        entry: dict[str, Any] = {group_key: value,
+                                 "censored": [dict(p) for p in rows if p.get("censored") or p.get("N") is None]}
+        try:
+            entry.update(select_capacity_form([p["d"] for p in ok], [p["N"] for p in ok],
+                                              seeds=[p.get("seed", 0) for p in ok], predicted=predicted, **kwargs))
+        except InputError as error:
+            entry.update({"preferred": "inconclusive", "verdict": "inconclusive" if predicted else None,
+                          "error": str(error), "n_points": len(ok)})
+        groups.append(entry)
+    return {"group_key": group_key, "groups": groups}

@@ -35,15 +35,23 @@ Schema (every key below is checked; an unknown key is an error)::
     resolution = 0.0                       # stop when hi <= lo*(1+resolution) (always when hi-lo <= 1)
     bracket = 1.5                          # first bracket = [guess/bracket, guess*bracket]
     expand = 2.0                           # factor by which a bracket that missed is widened
+    grid = "2**(1/4)"                      # optional: probe only sizes round(grid**k) (a constant-ratio grid);
+                                           # the bisection ends when the answer's grid neighbour is probed
+    budget_factor = 3                      # optional training-budget check: at each line's largest base
+    budget_key = "steps"                   # value, re-probe the boundary's failed neighbour with
+                                           # budget_key x budget_factor; the point is flagged if it then
+                                           # reaches the threshold (the answer moves by a search step)
 
     [verdict]                              # handed to compare
     delta = 0.25                           # equivalence margin on the slope
     alpha = 0.05
     reference_only = false                 # true: the pack's slope is drawn for reference, no verdict
                                            # (e.g. Adam runs judged against a three-step-GD theory)
+    reference_note = "..."                 # optional: why (shown in the fit's reason)
 
     [presets.quick]                        # presets override the above; `quick` and `paper` are expected
-    V = [128, 256, 512, 1024]              # values of the base variable (key = the base's name)
+    V = [128, 256, 512, 1024]              # values of the base variable (key = the base's name), or a
+                                           # table of them per line label: V = { "line a" = [...], ... }
     seeds = [0, 1]
     sizes = [16, 32, 64]                   # kind = "grid" only: the size values of the heatmap
     lines = ["N~V log V, L~V^0.5"]         # optional: run only these lines (by label)
@@ -87,8 +95,8 @@ _TOP_KEYS = {
     "thresholds", "lines", "fixed", "search", "verdict", "presets",
 }
 _LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed"}
-_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand"}
-_VERDICT_KEYS = {"delta", "alpha", "reference_only"}
+_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "grid", "budget_factor", "budget_key"}
+_VERDICT_KEYS = {"delta", "alpha", "reference_only", "reference_note"}
 _PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search", "lines"}
 
 
@@ -138,6 +146,19 @@ class SearchSettings:
     resolution: float = 0.0
     bracket: float = 1.5
     expand: float = 2.0
+    grid: float | None = None          # ratio of the constant-ratio grid of sizes (None: every integer)
+    grid_text: str | None = None       # the grid as written in the file
+    budget_factor: float | None = None  # training-budget check (None: no check)
+    budget_key: str = "steps"
+
+    def grid_sizes(self) -> list[int] | None:
+        """The distinct sizes round(grid**k) inside [min, max], ascending; None without a grid."""
+        if self.grid is None:
+            return None
+        step = math.log(self.grid)
+        first, last = math.floor(math.log(self.min) / step), math.ceil(math.log(self.max) / step)
+        values = {round(self.grid ** k) for k in range(first, last + 1)}
+        return sorted(v for v in values if self.min <= v <= self.max)
 
 
 @dataclass
@@ -164,11 +185,16 @@ class Experiment:
     base_values: list[int]
     seeds: list[int]
     sizes: list[int]  # kind = "grid" only
+    line_base_values: dict[str, list[int]] = field(default_factory=dict)  # per line label, when the preset gives them
+
+    def values_of(self, line_index: int) -> list[int]:
+        """The base values swept along one line (the preset's list, or that line's own)."""
+        return self.line_base_values.get(self.lines[line_index].label, self.base_values)
 
     def planned_runs(self) -> int:
         """About how many models the sweep trains (an upper estimate for searches: the bracket plus a
         bisection in log size down to the resolution, per line, base value and seed; thresholds share)."""
-        cells = len(self.lines) * len(self.base_values) * len(self.seeds)
+        cells = sum(len(self.values_of(i)) for i in range(len(self.lines))) * len(self.seeds)
         if self.kind == "grid":
             return cells * len(self.sizes)
         ratio = math.log(self.search.max / self.search.min)
@@ -213,9 +239,12 @@ class Experiment:
             "search": {"min": self.search.min, "max": self.search.max,
                        "start": self.search.start.text if self.search.start else None,
                        "resolution": self.search.resolution, "bracket": self.search.bracket,
-                       "expand": self.search.expand},
+                       "expand": self.search.expand, "grid": self.search.grid_text,
+                       "budget_factor": self.search.budget_factor,
+                       "budget_key": self.search.budget_key if self.search.budget_factor else None},
             "verdict": self.verdict, "preset": self.preset, self.base: self.base_values,
             "seeds": self.seeds, "sizes": self.sizes,
+            **({f"{self.base}_by_line": self.line_base_values} if self.line_base_values else {}),
         }
 
 
@@ -409,6 +438,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         if isinstance(table, dict):
             _unknown_keys(table, _PRESET_KEYS | {base}, f"{shown}: presets.{other}")
 
+    all_labels = [ln.label for ln in lines]
     if "lines" in chosen:
         wanted = chosen["lines"]
         labels = [ln.label for ln in lines]
@@ -452,16 +482,35 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     if not isinstance(reference_only, bool):
         raise InputError(f"{shown}: verdict.reference_only: expected true or false, got {reference_only!r}")
     verdict = {k: _number(v, f"{shown}: verdict.{k}", positive=True) for k, v in verdict_raw.items()
-               if k != "reference_only"}
+               if k not in ("reference_only", "reference_note")}
     if reference_only:
         # the pack's prediction is for another training algorithm: show it, but decide nothing
         verdict["reference_only"] = True
+    if "reference_note" in verdict_raw:
+        note = verdict_raw["reference_note"]
+        if not isinstance(note, str) or not note.strip() or not reference_only:
+            raise InputError(f"{shown}: verdict.reference_note: expected a non-empty string next to reference_only = true")
+        verdict["reference_note"] = note.strip()
     if "alpha" in verdict and not verdict["alpha"] < 1:
         raise InputError(f"{shown}: verdict.alpha: expected a number in (0, 1), got {verdict['alpha']}")
 
     if base not in chosen:
         raise InputError(f"{pw}.{base}: missing; expected the list of {base} values to sweep")
-    base_values = _positive_int_list(chosen[base], f"{pw}.{base}", base)
+    line_base_values: dict[str, list[int]] = {}
+    if isinstance(chosen[base], dict):
+        # one list per line label: lines whose boundaries lie in different ranges of the base variable
+        labels = [ln.label for ln in lines]
+        for label, values in chosen[base].items():
+            if label not in all_labels:
+                raise InputError(f"{pw}.{base}: no line labelled {label!r} (labels: {', '.join(map(repr, all_labels))})")
+            if label in labels:
+                line_base_values[label] = sorted(set(_positive_int_list(values, f"{pw}.{base}.{label}", base)))
+        for label in labels:
+            if label not in line_base_values:
+                raise InputError(f"{pw}.{base}: no values for line {label!r} (give a list per line, or one list)")
+        base_values = sorted({b for values in line_base_values.values() for b in values})
+    else:
+        base_values = _positive_int_list(chosen[base], f"{pw}.{base}", base)
     seeds_raw = chosen.get("seeds")
     if not isinstance(seeds_raw, list) or not seeds_raw or any(
         isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds_raw
@@ -481,6 +530,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         kind=kind, base=base, size=size, metric=_string(raw, "metric", w, "accuracy"),
         thresholds=thresholds, lines=lines, fixed=fixed, search=search, verdict=verdict, preset=preset,
         base_values=base_values, seeds=[int(s) for s in seeds_raw], sizes=sizes,
+        line_base_values=line_base_values,
     )
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
@@ -488,13 +538,17 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
 
     probe_sizes = sizes or [search.min, search.max]
     for i, line in enumerate(lines):
-        for b in (min(base_values), max(base_values)):
+        values = experiment.values_of(i)
+        for b in (min(values), max(values)):
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
                 where = f"{shown}: line {line.label!r} at {base}={b}, {size}={s}"
                 parsed = parse_config(config, where=where)
                 if kind == "grid":  # every size of a grid is trained; a search may never reach its max
                     check_memory(parsed, where)
+                if search.budget_factor is not None and search.budget_key not in config:
+                    raise InputError(f"{shown}: search.budget_key: {search.budget_key!r} is not a parameter of "
+                                     f"line {line.label!r} (its config has: {', '.join(sorted(config))})")
     runs = experiment.planned_runs()
     limit = max_runs_allowed()
     if runs > limit:
@@ -549,5 +603,28 @@ def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSet
         raise InputError(f"{where}.bracket: expected a number >= 1, got {bracket}")
     if expand <= 1:
         raise InputError(f"{where}.expand: expected a number > 1, got {expand}")
-    return SearchSettings(min=table["min"], max=table["max"], start=start, resolution=resolution,
-                          bracket=bracket, expand=expand)
+    grid = grid_text = None
+    if "grid" in table:
+        raw_grid = table["grid"]
+        if isinstance(raw_grid, str):
+            grid = SafeExpression(raw_grid, set(), f"{where}.grid").evaluate({})
+            grid_text = raw_grid
+        else:
+            grid = _number(raw_grid, f"{where}.grid")
+            grid_text = repr(raw_grid)
+        if grid <= 1:
+            raise InputError(f"{where}.grid: expected a ratio > 1 (such as \"2**(1/4)\"), got {raw_grid!r}")
+    budget_factor = None
+    if "budget_factor" in table:
+        budget_factor = _number(table["budget_factor"], f"{where}.budget_factor")
+        if budget_factor <= 1:
+            raise InputError(f"{where}.budget_factor: expected a number > 1, got {table['budget_factor']!r}")
+    budget_key = table.get("budget_key", "steps")
+    if not isinstance(budget_key, str) or not budget_key.isidentifier():
+        raise InputError(f"{where}.budget_key: expected a parameter name such as \"steps\", got {budget_key!r}")
+    settings = SearchSettings(min=table["min"], max=table["max"], start=start, resolution=resolution,
+                              bracket=bracket, expand=expand, grid=grid, grid_text=grid_text,
+                              budget_factor=budget_factor, budget_key=budget_key)
+    if grid is not None and len(settings.grid_sizes()) < 2:
+        raise InputError(f"{where}.grid: fewer than two grid sizes between min = {table['min']} and max = {table['max']}")
+    return settings

@@ -12,7 +12,13 @@ How one cell is searched:
    (capacity) / 0.5 (min size). Only the unknown constant is calibrated from data.
 2. Bracket: probe guess/bracket and guess*bracket together; widen by ``expand`` until the
    threshold is crossed or a search bound is hit (then the point is censored, with the reason).
-3. Bisect in log(size) on the integer grid until hi - lo <= 1 or hi <= lo*(1+resolution).
+3. Bisect in log(size) on the integer grid until hi - lo <= 1 or hi <= lo*(1+resolution). With
+   ``search.grid`` every probe is a size round(grid**k) and the bisection runs over k, so it ends with
+   the answer and its failed neighbour one grid step apart.
+4. Training-budget check (``search.budget_factor``): at each line's largest base value, the failed
+   neighbour of the answer is probed once more with ``budget_key`` (steps) times ``budget_factor``.
+   If it then reaches the threshold, the answer would move by at least one search step with the larger
+   budget, and the point is flagged (``budget_flagged``); its record is the point's ``budget_check``.
 
 A cell's state is a function of the runs it has seen, nothing else, so a run is a deterministic
 sequence of rounds. Each round batches every cell's next probe into one executor call (seeds share
@@ -68,6 +74,7 @@ class SweepResult:
     wall_time_s: float
     executor: str
     code_versions: dict[str, int] = field(default_factory=dict)
+    budget_runs: list[dict] = field(default_factory=list)  # the training-budget checks' runs (larger budget)
 
     def to_dict(self) -> dict:
         return {
@@ -76,6 +83,7 @@ class SweepResult:
             "wall_time_s": round(self.wall_time_s, 3), "executor": self.executor,
             "code_versions": self.code_versions,
             "boundary_points": self.points, "monotonicity_violations": self.violations, "runs": self.runs,
+            "budget_runs": self.budget_runs,
         }
 
     def summary_line(self) -> str:
@@ -143,6 +151,8 @@ class SweepDriver:
         self.config_of: dict[str, dict] = {}
         self.reused = self.computed = self.failed = self.missing = 0
         self._predicted: dict[int, tuple[float, float] | None] = {}
+        self._grid = experiment.search.grid_sizes()
+        self.budget: dict[tuple[int, int, int, float], dict] = {}  # (line, base, seed, threshold) -> check
         if code_version is None:
             from recallkit.empirics.provenance import code_version as _cv
 
@@ -230,7 +240,7 @@ class SweepDriver:
     # ------------------------------------------------------------------ search
     def _first_guess(self, cell: _Cell, cells_by_key: dict) -> int:
         exp, search = self.exp, self.exp.search
-        base_values = exp.base_values
+        base_values = exp.values_of(cell.line_index)
         b = base_values[cell.base_index]
         if cell.base_index == 0:
             if search.start is not None:
@@ -263,21 +273,54 @@ class SweepDriver:
         return self._clamp(round(guess))
 
     def _clamp(self, size: float) -> int:
+        """The size inside the search bounds (on the grid: the grid size nearest in log)."""
+        if self._grid is not None:
+            size = max(size, 1e-9)
+            return min(self._grid, key=lambda g: (abs(math.log(g / size)), g))
         return int(min(max(size, self.exp.search.min), self.exp.search.max))
+
+    def _below(self, size: float) -> int:
+        """The largest probe-able size <= size (the smallest one if none)."""
+        if self._grid is not None:
+            return max((g for g in self._grid if g <= size), default=self._grid[0])
+        return self._clamp(math.floor(size))
+
+    def _above(self, size: float) -> int:
+        """The smallest probe-able size >= size (the largest one if none)."""
+        if self._grid is not None:
+            return min((g for g in self._grid if g >= size), default=self._grid[-1])
+        return self._clamp(math.ceil(size))
+
+    def _expanded(self, size: int, up: bool) -> int:
+        """The next size to probe when a bracket missed: ``expand`` times further (on the grid: that many
+        grid steps, at least one, so no grid size is skipped by rounding)."""
+        expand = self.exp.search.expand
+        if self._grid is not None:
+            steps = max(1, round(math.log(expand) / math.log(self.exp.search.grid)))
+            index = self._grid.index(size) + (steps if up else -steps)
+            return self._grid[min(max(index, 0), len(self._grid) - 1)]
+        return self._above(size * expand) if up else self._below(size / expand)
+
+    @property
+    def _bounds(self) -> tuple[int, int]:
+        if self._grid is not None:
+            return self._grid[0], self._grid[-1]
+        return self.exp.search.min, self.exp.search.max
 
     def _step(self, cell: _Cell, known: dict[int, float | Failure]) -> list[int] | CellResult:
         """Next sizes to probe for this cell, or its result."""
         exp, search, t = self.exp, self.exp.search, cell.threshold
         failures = {s: v for s, v in known.items() if isinstance(v, Failure)}
         values = {s: v for s, v in known.items() if not isinstance(v, Failure)}
-        b = exp.base_values[cell.base_index]
+        b = exp.values_of(cell.line_index)[cell.base_index]
+        size_min, size_max = self._bounds
 
         def done(size, censored=False, reason=None):
             return CellResult(cell.line_index, b, cell.seed, t, size, censored, reason, cell.rounds)
 
         if not known:
             g = cell.guess
-            sizes = {self._clamp(math.floor(g / search.bracket)), self._clamp(math.ceil(g * search.bracket))}
+            sizes = {self._below(g / search.bracket), self._above(g * search.bracket)}
             return sorted(sizes)
         reached = sorted(s for s, v in values.items() if v >= t)
         missed = sorted(s for s, v in values.items() if v < t)
@@ -288,16 +331,16 @@ class SweepDriver:
                 top = max(known)
                 if top in failures:
                     return done(None, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
-                if top >= search.max:
-                    return done(search.max, True, f"no {exp.size} <= {search.max} (search.max) reached {t}")
-                return [self._clamp(math.ceil(top * search.expand))]
+                if top >= size_max:
+                    return done(size_max, True, f"no {exp.size} <= {size_max} (search.max) reached {t}")
+                return [self._expanded(top, up=True)]
             if lo is None:
                 bottom = min(known)
                 if bottom in failures:
                     return done(hi, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
-                if hi <= search.min:
-                    return done(hi, True, f"already reached {t} at {exp.size}={search.min} (search.min)")
-                return [self._clamp(math.floor(bottom / search.expand))]
+                if hi <= size_min:
+                    return done(hi, True, f"already reached {t} at {exp.size}={size_min} (search.min)")
+                return [self._expanded(bottom, up=False)]
             answer = hi
         else:  # max_capacity: the largest size that still reaches t
             lo = reached[-1] if reached else None
@@ -306,20 +349,26 @@ class SweepDriver:
                 bottom = min(known)
                 if bottom in failures:
                     return done(None, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
-                if bottom <= search.min:
-                    return done(search.min, True, f"no {exp.size} >= {search.min} (search.min) reached {t}")
-                return [self._clamp(math.floor(bottom / search.expand))]
+                if bottom <= size_min:
+                    return done(size_min, True, f"no {exp.size} >= {size_min} (search.min) reached {t}")
+                return [self._expanded(bottom, up=False)]
             if hi is None:
                 top = max(known)
                 if top in failures:
                     return done(lo, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
-                if lo >= search.max:
-                    return done(lo, True, f"still reached {t} at {exp.size}={search.max} (search.max)")
-                return [self._clamp(math.ceil(top * search.expand))]
+                if lo >= size_max:
+                    return done(lo, True, f"still reached {t} at {exp.size}={size_max} (search.max)")
+                return [self._expanded(top, up=True)]
             answer = lo
         if hi - lo <= 1 or hi <= lo * (1 + search.resolution):
             return done(answer)
-        mid = min(max(round(math.sqrt(lo * hi)), lo + 1), hi - 1)
+        if self._grid is not None:
+            i_lo, i_hi = self._grid.index(lo), self._grid.index(hi)
+            if i_hi - i_lo <= 1:
+                return done(answer)
+            mid = self._grid[(i_lo + i_hi) // 2]
+        else:
+            mid = min(max(round(math.sqrt(lo * hi)), lo + 1), hi - 1)
         if mid in failures:
             return done(None, True, f"probe at {exp.size}={mid} failed: {failures[mid].message}")
         return [mid]
@@ -332,6 +381,8 @@ class SweepDriver:
             cells = []
         else:
             cells = self._run_search()
+            if exp.search.budget_factor is not None:
+                self._run_budget_checks(cells)
         violations = self._violations()
         points = self._points(cells, violations)
         result = SweepResult(
@@ -339,14 +390,63 @@ class SweepDriver:
             reused=self.reused, computed=self.computed, failed=self.failed, missing=self.missing,
             wall_time_s=time.perf_counter() - started,
             executor=self.executor.describe() if self.executor is not None else "replay",
+            budget_runs=[dict(check) for check in self.budget.values() if check.get("config_hash")],
         )
         return result
+
+    def _run_budget_checks(self, cells: list[_Cell]) -> None:
+        """Probe each answer's failed neighbour at the line's largest base value with the larger budget."""
+        exp, search = self.exp, self.exp.search
+        key, factor = search.budget_key, search.budget_factor
+        wanted: dict[str, dict] = {}
+        for cell in cells:
+            r = cell.result
+            values = exp.values_of(cell.line_index)
+            if r is None or cell.base_index != len(values) - 1:
+                continue
+            where = (cell.line_index, r.base_value, cell.seed, cell.threshold)
+            check: dict[str, Any] = {"line": exp.lines[cell.line_index].label, exp.base: r.base_value,
+                                     "seed": cell.seed, "threshold": cell.threshold, "key": key, "factor": factor}
+            self.budget[where] = check
+            if r.censored or r.size is None:
+                check["skipped"] = "the point is censored"
+                continue
+            known = {s: v for s, v in self._known(cell.line_index, r.base_value, cell.seed).items()
+                     if isinstance(v, float)}
+            missed = [s for s, v in known.items() if v < cell.threshold]
+            if exp.kind == "max_capacity":
+                neighbour = min((s for s in missed if s > r.size), default=None)
+            else:
+                neighbour = max((s for s in missed if s < r.size), default=None)
+            if neighbour is None:
+                check["skipped"] = f"no failed {exp.size} next to the answer was probed"
+                continue
+            config = dict(self.config_of[self._key(cell.line_index, r.base_value, neighbour, cell.seed)])
+            scaled = config[key] * factor
+            config[key] = int(math.floor(scaled + 1e-9)) if isinstance(config[key], int) else scaled
+            h = _config_hash(config)
+            self.config_of[h] = config
+            check.update({exp.size: neighbour, "answer": r.size, "value": config[key], "config_hash": h})
+            if h not in self.cache:
+                wanted[h] = config
+        if wanted:
+            self._execute(wanted)
+        for check in self.budget.values():
+            h = check.get("config_hash")
+            if h is None:
+                continue
+            entry = self.cache.get(h)
+            if isinstance(entry, Failure) or not isinstance(entry, dict):
+                check["error"] = entry.message if isinstance(entry, Failure) else "not run"
+                continue
+            check[exp.metric] = entry.get(exp.metric)
+            check["reached"] = bool(isinstance(check[exp.metric], (int, float)) and check[exp.metric] >= check["threshold"])
 
     def _run_grid(self) -> None:
         exp = self.exp
         wanted: dict[str, dict] = {}
         for li in range(len(exp.lines)):
-            for b in exp.base_values:
+            for b in exp.values_of(li):
                 for s in exp.sizes:
                     for seed in exp.seeds:
                         h = self._key(li, b, s, seed)
@@ -355,7 +455,7 @@ class SweepDriver:
 
     def _run_search(self) -> list[_Cell]:
         exp = self.exp
-        cells = [_Cell(li, bi, seed, t) for li in range(len(exp.lines)) for bi in range(len(exp.base_values))
+        cells = [_Cell(li, bi, seed, t) for li in range(len(exp.lines)) for bi in range(len(exp.values_of(li)))
                  for seed in exp.seeds for t in exp.thresholds]
         by_key = {(c.line_index, c.base_index, c.seed, c.threshold): c for c in cells}
         bar = None
@@ -375,7 +475,7 @@ class SweepDriver:
                         for seed in exp.seeds
                     ):
                         continue  # wait for the previous base value: it calibrates this one's guess
-                    b = exp.base_values[cell.base_index]
+                    b = exp.values_of(cell.line_index)[cell.base_index]
                     if cell.guess is None:
                         cell.guess = self._first_guess(cell, by_key)
                     step = self._step(cell, self._known(cell.line_index, b, cell.seed))
@@ -439,7 +539,7 @@ class SweepDriver:
         points = []
         if exp.kind == "grid":
             for li in range(len(exp.lines)):
-                for b in exp.base_values:
+                for b in exp.values_of(li):
                     for seed in exp.seeds:
                         for t in exp.thresholds:
                             points.append(self._grid_point(li, b, seed, t))
@@ -449,8 +549,13 @@ class SweepDriver:
                 points.append(self._point(c.line_index, r.base_value, c.seed, c.threshold, r.size, r.censored,
                                           r.censor_reason))
         flagged = {(v["line"], v[exp.base], v["seed"], v["threshold"]) for v in violations}
+        by_label = {line.label: i for i, line in enumerate(exp.lines)}
         for p in points:
             p["non_monotone"] = (p["line"], p[exp.base], p["seed"], p["threshold"]) in flagged
+            check = self.budget.get((by_label[p["line"]], p[exp.base], p["seed"], p["threshold"]))
+            if check is not None:
+                p["budget_check"] = dict(check)
+                p["budget_flagged"] = bool(check.get("reached"))
         return points
 
     def _grid_point(self, li: int, b: int, seed: int, t: float) -> dict:

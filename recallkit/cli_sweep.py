@@ -33,11 +33,12 @@ def _format_points(result) -> list[str]:
     thresholds = list(dict.fromkeys(p["threshold"] for p in result.points))
     if exp.kind == "grid" and not thresholds:
         out.append(f"{len(result.runs)} runs stored")
+    index_of = {ln.label: i for i, ln in enumerate(exp.lines)}
     for line in lines:
         out.append(f"line {line}")
         for t in thresholds:
             cells = []
-            for b in exp.base_values:
+            for b in exp.values_of(index_of[line]) if line in index_of else exp.base_values:
                 pts = [p for p in result.points if p["line"] == line and p["threshold"] == t and p[exp.base] == b]
                 values = [p.get(exp.size) for p in pts if not p["censored"] and p.get(exp.size) is not None]
                 censored = sum(p["censored"] for p in pts)

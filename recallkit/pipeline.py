@@ -176,7 +176,12 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     if sweep.violations:
         entry["notes"].append(f"{len(sweep.violations)} monotonicity violations along the searched size "
                               f"(accuracy fell as the size grew); see 'recallkit sweep' output")
-    entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.runs if p.get("config_hash")})
+    entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.runs + sweep.budget_runs if p.get("config_hash")})
+    flagged = [p for p in sweep.points if p.get("budget_flagged")]
+    if flagged:
+        entry["notes"].append(f"{len(flagged)} points flagged by the training-budget check (a larger budget moves "
+                              f"the answer by at least one search step): " + "; ".join(
+                                  f"{p['line']} {loaded.base}={p[loaded.base]} seed {p['seed']}" for p in flagged[:6]))
     system = registry.system_of_pack(loaded.pack)
     if system is not None and system.search_judge:
         # the system's own verdicts (e.g. log against power for a d_min search)

@@ -570,7 +570,7 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
             y_hi = max(y_hi, max(ys) * 1.5)  # a fit far off the data is cut, not the data
             ax.set_xlabel("subjects N")
             verdict = selection.get("verdict")
-            ax.set_title(f"{kind} subject embeddings"
+            ax.set_title((dmin[kind].get("label") or f"{kind} subject embeddings")
                          + (f"\npredicted {selection['predicted']}: {verdict}" if verdict and selection.get("predicted")
                             else ""),
                          backgroundcolor=VERDICT_COLOURS.get(verdict, "none") if verdict else None)

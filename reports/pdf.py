@@ -59,6 +59,15 @@ def kinds() -> tuple[str, ...]:
     return BASE_KINDS + tuple(_page_kinds())
 
 
+def entry_page_kinds(exp: dict) -> list[registry.PageKind]:
+    """The system page kinds that draw pages and verdict rows for one entry: its ``kind`` when a system
+    registered it, then those named in its optional ``page_kinds`` list (a system's judge adds one to a
+    search experiment's entry, whose kind stays the empirics kind)."""
+    known = _page_kinds()
+    names = [exp.get("kind", "")] + [k for k in exp.get("page_kinds") or [] if k != exp.get("kind")]
+    return [known[name] for name in names if name in known]
+
+
 def experiment_entry(fitted: dict, **extra: Any) -> dict:
     """A summary experiment entry from ``compare.fit_experiment(...).to_dict()`` (= ``recallkit fit --json``).
 
@@ -98,6 +107,10 @@ def validate_summary(summary: Any) -> None:
         seen.add(exp["name"])
         if exp.get("kind", "min_size") not in kinds():
             raise InputError(f"{where}.kind: expected one of {', '.join(kinds())}, got {exp.get('kind')!r}")
+        extra = exp.get("page_kinds", [])
+        if not isinstance(extra, list) or any(k not in _page_kinds() for k in extra):
+            raise InputError(f"{where}.page_kinds: expected a list of registered page kinds "
+                             f"({', '.join(_page_kinds())}), got {extra!r}")
         for key in ("fits", "terms", "lines"):
             if key in exp and not isinstance(exp[key], list):
                 raise InputError(f"{where}.{key}: expected a list")
@@ -164,8 +177,7 @@ def summary_entries(summary: dict) -> list[dict]:
                     "verdict": g.get("verdict"), "verdict_reason": g.get("verdict_reason") or g.get("preferred_reason"),
                     "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []),
                 })
-        page_kind = _page_kinds().get(exp.get("kind", ""))
-        if page_kind is not None:
+        for page_kind in entry_page_kinds(exp):
             rows += registry.load_object(page_kind.rows)(exp)
     return rows
 
@@ -203,6 +215,9 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
         page_kind = _page_kinds().get(kind)
         if page_kind is not None:  # a system's kind: its own words, else the checks its rows name
             compared = page_kind.compared or ("; ".join(str(r.get("line")) for r in mine) if mine else "no verdict")
+        for extra in entry_page_kinds(exp):
+            if extra is not page_kind and extra.compared:
+                compared = f"{compared}; {extra.compared}" if compared else extra.compared
         own = exp.get("config_hashes") or (hashes.get(exp["name"]) if isinstance(hashes, dict) else None) or []
         out.append({"index": i, "experiment": exp.get("title") or exp["name"], "name": exp["name"], "kind": kind,
                     "compared": compared, "checks": len(mine),
@@ -397,6 +412,7 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
     ``experiments``: every entry of the report, handed to a system's pages (one may draw what another
     produced). ``terms_shown_in``: the section that already showed this pack's terms (not repeated)."""
     page_kind = _page_kinds().get(exp.get("kind", ""))
+    system_kinds = entry_page_kinds(exp)
     name = exp["name"]
     head = f"{index}. {exp.get('title') or name}"
     pages: list[tuple[str, Callable[[], Figure]]] = []
@@ -421,7 +437,7 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
                      + (" ..." if len(exp["config_hashes"]) > 12 else ""))
     intro += list(exp.get("notes", []))
     rows = summary_entries({"experiments": [exp]})
-    if page_kind is not None and page_kind.intro_reasons:  # verdicts that rest on numbers in words
+    if any(k.intro_reasons for k in system_kinds):  # verdicts that rest on numbers in words
         intro += [f"verdict on '{r['line']}': {r['verdict']}. {r.get('verdict_reason') or ''}" for r in rows]
     if terms_shown_in:
         intro.append(f"theory terms of pack {exp.get('pack')}: see section {terms_shown_in}")
@@ -474,8 +490,8 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
         pages.append(("dmin", lambda: figures.dmin_plot(exp["dmin"], size=PAGE_LANDSCAPE,
                                                         title=f"{head}: d_min, solid = a + b log2 N, "
                                                               f"dashed = c N$^p$")))
-    if page_kind is not None:
-        pages += registry.load_object(page_kind.pages)(exp, head, experiments)
+    for kind in system_kinds:
+        pages += registry.load_object(kind.pages)(exp, head, experiments)
     return [(f"{index:02d}-{_slug(name)}-{stem}", build) for stem, build in pages]
 
 

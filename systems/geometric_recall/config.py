@@ -15,7 +15,10 @@ class FactBijectionsConfig:
     R: int
     d: int
     m: int | None = None
-    MODELS: ClassVar[tuple[str, ...]] = ("learned", "frozen-subjects")
+    # learned: every table trained. frozen-subjects: E_s fixed random (U, E_r, MLP trained).
+    # frozen: E_s and U fixed random on the sphere (E_r and the MLP trained): the paper's
+    # "frozen random embeddings" control.
+    MODELS: ClassVar[tuple[str, ...]] = ("learned", "frozen-subjects", "frozen")
 
     def __post_init__(self) -> None:
         check_model(self)
@@ -24,10 +27,15 @@ class FactBijectionsConfig:
         object.__setattr__(self, "m", positive_int(4 * self.d if self.m is None else self.m, "m", MAX_M))
 
     @property
+    def learned_entity_tables(self) -> int:
+        """How many of the two per-entity tables (subjects E_s, attributes U, N x d each) are trained."""
+        return {"learned": 2, "frozen-subjects": 1, "frozen": 0}[self.model]
+
+    @property
     def param_count(self) -> int:
-        """Trainable parameters: E_s (learned only), E_r, W1, b1, W2, U."""
-        subjects = self.N * self.d if self.model == "learned" else 0
-        return subjects + self.R * self.d + 2 * self.m * self.d + self.m + self.N * self.d
+        """Trainable parameters: every learned per-entity table (E_s for learned, U for learned and
+        frozen-subjects), E_r, W1, b1, W2."""
+        return self.learned_entity_tables * self.N * self.d + self.R * self.d + 2 * self.m * self.d + self.m
 
     trainable_params = param_count
 

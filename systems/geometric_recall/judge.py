@@ -1,38 +1,100 @@
-"""Geometric recall's own verdicts, built on ``compare.model_selection``: is d_min(N) a log or a power law?
+"""Geometric recall's own verdicts, built on ``compare.model_selection``: log or power law?
 
-The paper reports that the smallest dimension with learned embeddings fits a + b log2 N and that of
-frozen random embeddings a power law in N; these are the forms each model is judged against.
+The paper reports that the smallest dimension with learned embeddings fits a + b log2 N (d = O(log N))
+and that of frozen random embeddings a power law in N; these are the forms each model is judged against,
+on d_min(N) (min-size searches) and on the capacity N_max(d) (capacity searches: log2 N_max linear in d
+against linear in log2 d).
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from recallkit.compare.model_selection import points_with_model, select_d_min
+from recallkit.compare.model_selection import (CAPACITY_FORMS, points_with_model, select_capacity_by_group,
+                                                select_d_min)
 
-# paper-reported: learned embeddings need a + b log2 N, frozen random subject embeddings a power of N
-PREDICTED_FORMS = {"learned": "log", "frozen-subjects": "power"}
+# paper-reported: learned embeddings need a + b log2 N, frozen random embeddings (E_s and U) a power of N.
+# frozen-subjects (U trained) is our own variant: the paper says nothing about it, so it gets no prediction.
+PREDICTED_FORMS = {"learned": "log", "frozen": "power"}
+PANEL_LABELS = {"learned": "learned embeddings", "frozen": "frozen random E_s and U",
+                "frozen-subjects": "frozen random E_s only (U trained)"}
 
 
 def d_min_report_dict(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """The input of ``reports.figures.dmin_plot``: ``{"learned": {"points", "selection"},
-    "frozen": {"points", "selection"}}`` from an ``runners.run_d_min_experiment`` result
-    (model "frozen-subjects" is shown as "frozen"), each selection with its verdict."""
+    """The input of ``reports.figures.dmin_plot``: ``{"learned": {"points", "selection", "label"},
+    "frozen": {...}}`` from a d_min result, each selection with its verdict. The frozen panel shows the
+    ``frozen`` model (E_s and U frozen); a result that has only ``frozen-subjects`` shows that model there,
+    labelled as such; with both, frozen-subjects is kept under its own key (not drawn)."""
     selections = select_d_min(result, **kwargs)
     out: dict[str, Any] = {}
     for model, selection in selections.items():
-        key = "frozen" if model == "frozen-subjects" else model
-        out[key] = {"points": [p for p in result["points"] if p.get("model", "model") == model], "selection": selection}
+        key = "frozen" if model == "frozen-subjects" and "frozen" not in selections else model
+        out[key] = {"points": [p for p in result["points"] if p.get("model", "model") == model], "selection": selection,
+                    "label": PANEL_LABELS.get(model, model)}
     return out
 
 
 
 def select_d_min_experiment(points: Iterable[Mapping[str, Any]], experiment: Any, **kwargs: Any) -> dict[str, Any]:
     """:func:`d_min_report_dict` for the boundary points of a min-size experiment (search layer output),
-    with the paper-reported forms (learned: log, frozen-subjects: power)."""
+    with the paper-reported forms (learned: log, frozen: power)."""
     return d_min_report_dict({"points": points_with_model(points, experiment), "predicted": PREDICTED_FORMS}, **kwargs)
 
 
+# paper-reported: learned embeddings need d = O(R log N), frozen random embeddings (E_s and U) a power
+# of N. frozen-subjects is our own variant: the paper states nothing about it, so it gets no verdict.
+PREDICTED_CAPACITY_FORMS = {"learned": "log", "frozen": "power"}
+# derived-here: a form is preferred only on strong evidence, Delta AIC >= 6 (and the lower
+# leave-one-d-out error); the usual reading of 2 is too weak for 10 points on a 0.25 grid in log2 N.
+CAPACITY_MIN_DELTA_AIC = 6.0
+MODEL_ORDER = ("learned", "frozen", "frozen-subjects")
+
+
+def select_capacity_experiment(points: Iterable[Mapping[str, Any]], experiment: Any,
+                               min_delta_aic: float = CAPACITY_MIN_DELTA_AIC) -> dict[str, Any]:
+    """Log against power for the capacity points of a max_capacity search, per model (from each line's
+    model) and R. Returns ``{"response", "forms", "min_delta_aic", "models": {model: {"predicted",
+    "verdict", "verdict_reason", "points", "selection" (compare.select_capacity_by_group), "budget":
+    {"checked", "flagged", "checks"}}}}``; the verdict per model is consistent when every R group
+    prefers the predicted form, inconsistent when one prefers the other, else inconclusive."""
+    tagged = points_with_model(points, experiment)
+    present = {p["model"] for p in tagged}
+    models: dict[str, Any] = {}
+    for model in [m for m in MODEL_ORDER if m in present] + sorted(present - set(MODEL_ORDER)):
+        rows = [p for p in tagged if p["model"] == model]
+        predicted = PREDICTED_CAPACITY_FORMS.get(model)
+        selection = select_capacity_by_group(rows, "R", predicted=predicted, min_delta_aic=min_delta_aic)
+        verdicts = [g.get("verdict") for g in selection["groups"]]
+        if predicted is None:
+            overall = None
+        elif "inconsistent" in verdicts:
+            overall = "inconsistent"
+        elif verdicts and all(v == "consistent" for v in verdicts):
+            overall = "consistent"
+        else:
+            overall = "inconclusive"
+        checks = [p["budget_check"] for p in rows if p.get("budget_check")]
+        flagged = [c for c in checks if c.get("reached")]
+        budget = {"checked": len([c for c in checks if "reached" in c]), "flagged": len(flagged), "checks": checks}
+        parts = []
+        for g in selection["groups"]:
+            text = g.get("verdict_reason") or g.get("preferred_reason") or g.get("error")
+            parts.append(f"R={g['R']}: {g.get('preferred')} ({text})")
+        if checks:
+            factor = checks[0].get("factor")
+            parts.append(f"training budget: {len(flagged)} of {budget['checked']} largest-d points store one grid "
+                         f"step more with {factor:g}x the steps" + (" (flagged: the largest-d capacity is "
+                                                                    "budget-limited)" if flagged else ""))
+        models[model] = {"predicted": predicted, "verdict": overall, "verdict_reason": "; ".join(parts),
+                         "points": rows, "selection": selection, "budget": budget}
+    return {"response": "log2 N_max", "forms": dict(CAPACITY_FORMS), "min_delta_aic": min_delta_aic,
+            "models": models}
+
+
 def judge_search(entry: dict, experiment: Any, sweep: Any) -> None:
-    """The registry's search-judge hook: a min-size search over d is judged log against power."""
+    """The registry's search-judge hook: a min-size search over d is judged log against power on
+    d_min(N); a capacity search on log2 N_max(d), drawn by this system's capacity pages."""
     if experiment.kind == "min_size":
         entry["dmin"] = select_d_min_experiment(sweep.points, experiment)
+    elif experiment.kind == "max_capacity":
+        entry["capacity"] = select_capacity_experiment(sweep.points, experiment)
+        entry["page_kinds"] = [*entry.get("page_kinds", []), "geo_capacity"]

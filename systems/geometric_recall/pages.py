@@ -27,16 +27,18 @@ from recallkit.reports.tables import draw_table
 from recallkit.theory.errors import InputError
 
 __all__ = ["construction_figure", "probe_figure", "zero_shot_figure", "multi_hop_figure", "geometric_pages",
-           "geometric_rows", "geometric_kind", "trained_dmin_points"]
+           "geometric_rows", "geometric_kind", "trained_dmin_points", "capacity_figure", "capacity_pages",
+           "capacity_rows"]
 
 GEOMETRIC_KINDS = ("construction", "probes", "zero_shot", "multi_hop", "d_min")
-MODEL_NAMES = {"learned": "learned subjects", "frozen-subjects": "frozen random subjects",
-               "construction": "construction (no training)"}
+MODEL_NAMES = {"learned": "learned subjects", "frozen": "frozen random E_s and U",
+               "frozen-subjects": "frozen random E_s only", "construction": "construction (no training)"}
+INIT_NAMES = {"smart": "smart (pinv of readouts)", "sum": "plain sum of attributes", "random": "random"}
 # What each experiment checks against geometric recall, for the summary table's "line" column.
 CHECKS = {
     "construction": "construction: 100% at predicted k, < 100% at k = ceil(log2 N) - 2",
-    "probes": "linear readout from learned subject embeddings near perfect (held-out subjects)",
-    "zero_shot": "smart init, no training: learned MLP high, frozen-random MLP not",
+    "probes": "readout from learned subject embeddings near perfect (held-out subjects, linear or logit decoder)",
+    "zero_shot": "smart init, no training: learned >= 0.8, frozen E_s and U at least 0.5 below",
     "multi_hop": "d_min grows with hops without CoT, flat with CoT",
 }
 
@@ -95,11 +97,11 @@ def trained_dmin_points(dmin: dict | None) -> list[dict]:
     """Boundary points of a summary entry's ``dmin`` ({"learned"|"frozen": {"points"}}) with the
     ``model`` key that ``runners.construction_gap_table`` reads."""
     out = []
-    for kind, model in (("learned", "learned"), ("frozen", "frozen-subjects")):
+    for kind, model in (("learned", "learned"), ("frozen", "frozen")):
         for p in ((dmin or {}).get(kind) or {}).get("points", []):
             if p.get("censored") or p.get("d") is None or p.get("R") is None:
                 continue
-            out.append({**p, "model": model})
+            out.append({**p, "model": p.get("model", model)})
     return out
 
 
@@ -166,7 +168,7 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
                                       f"{result.get('failure_probability', 0.01):g})")[0]
                     handles[h.get_label()] = h
             for i, (key, name) in enumerate((("learned_d_min", "trained d_min, learned subjects"),
-                                             ("frozen_d_min", "trained d_min, frozen random subjects"))):
+                                             ("frozen_d_min", "trained d_min, frozen random embeddings"))):
                 tr = [(r["N"], r[key]) for r in here if r.get(key) is not None]
                 if tr:
                     h = ax.plot(*zip(*tr), ls="none", marker="*" if i == 0 else "X", ms=10, mec="black",
@@ -187,10 +189,73 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
 
 # ----------------------------------------------------------------------------- probes
 def probe_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE) -> Figure:
-    """Linear readout probes: a table per model (mean over seeds) and per-relation held-out accuracy."""
+    """Readout probes. Results with a ``summary`` list (two decoders, controls, superposition R^2): accuracy
+    against d / (R log2 N) and the table. Older results (one linear probe per model): :func:`_linear_probe_figure`."""
     rows = _need(result, "rows", "probes")
     if not rows:
         raise InputError("probes.rows: expected a non-empty list")
+    if not isinstance(result.get("summary"), list):
+        return _linear_probe_figure(result, title, size)
+    summary = result["summary"]
+    for i, row in enumerate(summary):
+        for key in ("model", "R", "d", "x", "linear", "logit", "shuffled", "superposition_r2", "superposition_chance"):
+            _need(row, key, f"probes.summary[{i}]")
+    models = [m for m in ("learned", "frozen", "frozen-subjects", "construction") if any(r["model"] == m for r in summary)]
+    Rs = sorted({r["R"] for r in summary})
+    chance = rows[0].get("chance")
+    with style_context():
+        fig, y_text = _page(title or "Readout probes")
+        fig.text(0.03, y_text, textwrap.fill(
+            "Per relation r, an affine map from subject embeddings, fitted on training subjects (>= 8 d of them, "
+            "ridge by 5-fold cross-validation) and scored on held-out subjects. Linear: to the attribute vectors "
+            "U_pi_r(s), read out as the nearest one. Logits: to the model's residual output h(s, r), read out "
+            "through the model's own logits U h. Shuffled: the linear probe fitted to permuted labels (control; "
+            "selectivity = linear - shuffled). R^2: E_s ~ sum_r U_pi_r(s) A_r against its chance R d / N. A linear "
+            "map can pick one of R superposed components only as far as they sit in separate subspaces, so the "
+            "linear readout falls with R at fixed d / (R log2 N). " + _settings_line(result, skip=("lr",)), 165),
+            fontsize=8.2, va="top", color="0.25")
+        ax = fig.add_axes((0.07, 0.47, 0.40, y_text - 0.62))
+        for i, m in enumerate([m for m in models if m != "construction"]):
+            for j, R in enumerate(Rs):
+                mine = sorted((r for r in summary if r["model"] == m and r["R"] == R), key=lambda r: r["x"])
+                if not mine:
+                    continue
+                xs = [r["x"] for r in mine]
+                colour = CYCLE[2 * i + j]
+                ax.plot(xs, [r["linear"] for r in mine], color=colour, marker=MARKERS[j], lw=1.6,
+                        label=f"{MODEL_NAMES.get(m, m)}, R = {R}: linear")
+                ax.plot(xs, [r["logit"] for r in mine], color=colour, marker=MARKERS[j], lw=1.6, ls="--",
+                        label=f"{MODEL_NAMES.get(m, m)}, R = {R}: logits")
+        built = [r for r in summary if r["model"] == "construction"]
+        if built:
+            ax.scatter([r["x"] for r in built], [r["linear"] for r in built], marker="*", s=110, color="black",
+                       zorder=4, label="construction (exact superposition)")
+        if chance is not None:
+            ax.axhline(chance, color="0.4", ls=":", lw=1.2)
+            ax.text(ax.get_xlim()[1], chance, "chance 1/N ", va="bottom", ha="right", fontsize=8, color="0.3")
+        ax.set_ylim(-0.02, 1.04)
+        ax.set_xlabel("d / (R log2 N)")
+        ax.set_ylabel("held-out readout accuracy (mean over seeds)")
+        ax.grid(alpha=0.25)
+        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        header = ["model", "R", "d", "d/(R log2 N)", "linear,\nheld out", "logits,\nheld out", "linear,\ntrain subj.",
+                  "shuffled labels,\nheld out / train", "selectivity", "superposition R^2\n(chance R d / N)",
+                  "model accuracy\non its facts"]
+        cells = [[MODEL_NAMES.get(r["model"], r["model"]), str(r["R"]), str(r["d"]), f"{r['x']:.2f}", f"{r['linear']:.3f}",
+                  f"{r['logit']:.3f}", _fmt(r.get("linear_train"), 3),
+                  f"{r['shuffled']:.3f} / {_fmt(r.get('shuffled_train'), 3)}", _fmt(r.get("selectivity"), 3),
+                  f"{r['superposition_r2']:.2f} ({r['superposition_chance']:.2f})", _fmt(r.get("train_accuracy_model"), 3)]
+                 for r in sorted(summary, key=lambda r: (models.index(r["model"]), r["R"], r["d"]))]
+        ax_t = fig.add_axes((0.03, 0.10, 0.94, 0.30))
+        draw_table(ax_t, header, cells, [0.17, 0.04, 0.04, 0.08, 0.07, 0.07, 0.08, 0.13, 0.08, 0.13, 0.11], fontsize=8)
+        _verdict_caption(fig, result, width=185)
+    return fig
+
+
+def _linear_probe_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE) -> Figure:
+    """Linear readout probes of a result from before the two-decoder protocol: a table per model (mean over
+    seeds) and per-relation held-out accuracy."""
+    rows = result["rows"]
     models = [m for m in ("learned", "frozen-subjects", "construction") if any(r.get("model") == m for r in rows)]
     models += sorted({r.get("model") for r in rows} - set(models))
     chance = rows[0].get("chance")
@@ -242,42 +307,45 @@ def zero_shot_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE
     rows = _need(result, "rows", "zero_shot")
     if not rows:
         raise InputError("zero_shot.rows: expected a non-empty list")
-    models = [m for m in ("learned", "frozen-subjects") if any(r.get("model") == m for r in rows)]
+    models = [m for m in ("learned", "frozen", "frozen-subjects") if any(r.get("model") == m for r in rows)]
+    models += sorted({r.get("model") for r in rows} - set(models))
+    inits = [i for i in ("smart", "sum", "random") if any(i in r for r in rows)]
     steps = rows[0].get("steps", (result.get("settings") or {}).get("transfer_steps"))
     header = ["model", "subject init", "seeds", "no training", "no training,\nMLP removed",
               f"after {steps} embedding-\nonly steps"]
     cells = []
     for m in models:
         mine = [r for r in rows if r.get("model") == m]
-        for init in ("random", "smart"):
+        for init in inits:
             got = [r[init] for r in mine if init in r]
             if not got:
                 continue
             def mean(key):
                 vals = [g.get(key) for g in got if g.get(key) is not None]
                 return "n/a" if not vals else f"{np.mean(vals):.3f}"
-            cells.append([MODEL_NAMES.get(m, m), init, str(len(got)), mean("accuracy_no_training"),
+            cells.append([MODEL_NAMES.get(m, m), INIT_NAMES.get(init, init), str(len(got)), mean("accuracy_no_training"),
                           mean("accuracy_no_training_without_mlp"), mean("accuracy_after")])
     with style_context():
         fig, y_text = _page(title or "Zero-shot transfer to new bijections")
         fig.text(0.03, y_text, textwrap.fill(
             "The trained MLP, relation embeddings and unembedding are frozen; R new random bijections; new subject "
-            "embeddings start random or 'smart' (superposition of the new attributes' vectors through per-relation "
-            "maps fitted on the trained model), then only they are trained. Accuracy over all N R new facts, mean "
-            "over seeds. 'MLP removed': the same start read through the residual path alone. "
-            + _settings_line(result), 145), fontsize=8.5, va="top", color="0.25")
-        ax_t = fig.add_axes((0.03, y_text - 0.30, 0.94, 0.22))
-        draw_table(ax_t, header, cells, [0.24, 0.12, 0.08, 0.14, 0.18, 0.20], fontsize=9)
-        ax = fig.add_axes((0.08, 0.17, 0.55, y_text - 0.52))
+            "embeddings start 'smart' (e = [U_a1 ... U_aR] pinv([W_1 ... W_R]), W_r the per-relation linear readouts "
+            "fitted on the trained subjects), as the plain sum of the new attributes' vectors, or random; then only "
+            "they are trained. Accuracy over all N R new facts, mean over seeds. 'MLP removed': the same start read "
+            "through the residual path alone. " + _protocol_line(result) + _settings_line(result), 150),
+            fontsize=8.5, va="top", color="0.25")
+        ax_t = fig.add_axes((0.03, y_text - 0.42, 0.94, 0.28))
+        draw_table(ax_t, header, cells, [0.22, 0.19, 0.07, 0.13, 0.16, 0.19], fontsize=9)
+        ax = fig.add_axes((0.08, 0.17, 0.50, y_text - 0.62))
         for i, m in enumerate(models):
-            for init, ls in (("smart", "-"), ("random", "--")):
+            for init, ls in (("smart", "-"), ("sum", ":"), ("random", "--")):
                 curves = [r[init]["curve"] for r in rows if r.get("model") == m and init in r and r[init].get("curve")]
                 if not curves:
                     continue
                 steps_at = np.array([c[0] for c in curves[0]], dtype=float)
                 acc = np.mean([[c[1] for c in curve] for curve in curves if len(curve) == len(curves[0])], axis=0)
                 ax.plot(steps_at, acc, ls=ls, marker=MARKERS[i], ms=4, color=CYCLE[i],
-                        label=f"{MODEL_NAMES.get(m, m)}, {init} init")
+                        label=f"{MODEL_NAMES.get(m, m)}, {INIT_NAMES.get(init, init)}")
         ax.set_xscale("symlog", linthresh=1)
         ax.set_xlabel("embedding-only training steps (0 = zero-shot)")
         ax.set_ylabel("accuracy on the new facts")
@@ -287,6 +355,16 @@ def zero_shot_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE
                   title_fontsize=9)
         _verdict_caption(fig, result)
     return fig
+
+
+def _protocol_line(result: dict) -> str:
+    protocol = result.get("protocol") or {}
+    if not protocol:
+        return ""
+    settings = result.get("settings") or {}
+    return (f"Protocol: N >= 8 R d ({settings.get('N')} >= {8 * settings.get('R', 0) * settings.get('d', 0)}); learned "
+            f"model at d = {protocol.get('d_half')} gets every fact right (so d >= 2 d_min): "
+            f"{'yes' if protocol.get('d >= 2 d_min') else 'no'}. ")
 
 
 # ----------------------------------------------------------------------------- multi-hop
@@ -397,3 +475,152 @@ def geometric_rows(exp: dict) -> list[dict]:
              "verdict": result.get("verdict"),
              "verdict_reason": result.get("verdict_reason"), "n_points": n_points, "n_censored": 0,
              "C": None, "C_ci": None}]
+
+
+# ----------------------------------------------------------------------------- capacity N_max(d)
+CAPACITY_MODEL_NAMES = {"learned": "learned embeddings", "frozen": "frozen random E_s and U (the paper's control)",
+                        "frozen-subjects": "frozen random E_s only (U trained; our variant)"}
+CAPACITY_TABLE_NAMES = {"learned": "learned", "frozen": "frozen E_s, U", "frozen-subjects": "frozen E_s only"}
+
+
+def _fmt(value, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(interval) -> str:
+    if not interval or interval[0] is None:
+        return ""
+    return f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def _capacity_models(capacity: dict) -> list[str]:
+    """Model names in reading order (learned, frozen, frozen-subjects, then any other), whatever the JSON order."""
+    models = list(capacity.get("models") or {})
+    order = list(CAPACITY_MODEL_NAMES)
+    return sorted(models, key=lambda m: (order.index(m) if m in order else len(order), m))
+
+
+def capacity_table_rows(capacity: dict) -> list[list[str]]:
+    """One row per (model, R): the two fits, Delta AIC, preferred form, prediction, verdict, budget check."""
+    rows = []
+    for model in _capacity_models(capacity):
+        result = capacity["models"][model]
+        flagged = (result.get("budget") or {}).get("flagged", 0)
+        checked = (result.get("budget") or {}).get("checked", 0)
+        for g in (result.get("selection") or {}).get("groups", []):
+            log, power = g.get("log") or {}, g.get("power") or {}
+            rows.append([CAPACITY_TABLE_NAMES.get(model, model), str(g.get("R")),
+                         str(g.get("n_points", 0)) + (f" (+{len(g.get('censored') or [])} cens.)" if g.get("censored") else ""),
+                         f"{_fmt(log.get('b'))}{_ci(log.get('b_ci'))}",
+                         f"{_fmt(power.get('b'))}{_ci(power.get('b_ci'))}",
+                         _fmt(g.get("delta_aic"), 1), str(g.get("preferred")), str(result.get("predicted") or "none"),
+                         str(g.get("verdict") or "no verdict"), f"{flagged} of {checked} flagged" if checked else "n/a"])
+    return rows
+
+
+def capacity_figure(capacity: dict, title: str | None = None, size=PAGE_LANDSCAPE) -> Figure:
+    """log2 N_max against d, one panel per model: points per seed, the log form (solid, straight in d)
+    and the power form (dashed, straight in log2 d), the budget check at the largest d, and the table."""
+    models = _need(capacity, "models", "capacity")
+    if not models:
+        raise InputError("capacity.models: expected at least one model")
+    for model, result in models.items():
+        if not _need(result, "points", f"capacity.models.{model}"):
+            raise InputError(f"capacity.models.{model}.points: expected a non-empty list")
+    names = _capacity_models(capacity)
+    with style_context():
+        fig, y_text = _page(title or "Capacity N_max(d): log against power")
+        fig.text(0.03, y_text, textwrap.fill(
+            "N_max = largest N (on a 2^(1/4) grid) whose N R facts the trained model gets 100% right, per seed. "
+            "Solid: log2 N_max = a + b d (d = O(log N), predicted for learned embeddings); dashed: log2 N_max = "
+            "a + b log2 d (a power law, predicted for frozen random embeddings). A form is preferred when its AIC is "
+            f"lower by >= {capacity.get('min_delta_aic', 6):g} and its leave-one-d-out error is lower. Triangle: the "
+            "budget check at the largest d (the failed grid neighbour retrained with more steps; filled = it then "
+            "passes, so the point is flagged).", 160), fontsize=8.5, va="top", color="0.25")
+        gs = fig.add_gridspec(1, len(names), left=0.06, right=0.985, top=y_text - 0.11, bottom=0.30, wspace=0.18)
+        rng = np.random.default_rng(0)  # fixed jitter: the same figure every build
+        for j, model in enumerate(names):
+            result = models[model]
+            ax = fig.add_subplot(gs[0, j])
+            points = result["points"]
+            groups = {g.get("R"): g for g in (result.get("selection") or {}).get("groups", [])}
+            Rs = sorted({p.get("R") for p in points}, key=lambda r: (r is None, r))
+            for i, R in enumerate(Rs):
+                colour = CYCLE[i % len(CYCLE)]
+                here = [p for p in points if p.get("R") == R]
+                ok = [p for p in here if not p.get("censored") and p.get("N")]
+                d = np.array([p["d"] for p in ok], dtype=float)
+                ax.scatter(d * np.exp(rng.uniform(-0.02, 0.02, len(d))), np.log2([p["N"] for p in ok]), s=22,
+                           alpha=0.75, color=colour, edgecolors="none", label=f"R = {R}: N_max per seed")
+                cens = [p for p in here if p.get("censored") and p.get("N")]
+                if cens:
+                    ax.scatter([p["d"] for p in cens], np.log2([p["N"] for p in cens]), s=40, facecolors="white",
+                               edgecolors=colour, linewidths=1.3, label="censored (search bound)")
+                g = groups.get(R) or {}
+                if ok and "log" in g:
+                    grid = np.linspace(min(d), max(d), 80)
+                    log, power = g["log"], g["power"]
+                    ax.plot(grid, log["a"] + log["b"] * grid, color=colour, lw=1.6,
+                            label=f"log: b = {log['b']:.2f} per dim")
+                    ax.plot(grid, power["a"] + power["b"] * np.log2(grid), color=colour, lw=1.6, ls="--",
+                            label=f"power: N ~ d^{power['b']:.2f}")
+                checks = [p["budget_check"] for p in here if p.get("budget_check") and p["budget_check"].get("N")]
+                for c in checks:
+                    ax.scatter([c["d"]], [math.log2(c["N"])], marker="^", s=46, color=colour if c.get("reached") else "white",
+                               edgecolors=colour, linewidths=1.3, zorder=4)
+                if checks:
+                    factor = checks[0].get("factor", 3)
+                    ax.scatter([], [], marker="^", s=46, color="0.5", edgecolors="0.3",
+                               label=f"{factor:g}x steps at the answer's neighbour (filled: passes)")
+                if g.get("preferred"):
+                    verdict = g.get("verdict") or "no prediction"
+                    said = "no form preferred" if g["preferred"] == "inconclusive" else f"prefers {g['preferred']}"
+                    ax.text(0.02, 0.98 - 0.13 * i, f"R = {R}: {said}, AIC(power) - AIC(log) = "
+                            f"{_fmt(g.get('delta_aic'), 1)}\npredicted {result.get('predicted') or 'none'}: {verdict}",
+                            transform=ax.transAxes, va="top", fontsize=8.5,
+                            bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(g.get("verdict"), "white"),
+                                      edgecolor="0.6"), zorder=5)
+            ax.set_xlabel("embedding dimension d")
+            if j == 0:
+                ax.set_ylabel("log2 N_max")
+            ax.set_title(CAPACITY_MODEL_NAMES.get(model, model), fontsize=10)
+            ax.grid(alpha=0.25)
+            ax.legend(fontsize=7.5, loc="lower right")
+        header = ["model", "R", "points", "log: b (per dim)\n[95% CI]", "power: N ~ d^b,\nb [95% CI]",
+                  "AIC(power)\n- AIC(log)", "preferred", "predicted\n(paper)", "verdict", "budget check\n(largest d)"]
+        cells = capacity_table_rows(capacity)
+        colours = [[None] * 8 + [VERDICT_COLOURS.get(row[8])] + [None] for row in cells]
+        ax_t = fig.add_axes((0.03, 0.02, 0.94, 0.18))
+        draw_table(ax_t, header, cells, [0.13, 0.04, 0.08, 0.13, 0.13, 0.08, 0.08, 0.08, 0.10, 0.11], fontsize=8.5,
+                   cell_colours=colours)
+    return fig
+
+
+def capacity_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> list[tuple[str, Callable[[], Figure]]]:
+    """The capacity page of a max_capacity search entry that this system's judge filled (``exp["capacity"]``)."""
+    capacity = exp.get("capacity") or {}
+    if not capacity.get("models"):
+        return []
+    return [("capacity-forms", lambda: capacity_figure(capacity, title=f"{head}: N_max(d), log against power"))]
+
+
+def capacity_rows(exp: dict) -> list[dict]:
+    """Summary rows: one per (model, R) with the log-against-power verdict of log2 N_max(d)."""
+    rows = []
+    capacity = exp.get("capacity") or {}
+    for model in _capacity_models(capacity):
+        result = capacity["models"][model]
+        for g in (result.get("selection") or {}).get("groups", []):
+            preferred = g.get("preferred")
+            fit = (g.get("log") if preferred == "log" else g.get("power")) or {}
+            rows.append({
+                "experiment": exp["name"], "line": f"{model}, R = {g.get('R')}: log2 N_max vs "
+                + ("d" if preferred == "log" else "log2 d"),
+                "threshold": 1.0, "x": "N_max(d): log vs power", "slope": fit.get("b"), "slope_ci": fit.get("b_ci"),
+                "slope_ci_bootstrap": None, "predicted_slope": None, "delta": None, "alpha": g.get("alpha"),
+                "dominant": (f"predicted {result['predicted']}, " if result.get("predicted") else "no prediction, ")
+                + f"data prefer {preferred} (Delta AIC {_fmt(g.get('delta_aic'), 1)})",
+                "verdict": g.get("verdict"), "verdict_reason": result.get("verdict_reason"),
+                "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []), "C": None, "C_ci": None,
+            })
+    return rows

@@ -8,7 +8,12 @@ Initial weights (``"instance"`` stream after the bijections, for the frozen subj
 ``"init"`` for the rest): E_s, E_r and the rows of U uniform on the unit sphere, W1 entries
 N(0, 1/d), b1 = 0, W2 entries N(0, 1/m).
 - ``learned``: E_s, E_r, W1, b1, W2, U all trained.
-- ``frozen-subjects``: E_s stays at its random initial value (the control).
+- ``frozen-subjects``: E_s stays at its random initial value; U, E_r and the MLP are trained.
+- ``frozen``: E_s and U both stay at their random initial values (unit sphere); E_r and the MLP are
+  trained. This is the paper's frozen-random-embedding control: with U trained, U itself can hold a
+  geometric code, so ``frozen-subjects`` is a different (weaker) control.
+The frozen tables are the very draws the learned model starts from, so the three models differ only
+in what is trained.
 Success is 100% accuracy over all N*R facts; ``accuracy`` = ``train_accuracy`` over them.
 
 Measured (engine, full-batch Adam lr 0.01, <= 1000 steps, stop at 100%, m = 4d, seed 0, 1 thread):
@@ -42,6 +47,8 @@ class FactBijections:
             self.frozen_subjects = None
         else:
             self.frozen_subjects = subjects
+        # the frozen model keeps U at its initial draw (same stream and values as the trained U starts from)
+        self.frozen_unembedding = self.params.pop("U") if self.model == "frozen" else None
         n = task.N * task.R
         self.subject_of = (torch.arange(n) % task.N).to(device)
         self.relation_of = (torch.arange(n) // task.N).to(device)
@@ -59,16 +66,22 @@ class FactBijections:
             "U": unit_sphere(self.N, d, gen),
         }
 
+    def subject_table(self, params) -> torch.Tensor:
+        return params["Es"] if self.frozen_subjects is None else self.frozen_subjects
+
+    def unembedding(self, params) -> torch.Tensor:
+        return params["U"] if self.frozen_unembedding is None else self.frozen_unembedding
+
     def forward(self, params, facts: torch.Tensor) -> torch.Tensor:
         """facts [M, n] fact indices -> logits [M, n, N]."""
-        subjects = params["Es"] if self.frozen_subjects is None else self.frozen_subjects
+        subjects = self.subject_table(params)
         s, r = facts % self.N, facts // self.N
         x = subjects.gather(1, s[..., None].expand(*s.shape, self.d)) + params["Er"].gather(
             1, r[..., None].expand(*r.shape, self.d)
         )
         hidden = torch.relu(torch.einsum("mnd,mkd->mnk", x, params["W1"]) + params["b1"][:, None, :])
         h = x + torch.einsum("mnk,mdk->mnd", hidden, params["W2"])
-        return torch.bmm(h, params["U"].transpose(1, 2))
+        return torch.bmm(h, self.unembedding(params).transpose(1, 2))
 
     def _all_facts(self) -> torch.Tensor:
         M = self.labels.shape[0]

@@ -97,15 +97,21 @@ def test_points_from_the_search_layer_get_their_model_from_the_line():
 
     experiment = SimpleNamespace(name="geo", model="learned", lines=[
         SimpleNamespace(label="learned, R=4", overrides={}),
-        SimpleNamespace(label="frozen, R=4", overrides={"model": "frozen-subjects"})])
+        SimpleNamespace(label="frozen, R=4", overrides={"model": "frozen"})])
     points = []
     for n in (64, 128, 256, 512, 1024):
         points.append({"line": "learned, R=4", "N": n, "R": 4, "d": 2 * np.log2(n) + 0.1 * (n % 3), "seed": 0, "censored": False})
         points.append({"line": "frozen, R=4", "N": n, "R": 4, "d": n**0.5 * (1 + 0.01 * (n % 3)), "seed": 0, "censored": False})
     tagged = points_with_model(points, experiment)
-    assert {p["model"] for p in tagged} == {"learned", "frozen-subjects"}
+    assert {p["model"] for p in tagged} == {"learned", "frozen"}
     report = select_d_min_experiment(points, experiment)
     assert report["learned"]["selection"]["verdict"] == "consistent"
     assert report["frozen"]["selection"]["verdict"] == "consistent"
+    # frozen-subjects (U trained) is not the paper's control: drawn on the frozen panel when it is the only
+    # one, labelled as itself, and given no prediction
+    experiment.lines[1].overrides["model"] = "frozen-subjects"
+    weaker = select_d_min_experiment(points, experiment)
+    assert weaker["frozen"]["label"] == "frozen random E_s only (U trained)"
+    assert weaker["frozen"]["selection"]["verdict"] is None
     with pytest.raises(InputError, match="not a line of experiment"):
         points_with_model([{"line": "other", "N": 4}], experiment)

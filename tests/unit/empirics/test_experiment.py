@@ -12,7 +12,8 @@ from recallkit.theory.errors import InputError
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [
     "tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig4_mlp_width", "tr_fig5_adam", "tr_fig6_adam",
-    "tr_fig7_adam", "tr_fig2_heatmap", "geo_dmin_learned_vs_frozen", "assoc_memory_linear", "assoc_memory_mlp",
+    "tr_fig7_adam", "tr_fig2_heatmap", "geo_dmin_learned_vs_frozen", "geo_capacity", "assoc_memory_linear",
+    "assoc_memory_mlp",
 ]
 
 MINIMAL = """

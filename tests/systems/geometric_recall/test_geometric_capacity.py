@@ -1,0 +1,114 @@
+"""Capacity N_max(d): the experiment file, the judge's log-against-power verdicts and the capacity page."""
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from recallkit.empirics.experiment import load_experiment
+from recallkit.systems.geometric_recall.judge import judge_search, select_capacity_experiment
+from recallkit.systems.geometric_recall.pages import capacity_figure, capacity_pages, capacity_rows
+
+# log2 N_max per d, two seeds: learned from the issue's single-seed sweep (1000 steps), seed 1 a
+# quarter-grid step away at two d; frozen E_s and U from the quick preset (seeds 0, 1).
+LEARNED = {3: (4.5, 4.5), 4: (5.5, 5.25), 5: (6.5, 6.5), 6: (7.5, 7.75), 7: (8.5, 8.5)}
+FROZEN = {6: (4.5, 4.75), 8: (5.25, 5.25), 11: (6.0, 6.0), 16: (7.0, 7.0), 23: (7.75, 7.75)}
+
+
+def points(line, table, flagged_at=None):
+    out = []
+    top = max(table)
+    for d, values in table.items():
+        for seed, log2n in enumerate(values):
+            p = {"line": line, "d": d, "N": round(2 ** log2n), "R": 4, "seed": seed, "threshold": 1.0,
+                 "censored": False, "censor_reason": None}
+            if d == top:
+                reached = flagged_at is not None and seed in flagged_at
+                p["budget_check"] = {"line": line, "d": d, "seed": seed, "threshold": 1.0, "key": "steps", "factor": 3.0,
+                                     "N": round(2 ** (log2n + 0.25)), "answer": p["N"], "value": 3000,
+                                     "accuracy": 1.0 if reached else 0.97, "reached": reached, "config_hash": "x"}
+                p["budget_flagged"] = reached
+            out.append(p)
+    return out
+
+
+@pytest.fixture
+def experiment():
+    return load_experiment("geo_capacity", "quick")
+
+
+@pytest.fixture
+def capacity(experiment):
+    pts = points("learned, R=4", LEARNED) + points("frozen, R=4", FROZEN, flagged_at={0})
+    return select_capacity_experiment(pts, experiment)
+
+
+def test_presets_load_with_their_own_d_per_model():
+    quick = load_experiment("geo_capacity", "quick")
+    assert [ln.overrides.get("model", quick.model) for ln in quick.lines] == ["learned", "frozen"]
+    assert quick.values_of(0) == [3, 4, 5, 6, 7] and quick.values_of(1) == [6, 8, 11, 16, 23]
+    assert quick.seeds == [0, 1] and quick.thresholds == [1.0] and quick.search.budget_factor == 3
+    assert quick.search.grid == pytest.approx(2 ** 0.25)
+    config = quick.build_config(quick.lines[1], 8, 38, 0)
+    assert config["model"] == "frozen" and config["R"] == 4 and config["steps"] == 1000
+    assert config["early_stop"] == pytest.approx(1 - 0.5 / (38 * 4))  # stop only when every fact is right
+    for preset in ("gpu", "paper"):
+        big = load_experiment("geo_capacity", preset)
+        assert {ln.label for ln in big.lines} >= {"learned, R=16", "frozen, R=16"} and len(big.seeds) >= 3
+        assert max(big.values_of(0)) <= 64 and max(v for i in range(len(big.lines)) for v in big.values_of(i)) <= 512
+        assert big.search.max == 16384
+
+
+def test_judge_pins_learned_log_and_frozen_power(capacity):
+    learned, frozen = capacity["models"]["learned"], capacity["models"]["frozen"]
+    assert learned["predicted"] == "log" and frozen["predicted"] == "power"
+    assert learned["verdict"] == "consistent" and frozen["verdict"] == "consistent"
+    g_learned, g_frozen = learned["selection"]["groups"][0], frozen["selection"]["groups"][0]
+    assert g_learned["delta_aic"] >= 6 and g_frozen["delta_aic"] <= -6
+    assert frozen["budget"] == {"checked": 2, "flagged": 1, "checks": frozen["budget"]["checks"]}
+    assert "1 of 2 largest-d points" in frozen["verdict_reason"] and "flagged" in frozen["verdict_reason"]
+    assert "0 of 2" in learned["verdict_reason"]
+    json.dumps(capacity)
+
+
+def test_swapped_data_are_inconsistent(experiment):
+    swapped = points("learned, R=4", FROZEN)  # the frozen model's curve, judged as the learned model
+    result = select_capacity_experiment(swapped, experiment)["models"]["learned"]
+    assert result["verdict"] == "inconsistent"
+
+
+def test_judge_hook_adds_the_capacity_page_kind(experiment):
+    entry = {"name": "geo_capacity", "kind": "max_capacity"}
+    judge_search(entry, experiment, SimpleNamespace(points=points("learned, R=4", LEARNED)))
+    assert entry["page_kinds"] == ["geo_capacity"] and list(entry["capacity"]["models"]) == ["learned"]
+    rows = capacity_rows(entry)
+    assert [r["verdict"] for r in rows] == ["consistent"] and rows[0]["line"] == "learned, R = 4: log2 N_max vs d"
+
+
+def test_capacity_page_draws_both_models_and_the_table(capacity):
+    fig = capacity_figure(capacity)
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["learned embeddings", "frozen random E_s and U (the paper's control)"]
+    texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+    assert "predicted log: consistent" in texts and "predicted power: consistent" in texts
+    cells = [c.get_text().get_text() for ax in fig.axes for table in ax.tables for c in table.get_celld().values()]
+    assert "1 of 2 flagged" in cells and "0 of 2 flagged" in cells
+    assert capacity_pages({"capacity": capacity}, "1. x")[0][0] == "capacity-forms"
+    assert capacity_pages({"capacity": {}}, "1. x") == []
+
+
+def test_a_search_entry_gets_the_capacity_page_and_rows_through_page_kinds(capacity, tmp_path):
+    from recallkit.reports.pdf import build_report, summary_entries, validate_summary
+    from recallkit.theory.errors import InputError
+
+    entry = {"name": "geo_capacity", "kind": "max_capacity", "fits": [], "capacity": capacity,
+             "page_kinds": ["geo_capacity"]}
+    summary = {"schema": "recallkit.summary/1", "title": "t", "provenance": {}, "experiments": [entry]}
+    rows = summary_entries(summary)
+    assert [(r["line"], r["verdict"]) for r in rows] == [("learned, R = 4: log2 N_max vs d", "consistent"),
+                                                         ("frozen, R = 4: log2 N_max vs log2 d", "consistent")]
+    build_report(summary, tmp_path / "out")
+    assert (tmp_path / "out" / "figures" / "01-geo-capacity-capacity-forms.png").exists()
+    written = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [e["verdict"] for e in written["entries"]] == ["consistent", "consistent"]
+    with pytest.raises(InputError, match=r"summary.experiments\[0\].page_kinds: expected a list of registered"):
+        validate_summary({**summary, "experiments": [{**entry, "page_kinds": ["nope"]}]})
