@@ -1017,6 +1017,7 @@ def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int],
 # [geometric] table that only this runner reads.
 
 _INT_LIST, _INT, _FLOAT, _STR, _STR_LIST = "list of positive integers", "positive integer", "positive number", "string", "list of strings"
+_INTS = "positive integer or list of positive integers"  # read as a list
 GEOMETRIC_SCHEMA: dict[str, dict[str, tuple[str, Any]]] = {
     # experiment kind -> preset key -> (expected type, default; None = required)
     "construction": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
@@ -1024,7 +1025,7 @@ GEOMETRIC_SCHEMA: dict[str, dict[str, tuple[str, Any]]] = {
                      "k_max": (_INT, 64)},
     "d_min": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]), "d_grid": (_INT_LIST, None),
               "models": (_STR_LIST, ["learned", "frozen"]), "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
-    "probes": {"N": (_INT, None), "R": (_INT_LIST, None), "d": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
+    "probes": {"N": (_INT, None), "R": (_INTS, None), "d": (_INTS, None), "seeds": (_INT_LIST, [0]),
                "lr": (_FLOAT, 1e-2), "steps": (_INT, 300), "test_fraction": (_FLOAT, 0.25),
                "models": (_STR_LIST, ["learned", "frozen"])},
     "zero_shot": {"N": (_INT, None), "R": (_INT, None), "d": (_INT, None), "seeds": (_INT_LIST, [0]),
@@ -1046,9 +1047,12 @@ def _check_value(value: Any, kind: str, where: str) -> Any:
         _FLOAT: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
         _STR: lambda v: isinstance(v, str),
         _STR_LIST: lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) for x in v),
+        _INTS: lambda v: positive_int(v) or (isinstance(v, list) and len(v) > 0 and all(positive_int(x) for x in v)),
     }[kind](value)
     if not ok:
         raise InputError(f"{where}: expected a {kind}, got {value!r}")
+    if kind == _INTS and not isinstance(value, list):
+        return [value]
     return value
 
 

@@ -73,12 +73,12 @@ PROBES = """
 name = "tiny_probes"
 kind = "probes"
 pack = "geometric_recall"
-description = "tiny linear readout probes (test): its figure iterates over dict keys"
+description = "tiny readout probes (test): its figure iterates over dict keys"
 
 [geometric.presets.quick]
-N = 64
+N = 128
 R = 2
-d = 16
+d = 8
 seeds = [0]
 steps = 100
 """

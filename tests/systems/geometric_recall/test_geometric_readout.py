@@ -45,3 +45,13 @@ def test_shipped_presets_follow_the_protocol():
         s = g.load_geometric_experiment("geometric_probes", preset)["settings"]
         assert s["N"] * (1 - s["test_fraction"]) >= 8 * max(s["d"]) and set(s["R"]) >= {2, 4}
         assert {"learned", "frozen"} <= set(s["models"])
+
+
+def test_one_r_or_d_reads_as_a_list_and_a_bad_one_is_named(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('[geometric]\nname="p"\nkind="probes"\n[geometric.presets.quick]\nN=128\nR=2\nd=[4, 8]\n')
+    settings = g.load_geometric_experiment(path)["settings"]
+    assert settings["R"] == [2] and settings["d"] == [4, 8]
+    path.write_text('[geometric]\nname="p"\nkind="probes"\n[geometric.presets.quick]\nN=128\nR=[2, 0]\nd=8\n')
+    with pytest.raises(InputError, match=r"presets.quick.R: expected a positive integer or list of positive integers"):
+        g.load_geometric_experiment(path)
