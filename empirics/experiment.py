@@ -77,7 +77,7 @@ INTEGER_PARAMS = {
     "train_samples", "max_steps", "eval_every", "n_eval", "heads",
 }
 # Parameters whose value is a name, not an expression (e.g. features = "relu_centred").
-STRING_PARAMS = {"features"}
+STRING_PARAMS = {"features", "mlp_input"}
 # Upper limits on sizes: a typo such as d = 1e9 must fail at load time, not allocate terabytes.
 # The same limits as a run config's (empirics.config), so an experiment cannot ask for a size
 # that its own run configs would then refuse.

@@ -11,7 +11,7 @@ SYSTEM = System(
     title="Token retrieval: attention-only and attention-MLP, three-step GD and Adam",
     root=Path(__file__).resolve().parent,
     tasks=(Task("token_retrieval", config=f"{__name__}.config:TokenRetrievalConfig",
-                problem=f"{__name__}.task:TokenRetrieval", trainers=("three_step", "adam", "adamw")),),
+                problem=f"{__name__}.task:TokenRetrieval", trainers=("three_step", "two_step_then_fit", "adam", "adamw")),),
     report=("tr_fig2_attention_only", "tr_fig3_attention_mlp"),
     report_steps=(f"{__name__}.steps:term_probe_entry",),
     probe=f"{__name__}.judge:run_probe",
