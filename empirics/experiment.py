@@ -13,6 +13,8 @@ Schema (every key below is checked; an unknown key is an error)::
     size = "d"                             # searched variable (default d; N for max_capacity)
     metric = "accuracy"                    # metric compared with the thresholds (default accuracy)
     thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t
+    relative_thresholds = [0.5]            # search.method = "curve" only: t = this fraction of each
+                                           # (line, base) instance's ceiling (stored, reported)
 
     [[lines]]                              # one or more lines through the scaling plane
     scaling = "N=V*log(V), L=V**0.5"       # assignments, evaluated in order, in base, size and earlier names
@@ -35,6 +37,13 @@ Schema (every key below is checked; an unknown key is an error)::
     resolution = 0.0                       # stop when hi <= lo*(1+resolution) (always when hi-lo <= 1)
     bracket = 1.5                          # first bracket = [guess/bracket, guess*bracket]
     expand = 2.0                           # factor by which a bracket that missed is widened
+    method = "bisect"                      # bisect: per seed, integer bisection (below); curve: one
+                                           # seed-averaged accuracy curve per (line, base) on sizes shared
+                                           # by all seeds, isotonic fit, crossing interpolated in log size
+    points = 5                             # curve: sizes of the first round, log-spaced around the guess
+    ratio = 1.4142                         # curve: spacing of those sizes
+    ceiling = "4*V"                        # curve: the size (expression in the base) at which each
+                                           # instance's ceiling (its accuracy at large size) is measured
 
     [verdict]                              # handed to compare
     delta = 0.25                           # equivalence margin on the slope
@@ -84,12 +93,13 @@ STRING_PARAMS = {"features", "mlp_input"}
 SIZE_LIMITS = {"V": MAX_V, "N": MAX_N, "d": MAX_D, "L": MAX_L, "m": MAX_M, "R": MAX_R}
 _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
-    "thresholds", "lines", "fixed", "search", "verdict", "presets",
+    "thresholds", "relative_thresholds", "lines", "fixed", "search", "verdict", "presets",
 }
 _LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed"}
-_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand"}
+_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "method", "points", "ratio", "ceiling"}
+SEARCH_METHODS = ("bisect", "curve")
 _VERDICT_KEYS = {"delta", "alpha", "reference_only"}
-_PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search", "lines"}
+_PRESET_KEYS = {"seeds", "sizes", "thresholds", "relative_thresholds", "fixed", "search", "lines"}
 
 
 class SafeExpression:
@@ -138,6 +148,16 @@ class SearchSettings:
     resolution: float = 0.0
     bracket: float = 1.5
     expand: float = 2.0
+    method: str = "bisect"
+    points: int = 5
+    ratio: float = 2 ** 0.5
+    ceiling: SafeExpression | None = None
+
+    def ceiling_size(self, base_name: str, base_value: int) -> int:
+        """The size at which a curve search measures the instance's ceiling (default: ``max``)."""
+        if self.ceiling is None:
+            return self.max
+        return max(self.min, _integer(self.ceiling.evaluate({base_name: base_value})))
 
 
 @dataclass
@@ -164,6 +184,11 @@ class Experiment:
     base_values: list[int]
     seeds: list[int]
     sizes: list[int]  # kind = "grid" only
+    relative_thresholds: list[float] = field(default_factory=list)  # search.method = "curve" only
+
+    def threshold_targets(self) -> list[tuple[float, bool]]:
+        """(value, relative) for every threshold: absolute ones, then fractions of the ceiling."""
+        return [(t, False) for t in self.thresholds] + [(t, True) for t in self.relative_thresholds]
 
     def planned_runs(self) -> int:
         """About how many models the sweep trains (an upper estimate for searches: the bracket plus a
@@ -171,6 +196,8 @@ class Experiment:
         cells = len(self.lines) * len(self.base_values) * len(self.seeds)
         if self.kind == "grid":
             return cells * len(self.sizes)
+        if self.search.method == "curve":  # first round + ceiling + about two more sizes per threshold
+            return cells * (self.search.points + 1 + 2 * len(self.threshold_targets()))
         ratio = math.log(self.search.max / self.search.min)
         step = math.log1p(self.search.resolution) if self.search.resolution > 0 else ratio / self.search.max
         return cells * (4 + math.ceil(math.log2(max(2.0, ratio / max(step, 1e-12)))))
@@ -213,7 +240,10 @@ class Experiment:
             "search": {"min": self.search.min, "max": self.search.max,
                        "start": self.search.start.text if self.search.start else None,
                        "resolution": self.search.resolution, "bracket": self.search.bracket,
-                       "expand": self.search.expand},
+                       "expand": self.search.expand, "method": self.search.method, "points": self.search.points,
+                       "ratio": self.search.ratio,
+                       "ceiling": self.search.ceiling.text if self.search.ceiling else None},
+            "relative_thresholds": self.relative_thresholds,
             "verdict": self.verdict, "preset": self.preset, self.base: self.base_values,
             "seeds": self.seeds, "sizes": self.sizes,
         }
@@ -443,6 +473,19 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     _unknown_keys(preset_search, _SEARCH_KEYS, f"{pw}.search")
     search_raw.update(preset_search)
     search = _search_settings(search_raw, kind, size, f"{shown}: search")
+    relative_raw = chosen.get("relative_thresholds", raw.get("relative_thresholds", []))
+    rw = f"{pw}.relative_thresholds" if "relative_thresholds" in chosen else f"{shown}: relative_thresholds"
+    if not isinstance(relative_raw, list):
+        raise InputError(f"{rw}: expected a list of fractions in (0, 1]")
+    relative_thresholds = []
+    for i, t in enumerate(relative_raw):
+        value = _number(t, f"{rw}[{i}]")
+        if not 0 < value <= 1:
+            raise InputError(f"{rw}[{i}]: expected a fraction of the ceiling in (0, 1], got {t!r}")
+        relative_thresholds.append(value)
+    if relative_thresholds and (kind != "min_size" or search.method != "curve"):
+        raise InputError(f"{rw}: only with kind = 'min_size' and search.method = 'curve' (the ceiling is measured "
+                         f"by the curve search)")
 
     verdict_raw = raw.get("verdict", {})
     if not isinstance(verdict_raw, dict):
@@ -481,12 +524,15 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         kind=kind, base=base, size=size, metric=_string(raw, "metric", w, "accuracy"),
         thresholds=thresholds, lines=lines, fixed=fixed, search=search, verdict=verdict, preset=preset,
         base_values=base_values, seeds=[int(s) for s in seeds_raw], sizes=sizes,
+        relative_thresholds=relative_thresholds,
     )
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
     from recallkit.empirics.config import check_memory, parse_config
 
     probe_sizes = sizes or [search.min, search.max]
+    if search.method == "curve":
+        probe_sizes = probe_sizes + [search.ceiling_size(base, b) for b in (min(base_values), max(base_values))]
     for i, line in enumerate(lines):
         for b in (min(base_values), max(base_values)):
             for s in (min(probe_sizes), max(probe_sizes)):
@@ -549,5 +595,24 @@ def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSet
         raise InputError(f"{where}.bracket: expected a number >= 1, got {bracket}")
     if expand <= 1:
         raise InputError(f"{where}.expand: expected a number > 1, got {expand}")
+    method = table.get("method", "bisect")
+    if method not in SEARCH_METHODS:
+        raise InputError(f"{where}.method: expected one of {', '.join(SEARCH_METHODS)}, got {method!r}")
+    if method == "curve" and kind != "min_size":
+        raise InputError(f"{where}.method: 'curve' is for kind = 'min_size' only, got kind = {kind!r}")
+    points = table.get("points", 5)
+    if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 64:
+        raise InputError(f"{where}.points: expected an integer in [2, 64], got {points!r}")
+    ratio = _number(table.get("ratio", 2 ** 0.5), f"{where}.ratio")
+    if ratio <= 1:
+        raise InputError(f"{where}.ratio: expected a number > 1, got {ratio}")
+    ceiling = None
+    if "ceiling" in table:
+        ceiling_raw = table["ceiling"]
+        if isinstance(ceiling_raw, int) and not isinstance(ceiling_raw, bool):
+            ceiling_raw = repr(ceiling_raw)
+        if not isinstance(ceiling_raw, str):
+            raise InputError(f"{where}.ceiling: expected an integer or an expression in the base variable")
+        ceiling = SafeExpression(ceiling_raw, set(SIZE_SYMBOLS), f"{where}.ceiling")
     return SearchSettings(min=table["min"], max=table["max"], start=start, resolution=resolution,
-                          bracket=bracket, expand=expand)
+                          bracket=bracket, expand=expand, method=method, points=points, ratio=ratio, ceiling=ceiling)

@@ -14,6 +14,15 @@ How one cell is searched:
    threshold is crossed or a search bound is hit (then the point is censored, with the reason).
 3. Bisect in log(size) on the integer grid until hi - lo <= 1 or hi <= lo*(1+resolution).
 
+``search.method = "curve"`` (min_size only) searches one curve per (line, base value) instead: every
+seed is trained at the same sizes, the metric is averaged over the seeds, a non-decreasing fit in
+log(size) is taken (``empirics.curves``) and each threshold's boundary is interpolated in log size. The
+first round probes ``search.points`` sizes spaced by ``search.ratio`` around the guess, plus the
+instance's ceiling size (``search.ceiling``); later rounds widen by ``expand`` where a threshold is not
+bracketed and bisect in log size where a bracket is wider than ``resolution``. Thresholds may also be
+fractions of the ceiling (the mean metric at the ceiling size; ``relative_thresholds``). Its boundary
+points carry the per-seed curves, so compare can bootstrap the seeds.
+
 A cell's state is a function of the runs it has seen, nothing else, so a run is a deterministic
 sequence of rounds. Each round batches every cell's next probe into one executor call (seeds share
 shapes, so the engine trains them together); thresholds are nested and share runs. Resume and
@@ -327,13 +336,17 @@ class SweepDriver:
     def run(self) -> SweepResult:
         started = time.perf_counter()
         exp = self.exp
+        curves = None
         if exp.kind == "grid":
             self._run_grid()
+            cells = []
+        elif exp.search.method == "curve":
+            curves = self._run_curves()
             cells = []
         else:
             cells = self._run_search()
         violations = self._violations()
-        points = self._points(cells, violations)
+        points = self._curve_points(curves) if curves is not None else self._points(cells, violations)
         result = SweepResult(
             experiment=exp, points=points, violations=violations, runs=self._run_rows(),
             reused=self.reused, computed=self.computed, failed=self.failed, missing=self.missing,
@@ -401,6 +414,205 @@ class SweepDriver:
         finally:
             if bar is not None:
                 bar.close()
+
+    # ------------------------------------------------------------------ curve search
+    def _curve_data(self, li: int, b: int) -> tuple[dict[int, dict[int, float]], dict[int, float], set[int]]:
+        """(per seed {size: metric}, {size: param_count}, sizes probed for any seed, failures included)."""
+        per_seed: dict[int, dict[int, float]] = {}
+        counts: dict[int, float] = {}
+        probed: set[int] = set()
+        for seed in self.exp.seeds:
+            values = {}
+            for size, value in self._known(li, b, seed).items():
+                probed.add(size)
+                if isinstance(value, float):
+                    values[size] = value
+                    h = self.hash_of[(li, b, size, seed)]
+                    entry = self.cache.get(h)
+                    if isinstance(entry, dict) and entry.get("param_count"):
+                        counts[size] = float(entry["param_count"])
+            per_seed[seed] = values
+        return per_seed, counts, probed
+
+    def _in_range(self, per_seed) -> tuple[list[int], list[float]]:
+        """The seed-mean curve at the sizes every seed has, inside [search.min, search.max] (a ceiling size
+        above search.max is used for the ceiling only)."""
+        from recallkit.empirics.curves import mean_curve
+
+        sizes, means, _ = mean_curve(per_seed, self.exp.seeds)
+        keep = [i for i, size in enumerate(sizes) if self.exp.search.min <= size <= self.exp.search.max]
+        return [sizes[i] for i in keep], [means[i] for i in keep]
+
+    def _curve_targets(self, per_seed, b: int) -> list[tuple[float, bool, float | None]]:
+        """(threshold as written, relative?, absolute value or None when the ceiling is unknown)."""
+        from recallkit.empirics.curves import mean_curve
+
+        ceiling = self.exp.search.ceiling_size(self.exp.base, b)
+        sizes, means, _ = mean_curve(per_seed, self.exp.seeds)
+        ceiling_mean = means[sizes.index(ceiling)] if ceiling in sizes else None
+        out = []
+        for value, relative in self.exp.threshold_targets():
+            if relative:
+                out.append((value, True, None if ceiling_mean is None else value * ceiling_mean))
+            else:
+                out.append((value, False, value))
+        return out
+
+    def _curve_step(self, li: int, bi: int, guess: int) -> list[int]:
+        """The next sizes to probe (for every seed) on the curve of (line, base index); [] when done."""
+        from recallkit.empirics.curves import crossing, isotonic_increasing
+
+        exp, search = self.exp, self.exp.search
+        b = exp.base_values[bi]
+        per_seed, _, probed = self._curve_data(li, b)
+        if not probed:
+            half = (search.points - 1) / 2
+            sizes = {self._clamp(round(guess * search.ratio ** (j - half))) for j in range(search.points)}
+            sizes.add(search.ceiling_size(exp.base, b))
+            return sorted(sizes)
+        sizes, means = self._in_range(per_seed)
+        if not sizes:
+            return []
+        fitted = isotonic_increasing(means)
+        searchable = sizes
+        proposals: set[int] = set()
+        for _, _, target in self._curve_targets(per_seed, b):
+            if target is None:
+                continue
+            found = crossing(sizes, fitted, target)
+            if found.status == "below":
+                bottom = min(sizes)
+                if bottom > search.min:
+                    proposals.add(self._clamp(math.floor(bottom / search.expand)))
+            elif found.status == "above":
+                top = max(searchable, default=search.min)
+                if top < search.max:
+                    proposals.add(self._clamp(math.ceil(top * search.expand)))
+            else:
+                lo, hi = found.bracket
+                if hi - lo > 1 and hi > lo * (1 + search.resolution):
+                    mid = min(max(round(math.sqrt(lo * hi)), lo + 1), hi - 1)
+                    if search.min <= mid <= search.max:
+                        proposals.add(mid)
+        return sorted(p for p in proposals if p not in probed)
+
+    def _curve_guess(self, li: int, bi: int, answers: dict[tuple[int, int], float | None]) -> int:
+        exp, search = self.exp, self.exp.search
+        b = exp.base_values[bi]
+        if bi == 0:
+            guess = search.start.evaluate({exp.base: b}) if search.start is not None else math.sqrt(search.min * search.max)
+            return self._clamp(round(guess))
+        previous = [(exp.base_values[k], answers.get((li, k))) for k in range(bi)]
+        previous = [(bv, a) for bv, a in previous if a]
+        if not previous:
+            return self._clamp(round(math.sqrt(search.min * search.max)))
+        if li not in self._predicted:
+            self._predicted[li] = predicted_exponents(exp, exp.lines[li])
+        x, y = self._predicted[li] or (0.5, 0.0)
+        b_prev, a_prev = previous[-1]
+        guess = a_prev * (b / b_prev) ** x
+        if y and b > 1 and b_prev > 1:
+            guess *= (math.log(b) / math.log(b_prev)) ** y
+        return self._clamp(round(guess))
+
+    def _curve_answer(self, li: int, b: int) -> float | None:
+        """The mean in log size of the boundaries found (the next base value's guess is calibrated on it)."""
+        from recallkit.empirics.curves import crossing, isotonic_increasing
+
+        per_seed, _, _ = self._curve_data(li, b)
+        sizes, means = self._in_range(per_seed)
+        if not sizes:
+            return None
+        fitted = isotonic_increasing(means)
+        found = [crossing(sizes, fitted, t).size for _, _, t in self._curve_targets(per_seed, b) if t is not None]
+        found = [f for f in found if f]
+        return math.exp(sum(math.log(f) for f in found) / len(found)) if found else None
+
+    def _run_curves(self) -> list[tuple[int, int]]:
+        exp = self.exp
+        keys = [(li, bi) for li in range(len(exp.lines)) for bi in range(len(exp.base_values))]
+        guesses: dict[tuple[int, int], int] = {}
+        done: set[tuple[int, int]] = set()
+        answers: dict[tuple[int, int], float | None] = {}
+        while len(done) < len(keys):
+            wanted: dict[str, dict] = {}
+            for li, bi in keys:
+                if (li, bi) in done or (bi > 0 and (li, bi - 1) not in done):
+                    continue  # the previous base value calibrates this one's guess
+                if (li, bi) not in guesses:
+                    guesses[(li, bi)] = self._curve_guess(li, bi, answers)
+                b = exp.base_values[bi]
+                step = self._curve_step(li, bi, guesses[(li, bi)])
+                if not step:
+                    done.add((li, bi))
+                    answers[(li, bi)] = self._curve_answer(li, b)
+                    continue
+                for size in step:
+                    for seed in exp.seeds:
+                        h = self._key(li, b, size, seed)
+                        if h not in self.cache:
+                            wanted[h] = self.config_of[h]
+            if wanted:
+                self._execute(wanted)
+        return keys
+
+    def _curve_points(self, keys: list[tuple[int, int]]) -> list[dict]:
+        from recallkit.empirics.curves import crossing, isotonic_increasing, mean_curve
+
+        exp = self.exp
+        points = []
+        for li, bi in keys:
+            b = exp.base_values[bi]
+            line = exp.lines[li]
+            per_seed, counts, probed = self._curve_data(li, b)
+            all_sizes, all_means, _ = mean_curve(per_seed, exp.seeds)
+            sizes, means = self._in_range(per_seed)
+            fitted = isotonic_increasing(means) if sizes else []
+            ceiling = exp.search.ceiling_size(exp.base, b)
+            ceiling_mean = all_means[all_sizes.index(ceiling)] if ceiling in all_sizes else None
+            config = self.config_of[self._key(li, b, sizes[0] if sizes else exp.search.min, exp.seeds[0])]
+            failed = sorted(s for s in probed if s not in all_sizes)
+            curve = {"sizes": sizes, "param_counts": [counts.get(s) for s in sizes], "seeds": list(exp.seeds),
+                     "metric": [[per_seed[seed][s] for s in sizes] for seed in exp.seeds], "mean": means,
+                     "fitted": fitted, "failed_sizes": failed}
+            for written, relative, target in self._curve_targets(per_seed, b):
+                point: dict[str, Any] = {
+                    "experiment": exp.name, "line": line.label, "scaling": line.theory_scaling, "threshold": written,
+                    "threshold_relative": relative, "threshold_value": target, "seed": "mean",
+                    "n_seeds": len(exp.seeds), exp.base: b, "method": "curve",
+                }
+                for name in ("N", "R", "L"):
+                    if name in config:
+                        point[name] = config[name]
+                found = None
+                if target is not None and sizes:
+                    found = crossing(sizes, fitted, target, [counts[s] for s in sizes])
+                if found is not None and found.status == "ok":
+                    point[exp.size] = found.size
+                    point["param_count"] = found.param_count
+                    if "m" in config:
+                        point["m"] = found.param_count / found.size if exp.size == "d" else config["m"]
+                    point["bracket"] = list(found.bracket)
+                    point["config_hash"] = self._key(li, b, found.bracket[1], exp.seeds[0])
+                    point["censored"], point["censor_reason"] = False, None
+                else:
+                    point[exp.size], point["param_count"] = None, None
+                    if target is None:
+                        reason = f"the ceiling at {exp.size}={ceiling} is unknown (failed or not run)"
+                    elif found is None:
+                        reason = "no size has a result for every seed"
+                    elif found.status == "below":
+                        reason = f"the seed-mean curve already reached {target:.4g} at {exp.size}={sizes[0]}"
+                    else:
+                        reason = (f"the seed-mean curve did not reach {target:.4g} by {exp.size}="
+                                  f"{max((s for s in sizes if s <= exp.search.max), default=exp.search.max)} (search.max)")
+                    point["censored"], point["censor_reason"] = True, reason
+                point["ceiling"] = {exp.size: ceiling, "mean": ceiling_mean,
+                                    "per_seed": [per_seed[seed].get(ceiling) for seed in exp.seeds]}
+                point["curve"] = curve
+                point["non_monotone"] = any(b2 < a2 for a2, b2 in zip(means, means[1:]))
+                points.append(point)
+        return points
 
     def _ready(self, cell: _Cell, by_key: dict) -> bool:
         return cell.base_index == 0 or all(

@@ -15,6 +15,7 @@ SYSTEM = System(
     report=("tr_fig2_attention_only", "tr_fig3_attention_mlp"),
     report_steps=(f"{__name__}.steps:term_probe_entry",),
     probe=f"{__name__}.judge:run_probe",
+    finite_size=f"{__name__}.judge:finite_size_factor",
     page_kinds=(PageKind("term_probes", pages=f"{__name__}.pages:probe_pages", rows=f"{__name__}.pages:summary_rows",
                          compared="each term's fitted exponent against the pack's, per variable (TOST)",
                          own_intro=True),),

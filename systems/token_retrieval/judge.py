@@ -336,6 +336,62 @@ def finite_size_value(term, point: Mapping[str, Any], kappa_prime: float, statis
     return value
 
 
+# pack term -> its normalisers and their powers, for the rank-2 pack on the content (DERIVATION.md §5.4):
+# the degree-2 kernel |t||t'| rho^2 with rho = (shared overlap) / (|t||t'|)
+RANK2_NORMALISERS = {
+    "signal": {"A_train": 2, "A_test": 2, "t_train": -1, "t_test": -1},
+    "kernel_crosstalk": {"A_train": 2, "t_test": 1, "t_train": -1},
+    "own_label_crosstalk": {"A_train": 2, "t_test": 1, "t_train": -1},
+    "mlp_noise": {"A_train": 2, "t_test": 1, "t_train": -1},
+    "kernel_samples": {"r_train": 2, "t_test": 1, "t_train": -1},
+    "label_count": {"t_train": 1, "t_test": 1},
+    "mlp_noise_samples": {"t_train": 1, "t_test": 1},
+}
+
+
+def _pack_normalisers(pack: str) -> dict[str, dict[str, int]] | None:
+    from recallkit.systems.token_retrieval.term_probes import TERM_NORMALISERS
+
+    return {"token_retrieval": TERM_NORMALISERS, "token_retrieval_attn": TERM_NORMALISERS,
+            "token_retrieval_rank2": RANK2_NORMALISERS}.get(pack)
+
+
+def step_two_gap(L: int, measured: Mapping[str, Any]) -> tuple[float, str]:
+    """kappa' (the informative position's score above the others after step 2) for a grid row, and where it
+    came from: inverted from the runs' mean attention mass A = e^k'/(e^k' + L - 1) when measured, else the
+    config's measured-schedule ``kappa``, else the expression schedule's kappa (1 - 1/L) at kappa = 1."""
+    A = measured.get("attention_mass")
+    if isinstance(A, (int, float)) and 0 < A < 1 and L > 1:
+        return math.log(A * (L - 1) / (1 - A)), "measured attention mass"
+    config = measured.get("config") or {}
+    if isinstance(config.get("kappa"), (int, float)):
+        return float(config["kappa"]), "the kappa schedule"
+    return 1.0 - 1.0 / L, "the expression schedule at kappa = 1"
+
+
+def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], measured: Mapping[str, Any]):
+    """The registry's finite-size hook (``System.finite_size``): the factor that replaces a term's asymptotic
+    normalisers (A ~ e^k/L, |r|, |t|, |o| ~ L^-1/2) by their exact finite-L values at the row's kappa'
+    (:func:`finite_normalisers`, :func:`step_two_gap`). ``term=None`` returns the constants used. None for
+    packs or terms without a normaliser form (the attended rank-2 pack)."""
+    from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER
+
+    table = _pack_normalisers(pack)
+    if table is None or "L" not in row:
+        return None
+    L = int(row["L"])
+    kappa_prime, source = step_two_gap(L, measured)
+    if term is None:
+        return {"L": L, "kappa_prime": kappa_prime, "A": finite_normalisers(L, kappa_prime)["A_test"], "source": source}
+    if term not in table:
+        return None
+    finite = finite_normalisers(L, kappa_prime)
+    factor = 1.0
+    for name, power in table[term].items():
+        factor *= (finite[name] / L ** NORMALISER_L_POWER[name]) ** power
+    return factor
+
+
 def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:
     """The raw fit judged against the finite-size prediction: the slope, over the same rows, of log of
     :func:`finite_size_value` on log ``variable`` (each row at its own measured kappa')."""
