@@ -23,6 +23,7 @@ Schema (every key below is checked; an unknown key is an error)::
     label = "N~V log V, L~V^0.5"           # optional, for tables and plots (default: the scaling)
     model = "..."                          # optional per-line override of model / trainer / task
     fixed = { eta = 0.5 }                  # optional per-line overrides of [fixed]
+    search = { ceiling = "2*V**0.5" }      # optional per-line overrides of [search] (after the preset's)
 
     [fixed]                                # fixed parameters: numbers or expressions in V N d L m R
     eta = 1.0
@@ -95,7 +96,7 @@ _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
     "thresholds", "relative_thresholds", "lines", "fixed", "search", "verdict", "presets",
 }
-_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed"}
+_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed", "search"}
 _SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "method", "points", "ratio", "ceiling"}
 SEARCH_METHODS = ("bisect", "curve")
 _VERDICT_KEYS = {"delta", "alpha", "reference_only"}
@@ -138,6 +139,8 @@ class Line:
     theory_scaling: str = ""
     overrides: dict[str, str] = field(default_factory=dict)  # task / model / trainer
     fixed: dict[str, Any] = field(default_factory=dict)
+    search_overrides: dict[str, Any] = field(default_factory=dict)  # raw [search] keys of this line
+    search: "SearchSettings | None" = None  # the merged settings of this line (None: the experiment's)
 
 
 @dataclass
@@ -235,7 +238,8 @@ class Experiment:
             "task": self.task, "model": self.model, "trainer": self.trainer, "kind": self.kind,
             "base": self.base, "size": self.size, "metric": self.metric, "thresholds": self.thresholds,
             "lines": [{"scaling": ln.scaling, "theory_scaling": ln.theory_scaling, "label": ln.label, **ln.overrides,
-                       "fixed": {k: _shown(v) for k, v in ln.fixed.items()}} for ln in self.lines],
+                       "fixed": {k: _shown(v) for k, v in ln.fixed.items()},
+                       "search": {k: _shown(v) for k, v in ln.search_overrides.items()}} for ln in self.lines],
             "fixed": {k: _shown(v) for k, v in self.fixed.items()},
             "search": {"min": self.search.min, "max": self.search.max,
                        "start": self.search.start.text if self.search.start else None,
@@ -422,6 +426,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
             assignments=assignments,
             overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
             fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
+            search_overrides=_line_search(table.get("search", {}), f"{where}.search"),
         ))
     if len({ln.label for ln in lines}) != len(lines):
         raise InputError(f"{w}lines: two lines have the same label; give each a distinct 'label'")
@@ -473,6 +478,10 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     _unknown_keys(preset_search, _SEARCH_KEYS, f"{pw}.search")
     search_raw.update(preset_search)
     search = _search_settings(search_raw, kind, size, f"{shown}: search")
+    for i, line in enumerate(lines):
+        if line.search_overrides:
+            line.search = _search_settings({**search_raw, **line.search_overrides}, kind, size,
+                                           f"{shown}: line {line.label!r} search")
     relative_raw = chosen.get("relative_thresholds", raw.get("relative_thresholds", []))
     rw = f"{pw}.relative_thresholds" if "relative_thresholds" in chosen else f"{shown}: relative_thresholds"
     if not isinstance(relative_raw, list):
@@ -530,10 +539,11 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
     from recallkit.empirics.config import check_memory, parse_config
 
-    probe_sizes = sizes or [search.min, search.max]
-    if search.method == "curve":
-        probe_sizes = probe_sizes + [search.ceiling_size(base, b) for b in (min(base_values), max(base_values))]
     for i, line in enumerate(lines):
+        settings = line.search or search
+        probe_sizes = sizes or [settings.min, settings.max]
+        if settings.method == "curve":
+            probe_sizes = probe_sizes + [settings.ceiling_size(base, b) for b in (min(base_values), max(base_values))]
         for b in (min(base_values), max(base_values)):
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
@@ -564,6 +574,13 @@ def max_runs_allowed() -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise InputError(f"RECALLKIT_MAX_RUNS / --max-runs: expected a positive integer, got {raw!r}")
     return int(raw)
+
+
+def _line_search(table: Any, where: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table of [search] keys")
+    _unknown_keys(table, _SEARCH_KEYS - {"method"}, where)
+    return dict(table)
 
 
 def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSettings:

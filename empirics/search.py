@@ -20,7 +20,9 @@ log(size) is taken (``empirics.curves``) and each threshold's boundary is interp
 first round probes ``search.points`` sizes spaced by ``search.ratio`` around the guess, plus the
 instance's ceiling size (``search.ceiling``); later rounds widen by ``expand`` where a threshold is not
 bracketed and bisect in log size where a bracket is wider than ``resolution``. Thresholds may also be
-fractions of the ceiling (the mean metric at the ceiling size; ``relative_thresholds``). Its boundary
+fractions of the instance's ceiling (``relative_thresholds``): the highest seed-mean metric at the ceiling
+size over the lines of the same instance (same config apart from the searched size and the sizes tied to it,
+such as m = d**k), so that lines that differ only in width share one ceiling. Its boundary
 points carry the per-seed curves, so compare can bootstrap the seeds.
 
 A cell's state is a function of the runs it has seen, nothing else, so a run is a deterministic
@@ -271,8 +273,15 @@ class SweepDriver:
             guess *= (math.log(b) / math.log(b_prev)) ** y
         return self._clamp(round(guess))
 
-    def _clamp(self, size: float) -> int:
-        return int(min(max(size, self.exp.search.min), self.exp.search.max))
+    def _clamp(self, size: float, line_index: int | None = None) -> int:
+        search = self._search(line_index)
+        return int(min(max(size, search.min), search.max))
+
+    def _search(self, line_index: int | None):
+        """The search settings of a line (its own ``search`` overrides merged in), else the experiment's."""
+        if line_index is None:
+            return self.exp.search
+        return self.exp.lines[line_index].search or self.exp.search
 
     def _step(self, cell: _Cell, known: dict[int, float | Failure]) -> list[int] | CellResult:
         """Next sizes to probe for this cell, or its result."""
@@ -340,7 +349,7 @@ class SweepDriver:
         if exp.kind == "grid":
             self._run_grid()
             cells = []
-        elif exp.search.method == "curve":
+        elif exp.search.method == "curve" or any(line.search and line.search.method == "curve" for line in exp.lines):
             curves = self._run_curves()
             cells = []
         else:
@@ -434,26 +443,56 @@ class SweepDriver:
             per_seed[seed] = values
         return per_seed, counts, probed
 
-    def _in_range(self, per_seed) -> tuple[list[int], list[float]]:
+    def _in_range(self, per_seed, li: int) -> tuple[list[int], list[float]]:
         """The seed-mean curve at the sizes every seed has, inside [search.min, search.max] (a ceiling size
         above search.max is used for the ceiling only)."""
         from recallkit.empirics.curves import mean_curve
 
         sizes, means, _ = mean_curve(per_seed, self.exp.seeds)
-        keep = [i for i, size in enumerate(sizes) if self.exp.search.min <= size <= self.exp.search.max]
+        search = self._search(li)
+        keep = [i for i, size in enumerate(sizes) if search.min <= size <= search.max]
         return [sizes[i] for i in keep], [means[i] for i in keep]
 
-    def _curve_targets(self, per_seed, b: int) -> list[tuple[float, bool, float | None]]:
-        """(threshold as written, relative?, absolute value or None when the ceiling is unknown)."""
+    def _instance_key(self, li: int, b: int) -> str:
+        """What makes two lines the same instance at base value b: their configs apart from the searched size,
+        the sizes tied to it (e.g. m = d**k) and the seed."""
+        import json
+
+        search = self._search(li)
+        config = self.exp.build_config(self.exp.lines[li], b, search.min, self.exp.seeds[0])
+        other = self.exp.build_config(self.exp.lines[li], b, search.min + 1, self.exp.seeds[0])
+        tied = {k for k in config if config[k] != other.get(k)}
+        return json.dumps({k: v for k, v in config.items() if k not in tied and k != "seed"}, sort_keys=True, default=str)
+
+    def _instance_ceiling(self, li: int, b: int) -> dict | None:
+        """The instance's ceiling at base value b: the highest seed-mean metric at the ceiling size of any line
+        of the same instance (same V, N, L and options; the lines differ only in how m follows d), with that
+        line's per-seed values. None while no such ceiling has a result for every seed."""
         from recallkit.empirics.curves import mean_curve
 
-        ceiling = self.exp.search.ceiling_size(self.exp.base, b)
-        sizes, means, _ = mean_curve(per_seed, self.exp.seeds)
-        ceiling_mean = means[sizes.index(ceiling)] if ceiling in sizes else None
+        key = self._instance_key(li, b)
+        best = None
+        for lj in range(len(self.exp.lines)):
+            if lj != li and self._instance_key(lj, b) != key:
+                continue
+            size = self._search(lj).ceiling_size(self.exp.base, b)
+            per_seed, _, _ = self._curve_data(lj, b)
+            sizes, means, _ = mean_curve(per_seed, self.exp.seeds)
+            if size not in sizes:
+                continue
+            mean = means[sizes.index(size)]
+            if best is None or mean > best["mean"]:
+                best = {"line": self.exp.lines[lj].label, self.exp.size: size, "mean": mean,
+                        "per_seed": [per_seed[seed][size] for seed in self.exp.seeds]}
+        return best
+
+    def _curve_targets(self, per_seed, b: int, li: int) -> list[tuple[float, bool, float | None]]:
+        """(threshold as written, relative?, absolute value or None when the ceiling is unknown)."""
+        ceiling = self._instance_ceiling(li, b)
         out = []
         for value, relative in self.exp.threshold_targets():
             if relative:
-                out.append((value, True, None if ceiling_mean is None else value * ceiling_mean))
+                out.append((value, True, None if ceiling is None else value * ceiling["mean"]))
             else:
                 out.append((value, False, value))
         return out
@@ -462,32 +501,32 @@ class SweepDriver:
         """The next sizes to probe (for every seed) on the curve of (line, base index); [] when done."""
         from recallkit.empirics.curves import crossing, isotonic_increasing
 
-        exp, search = self.exp, self.exp.search
+        exp, search = self.exp, self._search(li)
         b = exp.base_values[bi]
         per_seed, _, probed = self._curve_data(li, b)
         if not probed:
             half = (search.points - 1) / 2
-            sizes = {self._clamp(round(guess * search.ratio ** (j - half))) for j in range(search.points)}
+            sizes = {self._clamp(round(guess * search.ratio ** (j - half)), li) for j in range(search.points)}
             sizes.add(search.ceiling_size(exp.base, b))
             return sorted(sizes)
-        sizes, means = self._in_range(per_seed)
+        sizes, means = self._in_range(per_seed, li)
         if not sizes:
             return []
         fitted = isotonic_increasing(means)
         searchable = sizes
         proposals: set[int] = set()
-        for _, _, target in self._curve_targets(per_seed, b):
+        for _, _, target in self._curve_targets(per_seed, b, li):
             if target is None:
                 continue
             found = crossing(sizes, fitted, target)
             if found.status == "below":
                 bottom = min(sizes)
                 if bottom > search.min:
-                    proposals.add(self._clamp(math.floor(bottom / search.expand)))
+                    proposals.add(self._clamp(math.floor(bottom / search.expand), li))
             elif found.status == "above":
                 top = max(searchable, default=search.min)
                 if top < search.max:
-                    proposals.add(self._clamp(math.ceil(top * search.expand)))
+                    proposals.add(self._clamp(math.ceil(top * search.expand), li))
             else:
                 lo, hi = found.bracket
                 if hi - lo > 1 and hi > lo * (1 + search.resolution):
@@ -497,15 +536,15 @@ class SweepDriver:
         return sorted(p for p in proposals if p not in probed)
 
     def _curve_guess(self, li: int, bi: int, answers: dict[tuple[int, int], float | None]) -> int:
-        exp, search = self.exp, self.exp.search
+        exp, search = self.exp, self._search(li)
         b = exp.base_values[bi]
         if bi == 0:
             guess = search.start.evaluate({exp.base: b}) if search.start is not None else math.sqrt(search.min * search.max)
-            return self._clamp(round(guess))
+            return self._clamp(round(guess), li)
         previous = [(exp.base_values[k], answers.get((li, k))) for k in range(bi)]
         previous = [(bv, a) for bv, a in previous if a]
         if not previous:
-            return self._clamp(round(math.sqrt(search.min * search.max)))
+            return self._clamp(round(math.sqrt(search.min * search.max)), li)
         if li not in self._predicted:
             self._predicted[li] = predicted_exponents(exp, exp.lines[li])
         x, y = self._predicted[li] or (0.5, 0.0)
@@ -513,18 +552,18 @@ class SweepDriver:
         guess = a_prev * (b / b_prev) ** x
         if y and b > 1 and b_prev > 1:
             guess *= (math.log(b) / math.log(b_prev)) ** y
-        return self._clamp(round(guess))
+        return self._clamp(round(guess), li)
 
     def _curve_answer(self, li: int, b: int) -> float | None:
         """The mean in log size of the boundaries found (the next base value's guess is calibrated on it)."""
         from recallkit.empirics.curves import crossing, isotonic_increasing
 
         per_seed, _, _ = self._curve_data(li, b)
-        sizes, means = self._in_range(per_seed)
+        sizes, means = self._in_range(per_seed, li)
         if not sizes:
             return None
         fitted = isotonic_increasing(means)
-        found = [crossing(sizes, fitted, t).size for _, _, t in self._curve_targets(per_seed, b) if t is not None]
+        found = [crossing(sizes, fitted, t).size for _, _, t in self._curve_targets(per_seed, b, li) if t is not None]
         found = [f for f in found if f]
         return math.exp(sum(math.log(f) for f in found) / len(found)) if found else None
 
@@ -566,16 +605,17 @@ class SweepDriver:
             line = exp.lines[li]
             per_seed, counts, probed = self._curve_data(li, b)
             all_sizes, all_means, _ = mean_curve(per_seed, exp.seeds)
-            sizes, means = self._in_range(per_seed)
+            sizes, means = self._in_range(per_seed, li)
             fitted = isotonic_increasing(means) if sizes else []
-            ceiling = exp.search.ceiling_size(exp.base, b)
-            ceiling_mean = all_means[all_sizes.index(ceiling)] if ceiling in all_sizes else None
-            config = self.config_of[self._key(li, b, sizes[0] if sizes else exp.search.min, exp.seeds[0])]
+            search = self._search(li)
+            ceiling = search.ceiling_size(exp.base, b)
+            instance_ceiling = self._instance_ceiling(li, b)
+            config = self.config_of[self._key(li, b, sizes[0] if sizes else search.min, exp.seeds[0])]
             failed = sorted(s for s in probed if s not in all_sizes)
             curve = {"sizes": sizes, "param_counts": [counts.get(s) for s in sizes], "seeds": list(exp.seeds),
                      "metric": [[per_seed[seed][s] for s in sizes] for seed in exp.seeds], "mean": means,
                      "fitted": fitted, "failed_sizes": failed}
-            for written, relative, target in self._curve_targets(per_seed, b):
+            for written, relative, target in self._curve_targets(per_seed, b, li):
                 point: dict[str, Any] = {
                     "experiment": exp.name, "line": line.label, "scaling": line.theory_scaling, "threshold": written,
                     "threshold_relative": relative, "threshold_value": target, "seed": "mean",
@@ -605,10 +645,9 @@ class SweepDriver:
                         reason = f"the seed-mean curve already reached {target:.4g} at {exp.size}={sizes[0]}"
                     else:
                         reason = (f"the seed-mean curve did not reach {target:.4g} by {exp.size}="
-                                  f"{max((s for s in sizes if s <= exp.search.max), default=exp.search.max)} (search.max)")
+                                  f"{max(sizes, default=search.max)} (search.max {search.max})")
                     point["censored"], point["censor_reason"] = True, reason
-                point["ceiling"] = {exp.size: ceiling, "mean": ceiling_mean,
-                                    "per_seed": [per_seed[seed].get(ceiling) for seed in exp.seeds]}
+                point["ceiling"] = instance_ceiling or {exp.size: ceiling, "mean": None, "per_seed": None}
                 point["curve"] = curve
                 point["non_monotone"] = any(b2 < a2 for a2, b2 in zip(means, means[1:]))
                 points.append(point)
