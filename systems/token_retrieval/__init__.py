@@ -12,7 +12,7 @@ SYSTEM = System(
     root=Path(__file__).resolve().parent,
     tasks=(Task("token_retrieval", config=f"{__name__}.config:TokenRetrievalConfig",
                 problem=f"{__name__}.task:TokenRetrieval", trainers=("three_step", "two_step_then_fit", "adam", "adamw")),),
-    report=("tr_fig2_attention_only", "tr_fig3_attention_mlp"),
+    report=("tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig4_mlp_width_rank2"),
     report_steps=(f"{__name__}.steps:term_probe_entry",),
     probe=f"{__name__}.judge:run_probe",
     finite_size=f"{__name__}.judge:finite_size_factor",
