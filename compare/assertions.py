@@ -252,10 +252,13 @@ def fit_boundary_points(
                 delta=delta, alpha=alpha, log_power=log_power, capacity=capacity,
                 grid_key=base, n_bootstrap=n_bootstrap,
                 bootstrap_seed=bootstrap_seed)
-        if result.fit is not None and asymptotic[0] is not None and extra.get("prediction_compared"):
-            other = decide(result.fit, asymptotic[0], delta=delta if delta is not None else DEFAULT_DELTA, alpha=alpha,
-                           log_power=asymptotic[1])
-            extra.update(verdict_asymptotic=other.verdict, verdict_reason_asymptotic=other.reason)
+        if asymptotic[0] is not None and extra.get("prediction_compared"):
+            if result.fit is not None:
+                other = decide(result.fit, asymptotic[0], delta=delta if delta is not None else DEFAULT_DELTA,
+                               alpha=alpha, log_power=asymptotic[1])
+                extra.update(verdict_asymptotic=other.verdict, verdict_reason_asymptotic=other.reason)
+            else:
+                extra.update(verdict_asymptotic="inconclusive", verdict_reason_asymptotic=result.verdict.reason)
         result.extra.update(extra)
         results.append(result)
     return results
