@@ -12,7 +12,8 @@ Schema (every key below is checked; an unknown key is an error)::
     base = "V"                             # grid variable (default V; d for max_capacity)
     size = "d"                             # searched variable (default d; N for max_capacity)
     metric = "accuracy"                    # metric compared with the thresholds (default accuracy)
-    thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t
+    thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t (may be [] when
+                                           # relative_thresholds are given)
     relative_thresholds = [0.5]            # search.method = "curve" only: t = this fraction of each
                                            # (line, base) instance's ceiling (stored, reported)
 
@@ -458,8 +459,9 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
 
     thresholds_raw = chosen.get("thresholds", raw.get("thresholds"))
     tw = f"{pw}.thresholds" if "thresholds" in chosen else f"{shown}: thresholds"
+    relative_given = bool(chosen.get("relative_thresholds", raw.get("relative_thresholds")))
     if kind != "grid" or thresholds_raw is not None:
-        if not isinstance(thresholds_raw, list) or not thresholds_raw:
+        if not isinstance(thresholds_raw, list) or not (thresholds_raw or relative_given):
             raise InputError(f"{tw}: expected a non-empty list of numbers in (0, 1]")
     thresholds = []
     for i, t in enumerate(thresholds_raw or []):

@@ -230,3 +230,13 @@ def test_relative_thresholds_need_the_curve_method():
     raw["relative_thresholds"] = [0.5]
     with pytest.raises(Exception, match="relative_thresholds: only with kind = 'min_size' and search.method = 'curve'"):
         experiment_from_dict(raw, "fake.toml")
+
+
+def test_absolute_thresholds_may_be_empty_only_beside_relative_ones():
+    raw = curve_experiment()
+    raw["thresholds"] = []
+    exp = experiment_from_dict(raw, "fake.toml")
+    assert exp.thresholds == [] and exp.threshold_targets() == [(0.5, True)]
+    raw.pop("relative_thresholds")
+    with pytest.raises(Exception, match="thresholds: expected a non-empty list"):
+        experiment_from_dict(raw, "fake.toml")
