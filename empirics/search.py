@@ -18,8 +18,8 @@ How one cell is searched:
 seed is trained at the same sizes, the metric is averaged over the seeds, a non-decreasing fit in
 log(size) is taken (``empirics.curves``) and each threshold's boundary is interpolated in log size. The
 first round probes ``search.points`` sizes spaced by ``search.ratio`` around the guess, plus the
-instance's ceiling size (``search.ceiling``); later rounds widen by ``expand`` where a threshold is not
-bracketed and bisect in log size where a bracket is wider than ``resolution``. Thresholds may also be
+instance's ceiling size (``search.ceiling``); later rounds widen by ``expand`` (up to the line's ceiling size
+and ``search.max``) where a threshold is not bracketed and bisect in log size where a bracket is wider than ``resolution``. Thresholds may also be
 fractions of the instance's ceiling (``relative_thresholds``): the highest seed-mean metric at the ceiling
 size over the lines of the same instance (same config apart from the searched size and the sizes tied to it,
 such as m = d**k), so that lines that differ only in width share one ceiling. Its boundary
@@ -524,9 +524,12 @@ class SweepDriver:
                 if bottom > search.min:
                     proposals.add(self._clamp(math.floor(bottom / search.expand), li))
             elif found.status == "above":
+                # the line's own ceiling size is the largest size a curve search needs: a threshold its curve does
+                # not reach by then is censored there (it may be another line's ceiling that sets the target)
+                cap = min(search.max, max(search.ceiling_size(exp.base, b), search.min))
                 top = max(searchable, default=search.min)
-                if top < search.max:
-                    proposals.add(self._clamp(math.ceil(top * search.expand), li))
+                if top < cap:
+                    proposals.add(min(self._clamp(math.ceil(top * search.expand), li), cap))
             else:
                 lo, hi = found.bracket
                 if hi - lo > 1 and hi > lo * (1 + search.resolution):
@@ -645,7 +648,8 @@ class SweepDriver:
                         reason = f"the seed-mean curve already reached {target:.4g} at {exp.size}={sizes[0]}"
                     else:
                         reason = (f"the seed-mean curve did not reach {target:.4g} by {exp.size}="
-                                  f"{max(sizes, default=search.max)} (search.max {search.max})")
+                                  f"{max(sizes, default=search.max)} (the line's ceiling size "
+                                  f"{search.ceiling_size(exp.base, b)}, search.max {search.max})")
                     point["censored"], point["censor_reason"] = True, reason
                 point["ceiling"] = instance_ceiling or {exp.size: ceiling, "mean": None, "per_seed": None}
                 point["curve"] = curve
