@@ -504,9 +504,11 @@ class SweepDriver:
         exp, search = self.exp, self._search(li)
         b = exp.base_values[bi]
         per_seed, _, probed = self._curve_data(li, b)
+        # the line's own ceiling size is the largest size a curve search needs (below: "above")
+        cap = min(search.max, max(search.ceiling_size(exp.base, b), search.min))
         if not probed:
             half = (search.points - 1) / 2
-            sizes = {self._clamp(round(guess * search.ratio ** (j - half)), li) for j in range(search.points)}
+            sizes = {min(self._clamp(round(guess * search.ratio ** (j - half)), li), cap) for j in range(search.points)}
             sizes.add(search.ceiling_size(exp.base, b))
             return sorted(sizes)
         sizes, means = self._in_range(per_seed, li)
@@ -524,9 +526,8 @@ class SweepDriver:
                 if bottom > search.min:
                     proposals.add(self._clamp(math.floor(bottom / search.expand), li))
             elif found.status == "above":
-                # the line's own ceiling size is the largest size a curve search needs: a threshold its curve does
-                # not reach by then is censored there (it may be another line's ceiling that sets the target)
-                cap = min(search.max, max(search.ceiling_size(exp.base, b), search.min))
+                # a threshold the curve does not reach by the line's own ceiling size is censored there (it may be
+                # another line's ceiling that sets the target)
                 top = max(searchable, default=search.min)
                 if top < cap:
                     proposals.add(min(self._clamp(math.ceil(top * search.expand), li), cap))
