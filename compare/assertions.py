@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
-from recallkit.compare.results import FitResult, fit_points
+from recallkit.compare.results import FitResult, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from recallkit.theory.errors import InputError
 
@@ -188,8 +188,15 @@ def fit_boundary_points(
     thresholds: Iterable[float] | None = None,
     n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
     bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
+    realised: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[FitResult]:
     """One :class:`FitResult` per (line, threshold) group of boundary points, in first-seen order.
+
+    Points of a curve search (they carry ``"curve"``) are fitted by :func:`compare.results.fit_curve_points`,
+    and relative thresholds (``threshold_relative``) form their own groups. ``realised``: line label ->
+    ``theory.realised.realised_prediction`` dict; where it has a slope the verdict is taken against it (the
+    pack's prediction at the sizes actually run, log factors included) and the asymptotic slope is kept
+    beside it as ``predicted_slope_asymptotic``.
 
     ``predictions`` maps a line (the points' ``"line"`` value) to ``theory.predict(...).to_dict()``
     (``slope`` and ``log_power`` on log(base) are used) or to a bare slope on the fit's x; a single
@@ -201,12 +208,12 @@ def fit_boundary_points(
     wanted_thresholds = None if thresholds is None else {float(t) for t in thresholds}
     groups: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
     for point in points:
-        key = (point.get("line"), point.get("threshold"))
+        key = (point.get("line"), point.get("threshold"), bool(point.get("threshold_relative")))
         if wanted_thresholds is not None and key[1] is not None and float(key[1]) not in wanted_thresholds:
             continue
         groups.setdefault(key, []).append(point)
     results = []
-    for (line, threshold), group in groups.items():
+    for (line, threshold, relative), group in groups.items():
         prediction = predictions if not isinstance(predictions, Mapping) else predictions.get(line)
         slope: float | None
         if prediction is None:
@@ -218,12 +225,91 @@ def fit_boundary_points(
                 log_power -= slope  # theory states the slope on log N; x = log(N ln N) holds one log N
         else:
             slope, log_power = float(prediction), 0.0  # a bare slope is already the slope on x
-        results.append(fit_points(
-            group, predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
-            delta=delta, alpha=alpha, log_power=log_power, capacity=capacity,
-            grid_key=base, n_bootstrap=n_bootstrap,
-            bootstrap_seed=bootstrap_seed))
+        extra: dict[str, Any] = {"threshold_relative": relative}
+        found = (realised or {}).get(line) or {}
+        asymptotic = (slope, log_power)
+        if slope is not None and not capacity:
+            realised_slope = (found.get("realised") or {}).get("slope")
+            finite_slope = (found.get("finite_size") or {}).get("slope")
+            if realised_slope is not None:
+                extra.update(predicted_slope_asymptotic=slope, predicted_slope_realised=realised_slope,
+                             predicted_realised_terms=found["realised"].get("terms"),
+                             prediction_compared="realised grid")
+                slope, log_power = float(realised_slope), 0.0
+            if finite_slope is not None:
+                extra.update(predicted_slope_finite_size=finite_slope, prediction_compared="finite size",
+                             finite_size_constants=found["finite_size"].get("constants"))
+                slope, log_power = float(finite_slope), 0.0
+        if any("curve" in p for p in group):
+            result = fit_curve_points(group, predicted_slope=slope, x=x_name, experiment=experiment, line=line,
+                                      threshold=threshold, delta=delta, alpha=alpha, log_power=log_power,
+                                      grid_key=base, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
+            extra["method"] = "curve"
+            extra["ceilings"] = {str(p.get(base)): (p.get("ceiling") or {}).get("mean") for p in group}
+        else:
+            result = fit_points(
+                group, predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
+                delta=delta, alpha=alpha, log_power=log_power, capacity=capacity,
+                grid_key=base, n_bootstrap=n_bootstrap,
+                bootstrap_seed=bootstrap_seed)
+        if asymptotic[0] is not None and extra.get("prediction_compared"):
+            if result.fit is not None:
+                other = decide(result.fit, asymptotic[0], delta=delta if delta is not None else DEFAULT_DELTA,
+                               alpha=alpha, log_power=asymptotic[1])
+                extra.update(verdict_asymptotic=other.verdict, verdict_reason_asymptotic=other.reason)
+            else:
+                extra.update(verdict_asymptotic="inconclusive", verdict_reason_asymptotic=result.verdict.reason)
+        result.extra.update(extra)
+        results.append(result)
     return results
+
+
+def realised_predictions(experiment: Any, sweep: Any = None) -> dict[str, Any]:
+    """The pack's prediction at the sizes a loaded min-size experiment actually runs, per line label:
+    ``{"realised": theory.realised.realised_prediction(...) (floored counts, log factors), "finite_size": the
+    same with each term in its finite-size form where the pack's system provides one (registry
+    ``System.finite_size``, given the runs' mean metrics at each row, e.g. the attention mass), or None}``;
+    ``{"error": ...}`` where neither can be computed."""
+    from recallkit import registry, theory
+    from recallkit.theory.realised import realised_prediction
+    from recallkit.theory.symbols import VARIABLES
+
+    out: dict[str, Any] = {}
+    if experiment.pack is None or experiment.kind != "min_size":
+        return out
+    pack = theory.load_pack(experiment.pack)
+    system = registry.system_of_pack(experiment.pack)
+    hook = registry.load_object(system.finite_size) if system is not None and system.finite_size else None
+    runs = list(getattr(sweep, "runs", None) or [])
+    for line in experiment.lines:
+        try:
+            scaling = theory.parse_scaling(getattr(line, "theory_scaling", "") or line.scaling)
+            tied = {name for name, expr in scaling.as_dict().items() if VARIABLES[pack.size] in expr.free_symbols}
+            rows = []
+            for value in experiment.base_values:
+                config = experiment.build_config(line, value, experiment.search.min, experiment.seeds[0])
+                row = {v: config[v] for v in pack.variables if v != pack.size and v in config and v not in tied}
+                mine = [r for r in runs if r.get("line") == line.label and r.get(experiment.base) == value]
+                measured = {}
+                for key in ("attention_mass",):
+                    values = [r[key] for r in mine if isinstance(r.get(key), (int, float))]
+                    if values:
+                        measured[key] = sum(values) / len(values)
+                rows.append({**row, "_config": config, "_measured": measured})
+            plain = [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]
+            entry: dict[str, Any] = {"realised": realised_prediction(pack, scaling, plain), "finite_size": None}
+            if hook is not None:
+                finite = realised_prediction(pack, scaling, rows, factors=lambda term, row: hook(
+                    pack.name, term, {k: v for k, v in row.items() if not k.startswith("_")},
+                    {"config": row["_config"], **row["_measured"]}))
+                if finite.get("slope") is not None:
+                    finite["constants"] = [hook(pack.name, None, {k: v for k, v in row.items() if not k.startswith("_")},
+                                                {"config": row["_config"], **row["_measured"]}) for row in rows]
+                    entry["finite_size"] = finite
+            out[line.label] = entry
+        except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
+            out[line.label] = {"error": str(exc)}
+    return out
 
 
 @dataclass
@@ -339,8 +425,9 @@ def fit_experiment(
             else:
                 predictions[line.label] = {"slope_on_x": float(given), "source": "given"}
     slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
+    realised = realised_predictions(loaded, sweep) if predicted is None else {}
     fits = fit_boundary_points(sweep.points, slopes, experiment=loaded.name, kind=loaded.kind, base=loaded.base,
-                               delta=delta, alpha=alpha, thresholds=thresholds)
+                               delta=delta, alpha=alpha, thresholds=thresholds, realised=realised)
     reference_only = bool(loaded.verdict.get("reference_only")) and predicted is None
     for result in fits:
         error = predictions.get(result.line, {}).get("error")
@@ -357,5 +444,8 @@ def fit_experiment(
                "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
                "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions),
                **provenance}
+    for label, found in realised.items():
+        if label in predictions and "error" not in predictions[label]:
+            predictions[label]["realised"] = found
     return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
                           summary)

@@ -124,6 +124,9 @@ class BootstrapInfo:
     def note(self) -> str | None:
         # Measured (tests/unit/test_compare_fits.py, 2000 replicates): the 95% percentile interval
         # covers ~71% with 3 seeds and ~90% with 10; the HC3 interval covers ~96% in both.
+        if self.unit == "seed curve":
+            return (f"whole seed curves resampled ({self.n_units} seeds); the verdict uses this bootstrap's standard "
+                    f"error with t quantiles at {self.n_units - 1} df")
         if self.unit == "seed" and self.n_units < 10:
             return (f"percentile bootstrap over only {self.n_units} seeds under-covers (about 70% for a "
                     f"nominal 95% at 3 seeds); the verdict uses the HC3 interval")

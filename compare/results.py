@@ -40,6 +40,7 @@ class FitResult:
     points: list[dict[str, Any]] = field(default_factory=list)
     censored: list[dict[str, Any]] = field(default_factory=list)
     constant: ConstantFit | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. threshold_relative, method, other predictions
 
     @property
     def slope(self) -> float:
@@ -71,6 +72,7 @@ class FitResult:
             "points": list(self.points),
         }
         out.update(verdict.to_dict())
+        out.update(self.extra)
         if self.constant is not None and fit is not None and fit.r2 > 0:
             # In a capacity search d is set and N is measured, so noise sits in x and OLS of y on x is
             # attenuated towards 0. The reverse regression (x on y, inverted: slope / R^2) errs the
@@ -169,3 +171,125 @@ def fit_points(
         constant = fit_constant([p["x"] for p in used], [p["y"] for p in used], seeds, fixed_slope=1.0,
                                 alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
     return FitResult(experiment, line, threshold, x_name, fit, verdict, used, censored, constant)
+
+
+def _curve_log_counts(points: Sequence[Mapping[str, Any]], picks: Sequence[int] | None) -> list[float] | None:
+    """log parameter count at the boundary of every point's curve, averaging the seeds at ``picks``
+    (indices into the curve's seeds, repeats allowed; None: all seeds); None if any curve fails to cross."""
+    from recallkit.empirics.curves import crossing, isotonic_increasing
+
+    out = []
+    for point in points:
+        curve = point["curve"]
+        rows = curve["metric"] if picks is None else [curve["metric"][i] for i in picks]
+        means = [sum(col) / len(rows) for col in zip(*rows)]
+        target = point["threshold_value"]
+        if point.get("threshold_relative"):
+            per_seed = point["ceiling"]["per_seed"]
+            chosen = per_seed if picks is None else [per_seed[i] for i in picks]
+            if any(v is None for v in chosen):
+                return None
+            target = float(point["threshold"]) * sum(chosen) / len(chosen)
+        found = crossing(curve["sizes"], isotonic_increasing(means), target, curve["param_counts"])
+        if found.status != "ok":
+            return None
+        out.append(math.log(found.param_count))
+    return out
+
+
+CURVE_METHOD = ("boundary from the seed-mean accuracy curve (isotonic in log size, crossing interpolated in log size "
+                "and log parameter count); slope by OLS of log(parameter count) on log(base) over those boundaries; "
+                "its standard error from a bootstrap that resamples whole seeds (every curve of a resample uses the "
+                "same seeds, relative thresholds the same seeds' ceiling), t quantiles with n_seeds - 1 df")
+
+
+def fit_curve_points(
+    points: Sequence[Mapping[str, Any]],
+    *,
+    predicted_slope: float | None,
+    x: str = "log V",
+    experiment: str = "",
+    line: str | None = None,
+    threshold: float | None = None,
+    delta: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    log_power: float = 0.0,
+    grid_key: str | None = "V",
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> FitResult:
+    """Fit the boundary points of a curve search (``empirics.search``, ``search.method = "curve"``): one point
+    per base value, each carrying its per-seed curve. The verdict rests on the seed bootstrap's standard
+    error (see :data:`CURVE_METHOD`); the slope itself is the OLS slope through the seed-mean boundaries."""
+    import numpy as np
+
+    from recallkit.compare.fits import BootstrapInfo
+    from recallkit.compare.verdicts import decide
+
+    delta = DEFAULT_DELTA if delta is None else delta
+    x_name = canonical_x(x)
+    transform = X_TRANSFORMS[x_name]
+    used, censored, kept = [], [], []
+    for point in points:
+        if point.get("censored"):
+            censored.append({k: point.get(k) for k in ("line", "threshold", "threshold_relative", "seed", "V", "N",
+                                                        "L", "censor_reason") if k in point})
+            continue
+        used.append({"x": transform(point), "y": log_positive(point, "param_count"), "seed": "mean"})
+        kept.append(point)
+    n_seeds = len(kept[0]["curve"]["seeds"]) if kept else 0
+
+    def _empty(reason: str) -> FitResult:
+        return FitResult(experiment, line, threshold, x_name, None,
+                         undecidable(predicted_slope, delta, alpha, reason), used, censored)
+
+    if len({p["x"] for p in used}) < MIN_DISTINCT_X:
+        reasons = sorted({str(c.get("censor_reason")) for c in censored if c.get("censor_reason")})
+        return _empty(f"only {len(used)} base values have a boundary ({len(censored)} censored); a slope with an "
+                      f"interval needs >= {MIN_DISTINCT_X}" + (f" (censor reasons: {'; '.join(reasons[:2])})" if reasons else ""))
+    if n_seeds < 2:
+        return _empty("a curve fit takes its interval from resampling seeds; it needs >= 2 seeds")
+    xs = np.asarray([p["x"] for p in used])
+    ys = np.asarray([p["y"] for p in used])
+    base_fit = fit_slope(xs, ys, None, alpha=alpha, n_bootstrap=0 or 1, bootstrap_seed=bootstrap_seed)
+    rng = np.random.default_rng(bootstrap_seed)
+    slopes, intercepts, degenerate = [], [], 0
+    centred = xs - xs.mean()
+    sxx = float((centred ** 2).sum())
+    for _ in range(n_bootstrap):
+        picks = rng.integers(0, n_seeds, size=n_seeds).tolist()
+        logs = _curve_log_counts(kept, picks)
+        if logs is None:
+            degenerate += 1
+            continue
+        y = np.asarray(logs)
+        slope = float((centred * (y - y.mean())).sum() / sxx)
+        slopes.append(slope)
+        intercepts.append(float(y.mean() - slope * xs.mean()))
+    if len(slopes) < max(20, n_bootstrap // 4):
+        return _empty(f"in {degenerate} of {n_bootstrap} seed resamples some curve did not cross the threshold; "
+                      f"too few usable resamples for an interval (widen the searched sizes or add seeds)")
+    from scipy import stats
+
+    boot = np.asarray(slopes)
+    se = float(boot.std(ddof=1))
+    df = n_seeds - 1
+    t_two, t_one = stats.t.ppf(1 - alpha / 2, df), stats.t.ppf(1 - alpha, df)
+    cov = np.cov(np.vstack([intercepts, slopes]))
+    lo_b, hi_b = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    fit = SlopeFit(
+        slope=base_fit.slope, slope_se=se,
+        slope_ci=(base_fit.slope - t_two * se, base_fit.slope + t_two * se),
+        slope_ci_tost=(base_fit.slope - t_one * se, base_fit.slope + t_one * se),
+        slope_ci_bootstrap=(float(lo_b), float(hi_b)), intercept=base_fit.intercept,
+        intercept_ci=tuple(float(v) for v in np.quantile(intercepts, [alpha / 2, 1 - alpha / 2])),
+        r2=base_fit.r2, n_points=base_fit.n_points, n_seeds=n_seeds, df_resid=df,
+        residual_ss=base_fit.residual_ss, total_ss=base_fit.total_ss, x_range=base_fit.x_range, alpha=alpha,
+        bootstrap=BootstrapInfo("seed curve", n_bootstrap, degenerate, bootstrap_seed, n_seeds),
+        covariance=tuple(tuple(float(v) for v in row) for row in cov),
+    )
+    if predicted_slope is None:
+        verdict = undecidable(None, delta, alpha, "no predicted slope for this line")
+    else:
+        verdict = decide(fit, predicted_slope, delta=delta, alpha=alpha, log_power=log_power)
+    return FitResult(experiment, line, threshold, x_name, fit, verdict, used, censored)

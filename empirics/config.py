@@ -9,7 +9,11 @@ Keys (defaults in brackets): each task's own keys are documented by the config d
 registers (``recallkit.registry.Task.config``, e.g. ``recallkit theory``-independent ``task = "..."``
 names such as the shipped systems' ``systems/<name>/config.py``). The trainer keys are shared:
 
-- trainer ``three_step`` (only for tasks that list it): ``eta``, ``gamma``.
+- trainer ``three_step`` (only for tasks that list it): ``eta``, and ``gamma`` or ``kappa`` (the step-2
+  score gap from which gamma is measured per model; the problem must have ``score_gap``).
+- trainer ``two_step_then_fit`` (only for tasks that list it): steps 1-2 as ``three_step`` (``eta``,
+  ``gamma`` or ``kappa``), then the problem's ``fit_params`` trained by full-batch Adam: ``fit_lr``
+  [0.1], ``fit_steps`` [400], ``fit_tol`` [0: run every step].
 - trainers ``adam`` / ``adamw``: ``lr``, exactly one of ``epochs`` (passes over the N training
   items in minibatches) or ``steps`` (minibatch steps), ``batch_size`` [full batch],
   ``early_stop`` [none] (stop a model once its training accuracy is > this value),
@@ -98,14 +102,47 @@ def check_model(task_config) -> None:
 
 @dataclass(frozen=True)
 class ThreeStepConfig:
-    """The token-retrieval model's three full-batch gradient steps from zero init (step sizes eta, gamma)."""
+    """Three full-batch gradient steps from zero init: step size eta, then gamma for steps 2 and 3.
+
+    Give exactly one of ``gamma`` (a number or expression) or ``kappa``: the step-2 score gap the
+    problem should reach (its ``score_gap``), from which each model's gamma is measured: step 2 is
+    linear in gamma, so gamma = kappa / (the gap of the step-2 direction at gamma = 1).
+    """
 
     eta: float | str
-    gamma: float | str
+    gamma: float | str | None = None
+    kappa: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eta", _number_or_expression(self.eta, "eta"))
-        object.__setattr__(self, "gamma", _number_or_expression(self.gamma, "gamma"))
+        if (self.gamma is None) == (self.kappa is None):
+            raise InputError("gamma/kappa: give exactly one of gamma (the step size of steps 2 and 3) or kappa "
+                             "(the step-2 score gap gamma is measured from)")
+        if self.gamma is not None:
+            object.__setattr__(self, "gamma", _number_or_expression(self.gamma, "gamma"))
+        else:
+            object.__setattr__(self, "kappa", _number_or_expression(self.kappa, "kappa"))
+            if isinstance(self.kappa, str):
+                raise InputError(f"kappa: expected a positive number, got {self.kappa!r}")
+
+
+@dataclass(frozen=True)
+class TwoStepThenFitConfig(ThreeStepConfig):
+    """Steps 1 and 2 as :class:`ThreeStepConfig`, then the readout (the problem's ``fit_params``) trained
+    by full-batch Adam with the rest frozen: at most ``fit_steps`` steps at learning rate ``fit_lr``; a
+    model stops once its training loss falls by less than ``fit_tol`` (relative) in one step."""
+
+    fit_lr: float | str = 0.1
+    fit_steps: int = 400
+    fit_tol: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "fit_lr", _number_or_expression(self.fit_lr, "fit_lr"))
+        object.__setattr__(self, "fit_steps", positive_int(self.fit_steps, "fit_steps", 1_000_000))
+        if isinstance(self.fit_tol, bool) or not isinstance(self.fit_tol, (int, float)) or not 0 <= self.fit_tol < 1:
+            raise InputError(f"fit_tol: expected a number in [0, 1), got {self.fit_tol!r}")
+        object.__setattr__(self, "fit_tol", float(self.fit_tol))
 
 
 @dataclass(frozen=True)
@@ -151,7 +188,8 @@ class AdamConfig:
         return min(value, n_train)
 
 
-TRAINERS: dict[str, type] = {"three_step": ThreeStepConfig, "adam": AdamConfig, "adamw": AdamConfig}
+TRAINERS: dict[str, type] = {"three_step": ThreeStepConfig, "two_step_then_fit": TwoStepThenFitConfig,
+                             "adam": AdamConfig, "adamw": AdamConfig}
 
 
 def task_spec(task: str):
@@ -187,13 +225,17 @@ class RunConfig:
             raise
 
     def to_dict(self) -> dict:
-        """The flat dict with every default filled in (the canonical form that is hashed)."""
+        """The flat dict with every default filled in (the canonical form that is hashed), except the
+        fields whose dataclass metadata says ``omit_default``: keys added after configs were stored,
+        left out while they hold their default so that those configs keep their store keys."""
         flat = {"task": self.task, "model": self.model, "trainer": self.trainer, "seed": self.seed}
         for part in (self.task_config, self.trainer_config):
             for f in dataclasses.fields(part):
                 if f.name in ("model", "decoupled"):
                     continue
                 value = getattr(part, f.name)
+                if f.metadata.get("omit_default") and value == f.default:
+                    continue  # a key added later: its default keeps the store keys of older configs
                 if value is not None and not (f.name == "weight_decay" and self.trainer != "adamw"):
                     flat[f.name] = value
         return flat
@@ -240,8 +282,9 @@ def _from_dict(raw: dict) -> RunConfig:
     trainer_config = trainer_cls(**trainer_args)
     # expressions are checked against this task's sizes now, so a bad one fails before any training
     if isinstance(trainer_config, ThreeStepConfig):
-        for key in ("eta", "gamma"):
-            evaluate(getattr(trainer_config, key), key, task_config.sizes())
+        for key in ("eta", "gamma", "fit_lr"):
+            if getattr(trainer_config, key, None) is not None:
+                evaluate(getattr(trainer_config, key), key, task_config.sizes())
     else:
         evaluate(trainer_config.lr, "lr", task_config.sizes())
         trainer_config.resolved_batch_size(task_config.sizes(), task_config.n_train)
@@ -269,7 +312,7 @@ def config_hash(cfg: dict | RunConfig) -> str:
 def shape_key(cfg: RunConfig) -> str:
     """Configs with equal keys train together: everything but the per-model numbers."""
     flat = cfg.to_dict()
-    for key in ("seed", "lr", "eta", "gamma", "early_stop", "weight_decay"):
+    for key in ("seed", "lr", "eta", "gamma", "kappa", "fit_lr", "fit_tol", "early_stop", "weight_decay"):
         flat.pop(key, None)
     return json.dumps(flat, sort_keys=True)
 

@@ -21,8 +21,8 @@ import time
 
 import torch
 
-from recallkit.empirics.config import (RunConfig, ThreeStepConfig, check_memory, config_hash, evaluate,
-                                       memory_available, parse_config, shape_key)
+from recallkit.empirics.config import (RunConfig, ThreeStepConfig, TwoStepThenFitConfig, check_memory, config_hash,
+                                       evaluate, memory_available, parse_config, shape_key)
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.tasks import build_problem
 
@@ -41,13 +41,20 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
     sizes = first.task_config.sizes()
     tc = first.trainer_config
     if isinstance(tc, ThreeStepConfig):
-        from recallkit.empirics.trainers import three_step
+        from recallkit.empirics.trainers import three_step, two_step_then_fit
 
-        params, extra = three_step(
-            problem,
+        steps = dict(
             eta=[evaluate(c.trainer_config.eta, "eta", sizes) for c in cfgs],
-            gamma=[evaluate(c.trainer_config.gamma, "gamma", sizes) for c in cfgs],
+            gamma=[None if c.trainer_config.gamma is None else evaluate(c.trainer_config.gamma, "gamma", sizes)
+                   for c in cfgs],
+            kappa=[c.trainer_config.kappa for c in cfgs],
         )
+        if isinstance(tc, TwoStepThenFitConfig):
+            params, extra = two_step_then_fit(
+                problem, **steps, fit_lr=[evaluate(c.trainer_config.fit_lr, "fit_lr", sizes) for c in cfgs],
+                fit_steps=tc.fit_steps, fit_tol=[c.trainer_config.fit_tol for c in cfgs])
+        else:
+            params, extra = three_step(problem, **steps)
     else:
         from recallkit.empirics.trainers import adam
 

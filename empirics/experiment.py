@@ -12,7 +12,10 @@ Schema (every key below is checked; an unknown key is an error)::
     base = "V"                             # grid variable (default V; d for max_capacity)
     size = "d"                             # searched variable (default d; N for max_capacity)
     metric = "accuracy"                    # metric compared with the thresholds (default accuracy)
-    thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t
+    thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t (may be [] when
+                                           # relative_thresholds are given)
+    relative_thresholds = [0.5]            # search.method = "curve" only: t = this fraction of each
+                                           # (line, base) instance's ceiling (stored, reported)
 
     [[lines]]                              # one or more lines through the scaling plane
     scaling = "N=V*log(V), L=V**0.5"       # assignments, evaluated in order, in base, size and earlier names
@@ -21,6 +24,7 @@ Schema (every key below is checked; an unknown key is an error)::
     label = "N~V log V, L~V^0.5"           # optional, for tables and plots (default: the scaling)
     model = "..."                          # optional per-line override of model / trainer / task
     fixed = { eta = 0.5 }                  # optional per-line overrides of [fixed]
+    search = { ceiling = "2*V**0.5" }      # optional per-line overrides of [search] (after the preset's)
 
     [fixed]                                # fixed parameters: numbers or expressions in V N d L m R
     eta = 1.0
@@ -41,6 +45,13 @@ Schema (every key below is checked; an unknown key is an error)::
     budget_key = "steps"                   # value, re-probe the boundary's failed neighbour with
                                            # budget_key x budget_factor; the point is flagged if it then
                                            # reaches the threshold (the answer moves by a search step)
+    method = "bisect"                      # bisect: per seed, integer bisection (below); curve: one
+                                           # seed-averaged accuracy curve per (line, base) on sizes shared
+                                           # by all seeds, isotonic fit, crossing interpolated in log size
+    points = 5                             # curve: sizes of the first round, log-spaced around the guess
+    ratio = 1.4142                         # curve: spacing of those sizes
+    ceiling = "4*V"                        # curve: the size (expression in the base) at which each
+                                           # instance's ceiling (its accuracy at large size) is measured
 
     [verdict]                              # handed to compare
     delta = 0.25                           # equivalence margin on the slope
@@ -85,19 +96,21 @@ INTEGER_PARAMS = {
     "train_samples", "max_steps", "eval_every", "n_eval", "heads",
 }
 # Parameters whose value is a name, not an expression (e.g. features = "relu_centred").
-STRING_PARAMS = {"features"}
+STRING_PARAMS = {"features", "mlp_input"}
 # Upper limits on sizes: a typo such as d = 1e9 must fail at load time, not allocate terabytes.
 # The same limits as a run config's (empirics.config), so an experiment cannot ask for a size
 # that its own run configs would then refuse.
 SIZE_LIMITS = {"V": MAX_V, "N": MAX_N, "d": MAX_D, "L": MAX_L, "m": MAX_M, "R": MAX_R}
 _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
-    "thresholds", "lines", "fixed", "search", "verdict", "presets",
+    "thresholds", "relative_thresholds", "lines", "fixed", "search", "verdict", "presets",
 }
-_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed"}
-_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "grid", "budget_factor", "budget_key"}
+_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed", "search"}
+_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "grid", "budget_factor", "budget_key",
+                "method", "points", "ratio", "ceiling"}
+SEARCH_METHODS = ("bisect", "curve")
 _VERDICT_KEYS = {"delta", "alpha", "reference_only", "reference_note"}
-_PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search", "lines"}
+_PRESET_KEYS = {"seeds", "sizes", "thresholds", "relative_thresholds", "fixed", "search", "lines"}
 
 
 class SafeExpression:
@@ -136,6 +149,8 @@ class Line:
     theory_scaling: str = ""
     overrides: dict[str, str] = field(default_factory=dict)  # task / model / trainer
     fixed: dict[str, Any] = field(default_factory=dict)
+    search_overrides: dict[str, Any] = field(default_factory=dict)  # raw [search] keys of this line
+    search: "SearchSettings | None" = None  # the merged settings of this line (None: the experiment's)
 
 
 @dataclass
@@ -150,6 +165,16 @@ class SearchSettings:
     grid_text: str | None = None       # the grid as written in the file
     budget_factor: float | None = None  # training-budget check (None: no check)
     budget_key: str = "steps"
+    method: str = "bisect"
+    points: int = 5
+    ratio: float = 2 ** 0.5
+    ceiling: SafeExpression | None = None
+
+    def ceiling_size(self, base_name: str, base_value: int) -> int:
+        """The size at which a curve search measures the instance's ceiling (default: ``max``)."""
+        if self.ceiling is None:
+            return self.max
+        return max(self.min, _integer(self.ceiling.evaluate({base_name: base_value})))
 
     def grid_sizes(self) -> list[int] | None:
         """The distinct sizes round(grid**k) inside [min, max], ascending; None without a grid."""
@@ -186,10 +211,15 @@ class Experiment:
     seeds: list[int]
     sizes: list[int]  # kind = "grid" only
     line_base_values: dict[str, list[int]] = field(default_factory=dict)  # per line label, when the preset gives them
+    relative_thresholds: list[float] = field(default_factory=list)  # search.method = "curve" only
 
     def values_of(self, line_index: int) -> list[int]:
         """The base values swept along one line (the preset's list, or that line's own)."""
         return self.line_base_values.get(self.lines[line_index].label, self.base_values)
+
+    def threshold_targets(self) -> list[tuple[float, bool]]:
+        """(value, relative) for every threshold: absolute ones, then fractions of the ceiling."""
+        return [(t, False) for t in self.thresholds] + [(t, True) for t in self.relative_thresholds]
 
     def planned_runs(self) -> int:
         """About how many models the sweep trains (an upper estimate for searches: the bracket plus a
@@ -197,6 +227,8 @@ class Experiment:
         cells = sum(len(self.values_of(i)) for i in range(len(self.lines))) * len(self.seeds)
         if self.kind == "grid":
             return cells * len(self.sizes)
+        if self.search.method == "curve":  # first round + ceiling + about two more sizes per threshold
+            return cells * (self.search.points + 1 + 2 * len(self.threshold_targets()))
         ratio = math.log(self.search.max / self.search.min)
         step = math.log1p(self.search.resolution) if self.search.resolution > 0 else ratio / self.search.max
         return cells * (4 + math.ceil(math.log2(max(2.0, ratio / max(step, 1e-12)))))
@@ -234,14 +266,19 @@ class Experiment:
             "task": self.task, "model": self.model, "trainer": self.trainer, "kind": self.kind,
             "base": self.base, "size": self.size, "metric": self.metric, "thresholds": self.thresholds,
             "lines": [{"scaling": ln.scaling, "theory_scaling": ln.theory_scaling, "label": ln.label, **ln.overrides,
-                       "fixed": {k: _shown(v) for k, v in ln.fixed.items()}} for ln in self.lines],
+                       "fixed": {k: _shown(v) for k, v in ln.fixed.items()},
+                       "search": {k: _shown(v) for k, v in ln.search_overrides.items()}} for ln in self.lines],
             "fixed": {k: _shown(v) for k, v in self.fixed.items()},
             "search": {"min": self.search.min, "max": self.search.max,
                        "start": self.search.start.text if self.search.start else None,
                        "resolution": self.search.resolution, "bracket": self.search.bracket,
                        "expand": self.search.expand, "grid": self.search.grid_text,
                        "budget_factor": self.search.budget_factor,
-                       "budget_key": self.search.budget_key if self.search.budget_factor else None},
+                       "budget_key": self.search.budget_key if self.search.budget_factor else None,
+                       "method": self.search.method, "points": self.search.points,
+                       "ratio": self.search.ratio,
+                       "ceiling": self.search.ceiling.text if self.search.ceiling else None},
+            "relative_thresholds": self.relative_thresholds,
             "verdict": self.verdict, "preset": self.preset, self.base: self.base_values,
             "seeds": self.seeds, "sizes": self.sizes,
             **({f"{self.base}_by_line": self.line_base_values} if self.line_base_values else {}),
@@ -421,6 +458,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
             assignments=assignments,
             overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
             fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
+            search_overrides=_line_search(table.get("search", {}), f"{where}.search"),
         ))
     if len({ln.label for ln in lines}) != len(lines):
         raise InputError(f"{w}lines: two lines have the same label; give each a distinct 'label'")
@@ -453,8 +491,9 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
 
     thresholds_raw = chosen.get("thresholds", raw.get("thresholds"))
     tw = f"{pw}.thresholds" if "thresholds" in chosen else f"{shown}: thresholds"
+    relative_given = bool(chosen.get("relative_thresholds", raw.get("relative_thresholds")))
     if kind != "grid" or thresholds_raw is not None:
-        if not isinstance(thresholds_raw, list) or not thresholds_raw:
+        if not isinstance(thresholds_raw, list) or not (thresholds_raw or relative_given):
             raise InputError(f"{tw}: expected a non-empty list of numbers in (0, 1]")
     thresholds = []
     for i, t in enumerate(thresholds_raw or []):
@@ -473,6 +512,23 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     _unknown_keys(preset_search, _SEARCH_KEYS, f"{pw}.search")
     search_raw.update(preset_search)
     search = _search_settings(search_raw, kind, size, f"{shown}: search")
+    for i, line in enumerate(lines):
+        if line.search_overrides:
+            line.search = _search_settings({**search_raw, **line.search_overrides}, kind, size,
+                                           f"{shown}: line {line.label!r} search")
+    relative_raw = chosen.get("relative_thresholds", raw.get("relative_thresholds", []))
+    rw = f"{pw}.relative_thresholds" if "relative_thresholds" in chosen else f"{shown}: relative_thresholds"
+    if not isinstance(relative_raw, list):
+        raise InputError(f"{rw}: expected a list of fractions in (0, 1]")
+    relative_thresholds = []
+    for i, t in enumerate(relative_raw):
+        value = _number(t, f"{rw}[{i}]")
+        if not 0 < value <= 1:
+            raise InputError(f"{rw}[{i}]: expected a fraction of the ceiling in (0, 1], got {t!r}")
+        relative_thresholds.append(value)
+    if relative_thresholds and (kind != "min_size" or search.method != "curve"):
+        raise InputError(f"{rw}: only with kind = 'min_size' and search.method = 'curve' (the ceiling is measured "
+                         f"by the curve search)")
 
     verdict_raw = raw.get("verdict", {})
     if not isinstance(verdict_raw, dict):
@@ -531,14 +587,18 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         thresholds=thresholds, lines=lines, fixed=fixed, search=search, verdict=verdict, preset=preset,
         base_values=base_values, seeds=[int(s) for s in seeds_raw], sizes=sizes,
         line_base_values=line_base_values,
+        relative_thresholds=relative_thresholds,
     )
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
     from recallkit.empirics.config import check_memory, parse_config
 
-    probe_sizes = sizes or [search.min, search.max]
     for i, line in enumerate(lines):
         values = experiment.values_of(i)
+        settings = line.search or search
+        probe_sizes = sizes or [settings.min, settings.max]
+        if settings.method == "curve":
+            probe_sizes = probe_sizes + [settings.ceiling_size(base, b) for b in (min(values), max(values))]
         for b in (min(values), max(values)):
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
@@ -572,6 +632,13 @@ def max_runs_allowed() -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise InputError(f"RECALLKIT_MAX_RUNS / --max-runs: expected a positive integer, got {raw!r}")
     return int(raw)
+
+
+def _line_search(table: Any, where: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table of [search] keys")
+    _unknown_keys(table, _SEARCH_KEYS - {"method"}, where)
+    return dict(table)
 
 
 def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSettings:
@@ -622,9 +689,31 @@ def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSet
     budget_key = table.get("budget_key", "steps")
     if not isinstance(budget_key, str) or not budget_key.isidentifier():
         raise InputError(f"{where}.budget_key: expected a parameter name such as \"steps\", got {budget_key!r}")
+    method = table.get("method", "bisect")
+    if method not in SEARCH_METHODS:
+        raise InputError(f"{where}.method: expected one of {', '.join(SEARCH_METHODS)}, got {method!r}")
+    if method == "curve" and kind != "min_size":
+        raise InputError(f"{where}.method: 'curve' is for kind = 'min_size' only, got kind = {kind!r}")
+    points = table.get("points", 5)
+    if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 64:
+        raise InputError(f"{where}.points: expected an integer in [2, 64], got {points!r}")
+    ratio = _number(table.get("ratio", 2 ** 0.5), f"{where}.ratio")
+    if ratio <= 1:
+        raise InputError(f"{where}.ratio: expected a number > 1, got {ratio}")
+    ceiling = None
+    if "ceiling" in table:
+        ceiling_raw = table["ceiling"]
+        if isinstance(ceiling_raw, int) and not isinstance(ceiling_raw, bool):
+            ceiling_raw = repr(ceiling_raw)
+        if not isinstance(ceiling_raw, str):
+            raise InputError(f"{where}.ceiling: expected an integer or an expression in the base variable")
+        ceiling = SafeExpression(ceiling_raw, set(SIZE_SYMBOLS), f"{where}.ceiling")
+    if grid is not None and method == "curve":
+        raise InputError(f"{where}.grid: a grid is for method = 'bisect'; a curve search spaces its sizes by 'ratio'")
     settings = SearchSettings(min=table["min"], max=table["max"], start=start, resolution=resolution,
                               bracket=bracket, expand=expand, grid=grid, grid_text=grid_text,
-                              budget_factor=budget_factor, budget_key=budget_key)
+                              budget_factor=budget_factor, budget_key=budget_key, method=method, points=points,
+                              ratio=ratio, ceiling=ceiling)
     if grid is not None and len(settings.grid_sizes()) < 2:
         raise InputError(f"{where}.grid: fewer than two grid sizes between min = {table['min']} and max = {table['max']}")
     return settings

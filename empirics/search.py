@@ -20,6 +20,17 @@ How one cell is searched:
    If it then reaches the threshold, the answer would move by at least one search step with the larger
    budget, and the point is flagged (``budget_flagged``); its record is the point's ``budget_check``.
 
+``search.method = "curve"`` (min_size only) searches one curve per (line, base value) instead: every
+seed is trained at the same sizes, the metric is averaged over the seeds, a non-decreasing fit in
+log(size) is taken (``empirics.curves``) and each threshold's boundary is interpolated in log size. The
+first round probes ``search.points`` sizes spaced by ``search.ratio`` around the guess, plus the
+instance's ceiling size (``search.ceiling``); later rounds widen by ``expand`` (up to the line's ceiling size
+and ``search.max``) where a threshold is not bracketed and bisect in log size where a bracket is wider than ``resolution``. Thresholds may also be
+fractions of the instance's ceiling (``relative_thresholds``): the highest seed-mean metric at the ceiling
+size over the lines of the same instance (same config apart from the searched size and the sizes tied to it,
+such as m = d**k), so that lines that differ only in width share one ceiling. Its boundary
+points carry the per-seed curves, so compare can bootstrap the seeds.
+
 A cell's state is a function of the runs it has seen, nothing else, so a run is a deterministic
 sequence of rounds. Each round batches every cell's next probe into one executor call (seeds share
 shapes, so the engine trains them together); thresholds are nested and share runs. Resume and
@@ -272,12 +283,19 @@ class SweepDriver:
             guess *= (math.log(b) / math.log(b_prev)) ** y
         return self._clamp(round(guess))
 
-    def _clamp(self, size: float) -> int:
+    def _clamp(self, size: float, line_index: int | None = None) -> int:
         """The size inside the search bounds (on the grid: the grid size nearest in log)."""
-        if self._grid is not None:
+        if self._grid is not None and line_index is None:
             size = max(size, 1e-9)
             return min(self._grid, key=lambda g: (abs(math.log(g / size)), g))
-        return int(min(max(size, self.exp.search.min), self.exp.search.max))
+        search = self._search(line_index)
+        return int(min(max(size, search.min), search.max))
+
+    def _search(self, line_index: int | None):
+        """The search settings of a line (its own ``search`` overrides merged in), else the experiment's."""
+        if line_index is None:
+            return self.exp.search
+        return self.exp.lines[line_index].search or self.exp.search
 
     def _below(self, size: float) -> int:
         """The largest probe-able size <= size (the smallest one if none)."""
@@ -376,15 +394,19 @@ class SweepDriver:
     def run(self) -> SweepResult:
         started = time.perf_counter()
         exp = self.exp
+        curves = None
         if exp.kind == "grid":
             self._run_grid()
+            cells = []
+        elif exp.search.method == "curve" or any(line.search and line.search.method == "curve" for line in exp.lines):
+            curves = self._run_curves()
             cells = []
         else:
             cells = self._run_search()
             if exp.search.budget_factor is not None:
                 self._run_budget_checks(cells)
         violations = self._violations()
-        points = self._points(cells, violations)
+        points = self._curve_points(curves) if curves is not None else self._points(cells, violations)
         result = SweepResult(
             experiment=exp, points=points, violations=violations, runs=self._run_rows(),
             reused=self.reused, computed=self.computed, failed=self.failed, missing=self.missing,
@@ -501,6 +523,240 @@ class SweepDriver:
         finally:
             if bar is not None:
                 bar.close()
+
+    # ------------------------------------------------------------------ curve search
+    def _curve_data(self, li: int, b: int) -> tuple[dict[int, dict[int, float]], dict[int, float], set[int]]:
+        """(per seed {size: metric}, {size: param_count}, sizes probed for any seed, failures included)."""
+        per_seed: dict[int, dict[int, float]] = {}
+        counts: dict[int, float] = {}
+        probed: set[int] = set()
+        for seed in self.exp.seeds:
+            values = {}
+            for size, value in self._known(li, b, seed).items():
+                probed.add(size)
+                if isinstance(value, float):
+                    values[size] = value
+                    h = self.hash_of[(li, b, size, seed)]
+                    entry = self.cache.get(h)
+                    if isinstance(entry, dict) and entry.get("param_count"):
+                        counts[size] = float(entry["param_count"])
+            per_seed[seed] = values
+        return per_seed, counts, probed
+
+    def _in_range(self, per_seed, li: int) -> tuple[list[int], list[float]]:
+        """The seed-mean curve at the sizes every seed has, inside [search.min, search.max] (a ceiling size
+        above search.max is used for the ceiling only)."""
+        from recallkit.empirics.curves import mean_curve
+
+        sizes, means, _ = mean_curve(per_seed, self.exp.seeds)
+        search = self._search(li)
+        keep = [i for i, size in enumerate(sizes) if search.min <= size <= search.max]
+        return [sizes[i] for i in keep], [means[i] for i in keep]
+
+    def _instance_key(self, li: int, b: int) -> str:
+        """What makes two lines the same instance at base value b: their configs apart from the searched size,
+        the sizes tied to it (e.g. m = d**k) and the seed."""
+        import json
+
+        search = self._search(li)
+        config = self.exp.build_config(self.exp.lines[li], b, search.min, self.exp.seeds[0])
+        other = self.exp.build_config(self.exp.lines[li], b, search.min + 1, self.exp.seeds[0])
+        tied = {k for k in config if config[k] != other.get(k)}
+        return json.dumps({k: v for k, v in config.items() if k not in tied and k != "seed"}, sort_keys=True, default=str)
+
+    def _instance_ceiling(self, li: int, b: int) -> dict | None:
+        """The instance's ceiling at base value b: the highest seed-mean metric at the ceiling size of any line
+        of the same instance (same V, N, L and options; the lines differ only in how m follows d), with that
+        line's per-seed values. None while no such ceiling has a result for every seed."""
+        from recallkit.empirics.curves import mean_curve
+
+        key = self._instance_key(li, b)
+        best = None
+        for lj in range(len(self.exp.lines)):
+            if lj != li and self._instance_key(lj, b) != key:
+                continue
+            size = self._search(lj).ceiling_size(self.exp.base, b)
+            per_seed, _, _ = self._curve_data(lj, b)
+            sizes, means, _ = mean_curve(per_seed, self.exp.seeds)
+            if size not in sizes:
+                continue
+            mean = means[sizes.index(size)]
+            if best is None or mean > best["mean"]:
+                best = {"line": self.exp.lines[lj].label, self.exp.size: size, "mean": mean,
+                        "per_seed": [per_seed[seed][size] for seed in self.exp.seeds]}
+        return best
+
+    def _curve_targets(self, per_seed, b: int, li: int) -> list[tuple[float, bool, float | None]]:
+        """(threshold as written, relative?, absolute value or None when the ceiling is unknown)."""
+        ceiling = self._instance_ceiling(li, b)
+        out = []
+        for value, relative in self.exp.threshold_targets():
+            if relative:
+                out.append((value, True, None if ceiling is None else value * ceiling["mean"]))
+            else:
+                out.append((value, False, value))
+        return out
+
+    def _curve_step(self, li: int, bi: int, guess: int) -> list[int]:
+        """The next sizes to probe (for every seed) on the curve of (line, base index); [] when done."""
+        from recallkit.empirics.curves import crossing, isotonic_increasing
+
+        exp, search = self.exp, self._search(li)
+        b = exp.values_of(li)[bi]
+        per_seed, _, probed = self._curve_data(li, b)
+        # the line's own ceiling size is the largest size a curve search needs (below: "above")
+        cap = min(search.max, max(search.ceiling_size(exp.base, b), search.min))
+        if not probed:
+            half = (search.points - 1) / 2
+            sizes = {min(self._clamp(round(guess * search.ratio ** (j - half)), li), cap) for j in range(search.points)}
+            sizes.add(search.ceiling_size(exp.base, b))
+            return sorted(sizes)
+        sizes, means = self._in_range(per_seed, li)
+        if not sizes:
+            return []
+        fitted = isotonic_increasing(means)
+        searchable = sizes
+        proposals: set[int] = set()
+        for _, _, target in self._curve_targets(per_seed, b, li):
+            if target is None:
+                continue
+            found = crossing(sizes, fitted, target)
+            if found.status == "below":
+                bottom = min(sizes)
+                if bottom > search.min:
+                    proposals.add(self._clamp(math.floor(bottom / search.expand), li))
+            elif found.status == "above":
+                # a threshold the curve does not reach by the line's own ceiling size is censored there (it may be
+                # another line's ceiling that sets the target)
+                top = max(searchable, default=search.min)
+                if top < cap:
+                    proposals.add(min(self._clamp(math.ceil(top * search.expand), li), cap))
+            else:
+                lo, hi = found.bracket
+                if hi - lo > 1 and hi > lo * (1 + search.resolution):
+                    mid = min(max(round(math.sqrt(lo * hi)), lo + 1), hi - 1)
+                    if search.min <= mid <= search.max:
+                        proposals.add(mid)
+        return sorted(p for p in proposals if p not in probed)
+
+    def _curve_guess(self, li: int, bi: int, answers: dict[tuple[int, int], float | None]) -> int:
+        exp, search = self.exp, self._search(li)
+        b = exp.values_of(li)[bi]
+        if bi == 0:
+            guess = search.start.evaluate({exp.base: b}) if search.start is not None else math.sqrt(search.min * search.max)
+            return self._clamp(round(guess), li)
+        previous = [(exp.values_of(li)[k], answers.get((li, k))) for k in range(bi)]
+        previous = [(bv, a) for bv, a in previous if a]
+        if not previous:
+            return self._clamp(round(math.sqrt(search.min * search.max)), li)
+        if li not in self._predicted:
+            self._predicted[li] = predicted_exponents(exp, exp.lines[li])
+        x, y = self._predicted[li] or (0.5, 0.0)
+        b_prev, a_prev = previous[-1]
+        guess = a_prev * (b / b_prev) ** x
+        if y and b > 1 and b_prev > 1:
+            guess *= (math.log(b) / math.log(b_prev)) ** y
+        return self._clamp(round(guess), li)
+
+    def _curve_answer(self, li: int, b: int) -> float | None:
+        """The mean in log size of the boundaries found (the next base value's guess is calibrated on it)."""
+        from recallkit.empirics.curves import crossing, isotonic_increasing
+
+        per_seed, _, _ = self._curve_data(li, b)
+        sizes, means = self._in_range(per_seed, li)
+        if not sizes:
+            return None
+        fitted = isotonic_increasing(means)
+        found = [crossing(sizes, fitted, t).size for _, _, t in self._curve_targets(per_seed, b, li) if t is not None]
+        found = [f for f in found if f]
+        return math.exp(sum(math.log(f) for f in found) / len(found)) if found else None
+
+    def _run_curves(self) -> list[tuple[int, int]]:
+        exp = self.exp
+        keys = [(li, bi) for li in range(len(exp.lines)) for bi in range(len(exp.values_of(li)))]
+        guesses: dict[tuple[int, int], int] = {}
+        done: set[tuple[int, int]] = set()
+        answers: dict[tuple[int, int], float | None] = {}
+        while len(done) < len(keys):
+            wanted: dict[str, dict] = {}
+            for li, bi in keys:
+                if (li, bi) in done or (bi > 0 and (li, bi - 1) not in done):
+                    continue  # the previous base value calibrates this one's guess
+                if (li, bi) not in guesses:
+                    guesses[(li, bi)] = self._curve_guess(li, bi, answers)
+                b = exp.values_of(li)[bi]
+                step = self._curve_step(li, bi, guesses[(li, bi)])
+                if not step:
+                    done.add((li, bi))
+                    answers[(li, bi)] = self._curve_answer(li, b)
+                    continue
+                for size in step:
+                    for seed in exp.seeds:
+                        h = self._key(li, b, size, seed)
+                        if h not in self.cache:
+                            wanted[h] = self.config_of[h]
+            if wanted:
+                self._execute(wanted)
+        return keys
+
+    def _curve_points(self, keys: list[tuple[int, int]]) -> list[dict]:
+        from recallkit.empirics.curves import crossing, isotonic_increasing, mean_curve
+
+        exp = self.exp
+        points = []
+        for li, bi in keys:
+            b = exp.values_of(li)[bi]
+            line = exp.lines[li]
+            per_seed, counts, probed = self._curve_data(li, b)
+            all_sizes, all_means, _ = mean_curve(per_seed, exp.seeds)
+            sizes, means = self._in_range(per_seed, li)
+            fitted = isotonic_increasing(means) if sizes else []
+            search = self._search(li)
+            ceiling = search.ceiling_size(exp.base, b)
+            instance_ceiling = self._instance_ceiling(li, b)
+            config = self.config_of[self._key(li, b, sizes[0] if sizes else search.min, exp.seeds[0])]
+            failed = sorted(s for s in probed if s not in all_sizes)
+            curve = {"sizes": sizes, "param_counts": [counts.get(s) for s in sizes], "seeds": list(exp.seeds),
+                     "metric": [[per_seed[seed][s] for s in sizes] for seed in exp.seeds], "mean": means,
+                     "fitted": fitted, "failed_sizes": failed}
+            for written, relative, target in self._curve_targets(per_seed, b, li):
+                point: dict[str, Any] = {
+                    "experiment": exp.name, "line": line.label, "scaling": line.theory_scaling, "threshold": written,
+                    "threshold_relative": relative, "threshold_value": target, "seed": "mean",
+                    "n_seeds": len(exp.seeds), exp.base: b, "method": "curve",
+                }
+                for name in ("N", "R", "L"):
+                    if name in config:
+                        point[name] = config[name]
+                found = None
+                if target is not None and sizes:
+                    found = crossing(sizes, fitted, target, [counts[s] for s in sizes])
+                if found is not None and found.status == "ok":
+                    point[exp.size] = found.size
+                    point["param_count"] = found.param_count
+                    if "m" in config:
+                        point["m"] = found.param_count / found.size if exp.size == "d" else config["m"]
+                    point["bracket"] = list(found.bracket)
+                    point["config_hash"] = self._key(li, b, found.bracket[1], exp.seeds[0])
+                    point["censored"], point["censor_reason"] = False, None
+                else:
+                    point[exp.size], point["param_count"] = None, None
+                    if target is None:
+                        reason = f"the ceiling at {exp.size}={ceiling} is unknown (failed or not run)"
+                    elif found is None:
+                        reason = "no size has a result for every seed"
+                    elif found.status == "below":
+                        reason = f"the seed-mean curve already reached {target:.4g} at {exp.size}={sizes[0]}"
+                    else:
+                        reason = (f"the seed-mean curve did not reach {target:.4g} by {exp.size}="
+                                  f"{max(sizes, default=search.max)} (the line's ceiling size "
+                                  f"{search.ceiling_size(exp.base, b)}, search.max {search.max})")
+                    point["censored"], point["censor_reason"] = True, reason
+                point["ceiling"] = instance_ceiling or {exp.size: ceiling, "mean": None, "per_seed": None}
+                point["curve"] = curve
+                point["non_monotone"] = any(b2 < a2 for a2, b2 in zip(means, means[1:]))
+                points.append(point)
+        return points
 
     def _ready(self, cell: _Cell, by_key: dict) -> bool:
         return cell.base_index == 0 or all(

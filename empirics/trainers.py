@@ -6,6 +6,11 @@ numbers (step sizes, learning rates, early-stop thresholds) are tensors of shape
 
 - :func:`three_step`: the token-retrieval model's three full-batch gradient steps from V = 0, W_KQ = 0:
   V1 = -eta grad_V L(0, 0); W1 = -gamma grad_W L(V1, 0); V2 = V1 - gamma grad_V L(V1, W1).
+  With ``kappa`` instead of ``gamma`` a model's gamma is measured: the step-2 score gap (the problem's
+  ``score_gap``) is linear in gamma, so gamma = kappa / the gap at gamma = 1.
+- :func:`two_step_then_fit`: steps 1-2 as above, then the readout (the problem's ``fit_params``, default
+  ``("V",)``) trained by full-batch Adam with the rest frozen (a readout trained to convergence in place
+  of the single Hebbian step 3).
 - :func:`adam`: Adam (or AdamW, decoupled weight decay) written out elementwise, as in
   torch.optim.Adam (beta1 0.9, beta2 0.999, eps 1e-8, no amsgrad), so that one model's update can be
   masked off once it early-stops. Minibatch order per model comes from its ``"shuffle"`` stream.
@@ -17,6 +22,7 @@ import math
 import torch
 
 from recallkit.empirics.tasks import generator
+from recallkit.theory.errors import InputError
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
@@ -52,16 +58,104 @@ def _grad(problem, params: dict, name: str) -> torch.Tensor:
     return gradient
 
 
-def three_step(problem, eta: list[float], gamma: list[float]) -> tuple[dict, dict]:
-    """Returns (params after step 3, extra per-model metrics)."""
+def _two_steps(problem, eta: list[float], gamma: list[float | None], kappa: list[float | None]):
+    """Steps 1 and 2 from zero: (V1, W1, gamma per model [M], extra metrics).
+
+    A model given ``kappa`` instead of ``gamma`` gets gamma = kappa / gap, where gap is the problem's
+    ``score_gap`` of the step-2 direction -grad_W at gamma = 1 (the gap is linear in W, so W1 then has
+    exactly that gap on the training items)."""
     device = problem.params["V"].device
-    eta_t, gamma_t = _per_model(eta, device), _per_model(gamma, device)
+    eta_t = _per_model(eta, device)
     zero = {k: torch.zeros_like(v) for k, v in problem.params.items()}
     V1 = -_expand(eta_t, zero["V"]) * _grad(problem, zero, "V")
-    W1 = -_expand(gamma_t, zero["W"]) * _grad(problem, {"W": zero["W"], "V": V1}, "W")
+    direction = -_grad(problem, {"W": zero["W"], "V": V1}, "W")
+    extra = {}
+    if any(k is not None for k in kappa):
+        if not hasattr(problem, "score_gap"):
+            raise InputError("kappa: this task's problem has no score_gap; give gamma instead")
+        gap = problem.score_gap(direction)
+        measured = _per_model([k if k is not None else 1.0 for k in kappa], device) / gap
+        given = _per_model([g if g is not None else 0.0 for g in gamma], device)
+        uses_kappa = torch.tensor([k is not None for k in kappa], device=device)
+        gamma_t = torch.where(uses_kappa, measured, given)
+        extra["score_gap_unit"] = gap
+    else:
+        gamma_t = _per_model(gamma, device)
+    W1 = _expand(gamma_t, direction) * direction
+    extra["gamma_used"] = gamma_t
+    return V1, W1, gamma_t, extra
+
+
+def three_step(problem, eta: list[float], gamma: list[float | None], kappa: list[float | None] | None = None
+               ) -> tuple[dict, dict]:
+    """Returns (params after step 3, extra per-model metrics)."""
+    kappa = kappa if kappa is not None else [None] * len(eta)
+    V1, W1, gamma_t, extra = _two_steps(problem, eta, gamma, kappa)
     V2 = V1 - _expand(gamma_t, V1) * _grad(problem, {"W": W1, "V": V1}, "V")
     M = V2.shape[0]
-    return {"W": W1, "V": V2}, {"steps_run": torch.full((M,), 3.0)}
+    return {"W": W1, "V": V2}, {"steps_run": torch.full((M,), 3.0), **extra}
+
+
+def _loss_and_grads(problem, params: dict, names: tuple[str, ...]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Each model's mean loss over all its training items [M] and its gradients wrt ``params[names]``,
+    accumulated over the problem's ``train_chunk`` items as in :func:`_grad` (full batch, bounded memory)."""
+    leaves = {k: (v.detach().requires_grad_(True) if k in names else v) for k, v in params.items()}
+    n = problem.n_train
+    chunk = getattr(problem, "train_chunk", n)
+    if chunk >= n:
+        loss, _ = problem.loss(leaves)
+        gradients = torch.autograd.grad(loss.sum(), [leaves[k] for k in names])
+        return loss.detach(), list(gradients)
+    M = next(iter(params.values())).shape[0]
+    total = None
+    gradients = [torch.zeros_like(params[k]) for k in names]
+    for start in range(0, n, chunk):
+        idx = torch.arange(start, min(n, start + chunk), device=gradients[0].device).expand(M, -1)
+        loss, _ = problem.loss(leaves, idx)
+        weight = idx.shape[1] / n
+        parts = torch.autograd.grad(loss.sum() * weight, [leaves[k] for k in names])
+        for g, part in zip(gradients, parts):
+            g += part
+        total = loss.detach() * weight if total is None else total + loss.detach() * weight
+    return total, gradients
+
+
+def two_step_then_fit(problem, eta: list[float], gamma: list[float | None], kappa: list[float | None],
+                      fit_lr: list[float], fit_steps: int, fit_tol: list[float]) -> tuple[dict, dict]:
+    """Steps 1-2 as :func:`three_step`, then the problem's ``fit_params`` (default: ``("V",)``, the
+    readout) trained from their step-1 values by full-batch Adam with everything else frozen, for at
+    most ``fit_steps`` steps. A model stops (its parameters frozen from then on) once one step lowers
+    its training loss by less than ``fit_tol`` times the loss; ``fit_tol = 0`` runs every step."""
+    V1, W1, _, extra = _two_steps(problem, eta, gamma, kappa)
+    params = {"W": W1, "V": V1}
+    names = tuple(getattr(problem, "fit_params", ("V",)))
+    device = V1.device
+    M = V1.shape[0]
+    lr_t, tol_t = _per_model(fit_lr, device), _per_model(fit_tol, device)
+    active = torch.ones(M, dtype=torch.bool, device=device)
+    steps_run = torch.zeros(M, device=device)
+    first = {k: torch.zeros_like(params[k]) for k in names}
+    second = {k: torch.zeros_like(params[k]) for k in names}
+    previous = None
+    for step in range(fit_steps):
+        loss, gradients = _loss_and_grads(problem, params, names)
+        if previous is not None:
+            active &= ~((tol_t > 0) & (previous - loss < tol_t * previous.abs()))
+            if not active.any():
+                break
+        previous = loss
+        t = step + 1
+        with torch.no_grad():
+            for name, g in zip(names, gradients):
+                p = params[name]
+                mask = _expand(active, p)
+                m1 = torch.where(mask, BETA1 * first[name] + (1 - BETA1) * g, first[name])
+                m2 = torch.where(mask, BETA2 * second[name] + (1 - BETA2) * g * g, second[name])
+                first[name], second[name] = m1, m2
+                new = p - _expand(lr_t, p) / (1 - BETA1**t) * m1 / ((m2 / (1 - BETA2**t)).sqrt() + EPS)
+                params[name] = torch.where(mask, new, p)
+        steps_run += active.float()
+    return params, {"steps_run": 2.0 + steps_run, "fit_steps_run": steps_run, **extra}
 
 
 def adam(

@@ -18,20 +18,29 @@ def _number(value: Any, fmt: str = ".3f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def threshold_text(fit: dict) -> str:
+    """A fit's threshold as written: ``0.1``, or ``0.5 x ceiling`` for a fraction of the instance's ceiling."""
+    text = _number(fit["threshold"], "g")
+    return f"{text} x ceiling" if fit.get("threshold_relative") else text
+
+
 def format_table(doc: dict) -> str:
     """The fits of one experiment as an aligned text table, with each verdict's reason below."""
     fits = doc["fits"]
     capacity = any(f.get("C") is not None for f in fits)
     alpha = fits[0]["alpha"] if fits else 0.05
     level = f"{100 * (1 - alpha):g}%"
-    header = ["line", "threshold", "points", "slope", f"{level} CI (HC3)", f"{level} CI (bootstrap)",
-              "predicted", "verdict"]
+    curve = any(f.get("method") == "curve" for f in fits)
+    header = ["line", "threshold", "points", "slope", f"{level} CI" + (" (seed curves)" if curve else " (HC3)"),
+              f"{level} CI (bootstrap)", "predicted", "verdict"]
     if capacity:
         header[-1:-1] = ["C", f"C {level} CI"]
     rows = []
     for f in fits:
         predicted = "-" if f["predicted_slope"] is None else f"{f['predicted_slope']:.3f} +- {f['delta']:g}"
-        row = [str(f["line"]), _number(f["threshold"], "g"),
+        if f.get("predicted_slope_asymptotic") is not None:
+            predicted += f" (asympt. {f['predicted_slope_asymptotic']:.3f})"
+        row = [str(f["line"]), threshold_text(f),
                f"{f['n_points']}" + (f" (+{len(f['censored'])} cens.)" if f["censored"] else ""),
                _number(f["slope"]), _interval(f["slope_ci"]), _interval(f["slope_ci_bootstrap"]), predicted,
                f["verdict"]]
@@ -51,8 +60,20 @@ def format_table(doc: dict) -> str:
     lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     lines.append("")
     for index, f in enumerate(fits, 1):
-        lines.append(f"[{index}] {f['line']}, threshold {_number(f['threshold'], 'g')}: {f['verdict']}: "
+        lines.append(f"[{index}] {f['line']}, threshold {threshold_text(f)}: {f['verdict']}: "
                      f"{f['verdict_reason']}")
+        compared = f.get("prediction_compared")
+        if compared:
+            parts = [f"{name} {f[key]:.3f}" for name, key in (("finite-size", "predicted_slope_finite_size"),
+                                                                ("realised grid", "predicted_slope_realised"),
+                                                                ("asymptotic", "predicted_slope_asymptotic"))
+                     if f.get(key) is not None]
+            lines.append(f"    predictions: {', '.join(parts)}; the verdict is against the {compared} one; against "
+                         f"the asymptotic one: {f.get('verdict_asymptotic')}")
+            constants = f.get("finite_size_constants")
+            if constants:
+                lines.append("    finite-size constants: " + "; ".join(
+                    f"L={c['L']}: kappa' {c['kappa_prime']:.2f}, A {c['A']:.3f} ({c['source']})" for c in constants if c))
         note = (f.get("bootstrap") or {}).get("note")
         if note:
             lines.append(f"    note: {note}")

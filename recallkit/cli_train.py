@@ -53,7 +53,9 @@ def _task_help() -> tuple[str, str, str]:
         return (f"a registered task ({exc})", "the task's model", "three_step | adam | adamw")
     models = "; ".join(f"{t.name}: {' | '.join(t.config_class().MODELS)}" for t in specs)
     three = [t.name for t in specs if "three_step" in t.trainers]
-    return (" | ".join(t.name for t in specs), models, f"three_step ({', '.join(three)}) | adam | adamw")
+    fit = [t.name for t in specs if "two_step_then_fit" in t.trainers]
+    return (" | ".join(t.name for t in specs), models,
+            f"three_step ({', '.join(three)}) | two_step_then_fit ({', '.join(fit)}) | adam | adamw")
 
 
 def register(app: typer.Typer) -> None:
@@ -65,7 +67,7 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Argument(..., help=task_help),
         model: str = typer.Option(..., "--model", help=model_help),
         trainer: str = typer.Option(..., "--trainer", help=trainer_help),
-        settings: Optional[List[str]] = typer.Option(None, "--set", help="key=value, repeatable: sizes (V N d L m R), eta, gamma, lr, epochs, steps, batch_size, early_stop, features, n_eval"),
+        settings: Optional[List[str]] = typer.Option(None, "--set", help="key=value, repeatable: sizes (V N d L m R), eta, gamma or kappa, fit_lr, fit_steps, fit_tol, lr, epochs, steps, batch_size, early_stop, features, mlp_input, n_eval"),
         seed: int = typer.Option(0, "--seed", help="seed of the task instance, samples and initial weights"),
         device: str = typer.Option("auto", "--device", help="auto (cuda if available, else cpu) | cpu | cuda"),
         threads: int = typer.Option(1, "--threads", help="torch CPU threads (default 1, as sweep and report use, so the same config gives the same numbers); recorded in the output"),
@@ -92,7 +94,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"config": config.to_dict(), "config_hash": config_hash(config), **metrics}, sort_keys=True))
             return
         typer.echo(f"{task} / {model} / {trainer}  (config {config_hash(config)})")
-        for key in ("accuracy", "train_accuracy", "attention_mass", "loss", "param_count", "steps_run", "wall_time_s", "device", "threads"):
+        for key in ("accuracy", "train_accuracy", "attention_mass", "loss", "param_count", "steps_run", "gamma_used", "wall_time_s", "device", "threads"):
             if key in metrics:
                 value = metrics[key]
                 typer.echo(f"  {key:15s} {value:.4g}" if isinstance(value, float) else f"  {key:15s} {value}")

@@ -102,6 +102,11 @@ class System:
       system's own verdicts to a search experiment's entry whose pack is one of this system's;
     - ``report_steps``: ``"module:function"`` ``(context) -> entry | None`` run after the experiments;
     - ``probe``: ``"module:function"`` behind ``recallkit probe NAME`` (same keywords as the CLI);
+    - ``finite_size``: ``"module:function"`` ``(pack, term, row, measured) -> float | None``: the factor that
+      turns a pack term's asymptotic value at a realised grid row into its finite-size value (e.g. exact
+      finite-L softmax weights in place of their asymptotic powers; ``measured`` holds the runs' mean
+      metrics at that row, such as ``attention_mass``); None where the system has no finite-size form;
+      with ``term=None`` it returns the constants it used (shown with the prediction);
     - ``page_kinds``: the summary kinds whose pages this system draws.
     """
 
@@ -114,6 +119,7 @@ class System:
     search_judge: str | None = None
     report_steps: tuple[str, ...] = ()
     probe: str | None = None
+    finite_size: str | None = None
     page_kinds: tuple[PageKind, ...] = ()
 
     @property

@@ -178,7 +178,7 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
         for i, (ax, fit) in enumerate(zip(axes, fits)):
             thr = fit.get("threshold")
             panel = f"({i + 1})" + (f" {fit.get('line')}," if several_lines else "")
-            panel += f" threshold {thr:g}" if thr is not None else ""
+            panel += f" threshold {threshold_label(fit)}" if thr is not None else ""
             draw_fit(ax, fit, title=panel,
                      y_label=y_label if i % cols == 0 else "", legend_fontsize=7, box_fontsize=7)
         for ax in axes[n:]:
@@ -196,6 +196,20 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
     return fig
 
 
+def _prediction_kind(fit: dict) -> str:
+    compared = fit.get("prediction_compared")
+    return f" ({compared})" if compared else ""
+
+
+def threshold_label(fit: dict) -> str:
+    """``0.1``, or ``0.5 x ceiling`` for a threshold relative to each instance's ceiling."""
+    thr = fit.get("threshold")
+    if thr is None:
+        return ""
+    text = f"{float(thr):g}"
+    return f"{text} x ceiling" if fit.get("threshold_relative") else text
+
+
 def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter count",
              legend_fontsize: float | None = None, box_fontsize: float = 9) -> None:
     """Draw one fit dict on ``ax`` (see :func:`fit_plot`)."""
@@ -206,7 +220,8 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
     cens = _censored_xy(fit)
     all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
     thr = fit.get("threshold")
-    ax.set_title(title or f"{fit.get('experiment', '')}" + (f", threshold {thr}" if thr is not None else ""))
+    ax.set_title(title or f"{fit.get('experiment', '')}" + (f", threshold {threshold_label(fit)}" if thr is not None else ""))
+    curve = fit.get("method") == "curve"
     if all_x.size == 0:
         ax.text(0.5, 0.5, "no boundary points", ha="center", va="center", transform=ax.transAxes)
         return
@@ -224,15 +239,21 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
     if xs.size:
         ax.scatter(np.exp(xs) * _seed_jitter(seeds, 0.04), np.exp(ys), s=22, alpha=0.6,
                    color=PALETTE["blue"], edgecolors="none", zorder=3,
-                   label=f"boundary points ({len(set(seeds))} seeds, jittered)")
+                   label=(f"boundaries of the {fit.get('n_seeds')}-seed mean curves" if curve
+                          else f"boundary points ({len(set(seeds))} seeds, jittered)"))
     if have_fit:
         ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
-                label=f"fit: slope {slope:.2f}, HC3 CI {_fmt_ci(fit.get('slope_ci'))}")
+                label=f"fit: slope {slope:.2f}, {'seed-curve' if curve else 'HC3'} CI {_fmt_ci(fit.get('slope_ci'))}")
     pred = fit.get("predicted_slope")
     if pred is not None and xs.size:
         y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
         ax.plot(np.exp(grid), np.exp(y_centre + float(pred) * (grid - x_centre)), color=PALETTE["black"],
-                ls="--", lw=1.5, label=f"theory: slope {float(pred):.2f} (through data centre)")
+                ls="--", lw=1.5, label=f"theory{_prediction_kind(fit)}: slope {float(pred):.2f} (through data centre)")
+    asymptotic = fit.get("predicted_slope_asymptotic")
+    if asymptotic is not None and xs.size and abs(float(asymptotic) - float(pred or 0)) > 1e-9:
+        y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
+        ax.plot(np.exp(grid), np.exp(y_centre + float(asymptotic) * (grid - x_centre)), color=PALETTE["black"],
+                ls=":", lw=1.2, label=f"theory, asymptotic: slope {float(asymptotic):.2f}")
     _draw_censored(ax, cens, PALETTE["vermillion"], "censored: beyond the searched range")
     ax.set_xscale("log")
     ax.set_yscale("log")

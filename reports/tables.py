@@ -33,6 +33,7 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
             "experiment": f.get("experiment", ""),
             "line": line,
             "threshold": f.get("threshold"),
+            "threshold_relative": bool(f.get("threshold_relative")),
             "slope": f.get("slope"),
             "slope_ci": f.get("slope_ci"),
             "slope_ci_bootstrap": f.get("slope_ci_bootstrap"),
@@ -71,7 +72,8 @@ def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slo
 
 def _slope_cells(r: dict) -> list[str]:
     thr = r.get("threshold")
-    raw = [r.get("experiment", ""), r.get("line") or "", "" if thr is None else f"{float(thr):g}",
+    shown = "" if thr is None else f"{float(thr):g}" + (" x ceil." if r.get("threshold_relative") else "")
+    raw = [r.get("experiment", ""), r.get("line") or "", shown,
            _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
            _num(r.get("predicted_slope")), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
     return [textwrap.fill(str(v), w) for v, w in zip(raw, _WRAP)]

@@ -1,13 +1,24 @@
-"""Run config of the token-retrieval task (keys ``V``, ``d``, ``L``, ``N``, ``m``, ``features``, ``n_eval``)."""
+"""Run config of the token-retrieval task (keys ``V``, ``d``, ``L``, ``N``, ``m``, ``features``, ``mlp_input``,
+``n_eval``).
+
+``features`` (attention-mlp): ``relu``, ``relu_centred``, ``relu_normalised`` or ``abs_centred`` (|W1 x|
+minus its per-sample mean over the m units: an even map with no linear part, so after centring its
+kernel starts at Hermite degree 2; README.md, DERIVATION.md §5.4).
+``mlp_input``: what the MLP (attention-only: the value matrix) reads, ``attended`` (o = a_l z_trig +
+content, the paper's model) or ``content`` (the attended token embeddings without the trigger
+component). A default-valued ``mlp_input`` is left out of the canonical dict, so the store keys of
+configs written before the key existed do not change.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from recallkit.empirics.config import MAX_D, MAX_L, MAX_M, MAX_N, MAX_V, check_model, positive_int
 from recallkit.theory.errors import InputError
 
-FEATURES = ("relu", "relu_centred", "relu_normalised")
+FEATURES = ("relu", "relu_centred", "relu_normalised", "abs_centred")
+MLP_INPUTS = ("attended", "content")
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,7 @@ class TokenRetrievalConfig:
     m: int | None = None
     features: str = "relu"
     n_eval: int = 4096
+    mlp_input: str = field(default="attended", metadata={"omit_default": True})
     MODELS: ClassVar[tuple[str, ...]] = ("attention-only", "attention-mlp")
 
     def __post_init__(self) -> None:
@@ -36,6 +48,8 @@ class TokenRetrievalConfig:
             raise InputError("m: attention-only has no MLP width; remove m (its parameter count is d**2)")
         if self.features not in FEATURES:
             raise InputError(f"features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
+        if self.mlp_input not in MLP_INPUTS:
+            raise InputError(f"mlp_input: expected one of {', '.join(MLP_INPUTS)}, got {self.mlp_input!r}")
 
     @property
     def width(self) -> int:

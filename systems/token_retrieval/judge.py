@@ -305,6 +305,127 @@ def _size(row: Mapping[str, Any], term: str, stat: str, corrected: bool) -> floa
     return size
 
 
+def finite_normalisers(L: int, kappa_prime: float) -> dict[str, float]:
+    """The derivation's normalisers at a finite L (DERIVATION.md §2.2, §8): the exact softmax weight of
+    the informative position when it scores kappa' above L - 1 noise positions that score alike,
+    A = e^kappa' / (e^kappa' + L - 1); the noise positions share 1 - A equally, |r| = (1 - A)/sqrt(L - 1);
+    |t| = sqrt(A^2 + |r|^2); |o| = sqrt(2 A^2 + |r|^2) (|z + e_x|^2 = 2 up to O(1/sqrt(d)))."""
+    weight = math.exp(kappa_prime)
+    A = weight / (weight + L - 1)
+    r = (1 - A) / math.sqrt(L - 1) if L > 1 else 0.0
+    values = {"A": A, "r": r, "t": math.sqrt(A * A + r * r), "o": math.sqrt(2 * A * A + r * r)}
+    return {f"{name}_{side}": value for name, value in values.items() for side in ("train", "test")}
+
+
+def finite_size_value(term, point: Mapping[str, Any], kappa_prime: float, statistic: str) -> float:
+    """The pack term at the sizes of one probe row, with its asymptotic normalisers (A ~ 1/L, |r|, |t|,
+    |o| ~ L^-1/2, constants e^kappa dropped) replaced by their exact finite-L values at the row's measured
+    kappa' (:func:`finite_normalisers`). The spread statistic drops the union-bound sqrt(log V)."""
+    from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER, TERM_NORMALISERS
+    from recallkit.theory.symbols import VARIABLES
+
+    expr = term.expr
+    if term.role == "noise" and statistic == "spread":
+        expr = expr / sp.sqrt(sp.log(VARIABLES["V"]))
+    env = {VARIABLES[v]: point[v] for v in GRID_VARIABLES if point.get(v) is not None}
+    value = float(expr.subs(env))
+    L = point["L"]
+    finite = finite_normalisers(L, kappa_prime)
+    for name, power in TERM_NORMALISERS.get(term.name, {}).items():
+        value *= (finite[name] / L ** NORMALISER_L_POWER[name]) ** power
+    return value
+
+
+# pack term -> its normalisers and their powers, for the rank-2 pack on the content (DERIVATION.md §5.4):
+# the degree-2 kernel |t||t'| rho^2 with rho = (shared overlap) / (|t||t'|)
+RANK2_NORMALISERS = {
+    "signal": {"A_train": 2, "A_test": 2, "t_train": -1, "t_test": -1},
+    "kernel_crosstalk": {"A_train": 2, "t_test": 1, "t_train": -1},
+    "own_label_crosstalk": {"A_train": 2, "t_test": 1, "t_train": -1},
+    "mlp_noise": {"A_train": 2, "t_test": 1, "t_train": -1},
+    "kernel_samples": {"r_train": 2, "t_test": 1, "t_train": -1},
+    "label_count": {"t_train": 1, "t_test": 1},
+    "mlp_noise_samples": {"t_train": 1, "t_test": 1},
+}
+
+
+def _pack_normalisers(pack: str) -> dict[str, dict[str, int]] | None:
+    from recallkit.systems.token_retrieval.term_probes import TERM_NORMALISERS
+
+    return {"token_retrieval": TERM_NORMALISERS, "token_retrieval_attn": TERM_NORMALISERS,
+            "token_retrieval_rank2": RANK2_NORMALISERS}.get(pack)
+
+
+def step_two_gap(L: int, measured: Mapping[str, Any]) -> tuple[float, str]:
+    """kappa' (the informative position's score above the others after step 2) for a grid row, and where it
+    came from: inverted from the runs' mean attention mass A = e^k'/(e^k' + L - 1) when measured, else the
+    config's measured-schedule ``kappa``, else the expression schedule's kappa (1 - 1/L) at kappa = 1."""
+    A = measured.get("attention_mass")
+    if isinstance(A, (int, float)) and 0 < A < 1 and L > 1:
+        return math.log(A * (L - 1) / (1 - A)), "measured attention mass"
+    config = measured.get("config") or {}
+    if isinstance(config.get("kappa"), (int, float)):
+        return float(config["kappa"]), "the kappa schedule"
+    return 1.0 - 1.0 / L, "the expression schedule at kappa = 1"
+
+
+def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], measured: Mapping[str, Any]):
+    """The registry's finite-size hook (``System.finite_size``): the factor that replaces a term's asymptotic
+    normalisers (A ~ e^k/L, |r|, |t|, |o| ~ L^-1/2) by their exact finite-L values at the row's kappa'
+    (:func:`finite_normalisers`, :func:`step_two_gap`). ``term=None`` returns the constants used. None for
+    packs or terms without a normaliser form (the attended rank-2 pack)."""
+    from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER
+
+    table = _pack_normalisers(pack)
+    if table is None or "L" not in row:
+        return None
+    L = int(row["L"])
+    kappa_prime, source = step_two_gap(L, measured)
+    if term is None:
+        return {"L": L, "kappa_prime": kappa_prime, "A": finite_normalisers(L, kappa_prime)["A_test"], "source": source}
+    if term not in table:
+        return None
+    finite = finite_normalisers(L, kappa_prime)
+    factor = 1.0
+    for name, power in table[term].items():
+        factor *= (finite[name] / L ** NORMALISER_L_POWER[name]) ** power
+    return factor
+
+
+def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:
+    """The raw fit judged against the finite-size prediction: the slope, over the same rows, of log of
+    :func:`finite_size_value` on log ``variable`` (each row at its own measured kappa')."""
+    from recallkit.compare.verdicts import decide_numbers, undecidable
+
+    xs, ys, kappas = [], [], []
+    for row in rows:
+        point = _row_point(row)
+        if any(point[v] != grid.base.get(v) for v in grid.base if v != variable):
+            continue
+        size = _size(row, term.name, stat, False)
+        if not (size > 0 and math.isfinite(size)):
+            continue
+        kappa = float(row.get("kappa_measured", grid.kappa))
+        xs.append(math.log(point[variable]))
+        ys.append(math.log(finite_size_value(term, point, kappa, statistic)))
+        kappas.append(kappa)
+    out = {"predicted_exponent": None, "kappa_measured": None, "verdict": None, "verdict_reason": None}
+    if len(set(xs)) < 2:
+        return {**out, "verdict": "inconclusive", "verdict_reason": "fewer than 2 distinct values"}
+    x, y = np.asarray(xs), np.asarray(ys)
+    predicted = float(np.polyfit(x, y, 1)[0])
+    out["predicted_exponent"] = predicted
+    out["kappa_measured"] = [float(min(kappas)), float(max(kappas))]
+    if fit_entry.get("fitted_exponent") is None or fit_entry.get("se") is None or not fit_entry.get("df_resid"):
+        verdict = undecidable(predicted, grid.delta, grid.alpha, fit_entry.get("verdict_reason") or "no fit")
+    else:
+        verdict = decide_numbers(fit_entry["fitted_exponent"], fit_entry["se"], fit_entry["df_resid"], predicted,
+                                 delta=grid.delta, alpha=grid.alpha)
+    reason = (f"{verdict.reason}; finite-size prediction: the pack term at the probed sizes with the exact finite-L "
+              f"softmax weights at the measured kappa' {min(kappas):.2f}-{max(kappas):.2f} (DERIVATION.md §8)")
+    return {**out, "verdict": verdict.verdict, "verdict_reason": reason, "p_tost": verdict.p_tost}
+
+
 def _axis_fit(rows, grid, term, variable, stat, prediction, corrected: bool) -> dict[str, Any]:
     from recallkit.compare.fits import fit_slope
     from recallkit.compare.verdicts import decide, undecidable
@@ -387,6 +508,8 @@ def fit_terms(rows: list[dict], grid: ProbeGrid, pack=None, statistic: str = "sp
                     fits[corrected] = _axis_fit(rows, grid, term, variable, stat, prediction, corrected)
             entry.update(fits[False])
             entry["drift_corrected"] = {k: fits[True].get(k) for k in _CORRECTED_KEYS}
+            if method == "axis":
+                entry["finite_size"] = _finite_size_fit(rows, grid, term, variable, stat, fits[False], statistic)
             entry["method"] = ("joint OLS of log size on log " + ", log ".join(variables) + " (HC3, t)"
                                if method == "joint" else
                                f"OLS of log size on log {variable} along the {variable} axis (HC3, t; bootstrap over seeds)")
@@ -457,6 +580,7 @@ def run_probe(source: str = "token_retrieval", pack: str | None = None, preset: 
     verdicts = ("consistent", "inconsistent", "inconclusive")
     summary = {v: sum(1 for e in table if e["verdict"] == v) for v in verdicts}
     summary_corrected = {v: sum(1 for e in table if e["drift_corrected"]["verdict"] == v) for v in verdicts}
+    summary_finite = {v: sum(1 for e in table if (e.get("finite_size") or {}).get("verdict") == v) for v in verdicts}
     return {"grid": grid.to_dict(), "statistic": statistic, "method": method, "rows": counts,
             "store": str(store.path) if store is not None else None,
             "threads": sorted({r.get("threads") for r in rows}), "devices": sorted({r.get("device") for r in rows}),
@@ -464,7 +588,9 @@ def run_probe(source: str = "token_retrieval", pack: str | None = None, preset: 
                          "min": float(min(r["accuracy"] for r in rows)), "max": float(max(r["accuracy"] for r in rows))},
             "attention_informative": {"min": float(min(r["norms"]["A_test"] for r in rows)),
                                       "max": float(max(r["norms"]["A_test"] for r in rows))},
-            "summary": summary, "summary_drift_corrected": summary_corrected,
+            "summary": summary, "summary_drift_corrected": summary_corrected, "summary_finite_size": summary_finite,
+            "inconsistent_finite_size": [f"{e['term']} in {e['variable']}" for e in table
+                                         if (e.get("finite_size") or {}).get("verdict") == "inconsistent"],
             "inconsistent": [f"{e['term']} in {e['variable']}" for e in table if e["verdict"] == "inconsistent"],
             "inconsistent_drift_corrected": [f"{e['term']} in {e['variable']}" for e in table
                                              if e["drift_corrected"]["verdict"] == "inconsistent"],
@@ -485,8 +611,8 @@ def format_table(doc: dict[str, Any]) -> str:
     """The probe document as an aligned text table, with each verdict's reason below it."""
     grid = doc["grid"]
     level = f"{100 * (1 - grid['alpha']):g}%"
-    header = ["term", "var", "predicted", "fitted", f"{level} CI (HC3)", "verdict",
-              "drift-corrected", f"{level} CI", "verdict (corrected)"]
+    header = ["term", "var", "predicted", "fitted", f"{level} CI (HC3)", "verdict", "finite-size pred.",
+              "verdict (finite)", "drift-corrected", f"{level} CI", "verdict (corrected)"]
     body = []
     for e in doc["table"]:
         c = e["drift_corrected"]
@@ -497,6 +623,9 @@ def format_table(doc: dict[str, Any]) -> str:
         body.append([e["term"], e["variable"], predicted,
                      "-" if e["fitted_exponent"] is None else f"{e['fitted_exponent']:+.3f}",
                      _interval_text(e["ci"]), e["verdict"],
+                     "-" if (e.get("finite_size") or {}).get("predicted_exponent") is None
+                     else f"{e['finite_size']['predicted_exponent']:+.3f}",
+                     (e.get("finite_size") or {}).get("verdict") or "-",
                      "-" if c["fitted_exponent"] is None else f"{c['fitted_exponent']:+.3f}",
                      _interval_text(c["ci"]), c["verdict"]])
     widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
@@ -516,7 +645,10 @@ def format_table(doc: dict[str, Any]) -> str:
     text.extend("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in body)
     text.append("")
     for label, key, bad in (("raw", "summary", "inconsistent"),
+                            ("finite-size", "summary_finite_size", "inconsistent_finite_size"),
                             ("drift-corrected", "summary_drift_corrected", "inconsistent_drift_corrected")):
+        if key not in doc:
+            continue
         s = doc[key]
         text.append(f"{label}: {s['consistent']} consistent, {s['inconsistent']} inconsistent, "
                     f"{s['inconclusive']} inconclusive" + (f"; inconsistent: {', '.join(doc[bad])}" if doc[bad] else ""))
@@ -525,6 +657,9 @@ def format_table(doc: dict[str, Any]) -> str:
         text.append(f"note: {note}")
     for index, e in enumerate(doc["table"], 1):
         text.append(f"[{index}] {e['term']} in {e['variable']}: {e['verdict']}: {e['verdict_reason']}")
+        f = e.get("finite_size") or {}
+        if f.get("verdict"):
+            text.append(f"    finite-size: {f['verdict']}: {f['verdict_reason']}")
         c = e["drift_corrected"]
         text.append(f"    drift-corrected: {c['verdict']}: {c['verdict_reason']}")
     return "\n".join(text)

@@ -21,7 +21,7 @@ from recallkit.theory.errors import InputError
 
 __all__ = ["probe_table_figure", "probe_reasons_figure", "probe_table_pages", "summary_rows"]
 
-ROWS_PER_PAGE = 26
+ROWS_PER_PAGE = 24
 REASON_WIDTH = 165  # characters per line of the 7.5 pt reason pages (a landscape page holds ~170)
 
 
@@ -71,6 +71,9 @@ def _describe(doc: dict) -> str:
     parts.append(f"Size = term / (gamma lambda); signal: its mean at the correct label; noise: its {doc.get('statistic', '?')} "
                  f"over the wrong labels. Fit: {doc.get('method', '?')} OLS of log size on log variable (HC3, t). "
                  f"Verdict: TOST against the pack's exponent, delta {grid.get('delta', '?')}, alpha {grid.get('alpha', '?')}. "
+                 "Finite-size: the same fit judged against the pack term evaluated at the probed sizes with the exact "
+                 "finite-L softmax weights (A = e^k'/(e^k' + L - 1), |r| = (1 - A)/sqrt(L - 1)) at each row's measured "
+                 "informative logit k' (DERIVATION.md §8). "
                  "Drift-corrected: measured attention normalisers replaced by their asymptotic L-powers.")
     rows = doc.get("rows") or {}
     acc = doc.get("accuracy") or {}
@@ -81,12 +84,31 @@ def _describe(doc: dict) -> str:
     if acc:
         line += f"; model accuracy {acc.get('min', 0):.3f} - {acc.get('max', 0):.3f}"
     parts.append(line + ".")
-    for label, key in (("raw", "summary"), ("drift-corrected", "summary_drift_corrected")):
+    for label, key in (("raw", "summary"), ("finite-size", "summary_finite_size"),
+                       ("drift-corrected", "summary_drift_corrected")):
         s = doc.get(key)
         if s:
             parts.append(f"{label}: {s.get('consistent', 0)} consistent, {s.get('inconsistent', 0)} inconsistent, "
                          f"{s.get('inconclusive', 0)} inconclusive.")
-    return " ".join(parts)
+    parts.append(l_statement(doc))
+    return " ".join(p for p in parts if p)
+
+
+def l_statement(doc: dict) -> str:
+    """One sentence on the exponents in L: raw against the asymptotic powers, and against the finite-size
+    prediction (the derivation's explanation of the raw drift)."""
+    table = doc.get("table") or []
+    in_l = [e for e in table if e.get("variable") == "L"]
+    if not in_l or not any(e.get("finite_size") for e in in_l):
+        return ""
+    raw_bad = [e["term"] for e in in_l if e["verdict"] == "inconsistent"]
+    finite_bad = [e["term"] for e in in_l if (e.get("finite_size") or {}).get("verdict") == "inconsistent"]
+    text = (f"In L: {len(raw_bad)} of {len(in_l)} terms are inconsistent with the asymptotic powers"
+            + (f" ({', '.join(raw_bad)})" if raw_bad else ""))
+    if finite_bad:
+        return text + f"; against the finite-size prediction still inconsistent: {', '.join(finite_bad)}."
+    return text + ("; against the finite-size prediction none is inconsistent: the raw drift is the finite-L "
+                   "softmax weight of the informative position.")
 
 
 def probe_table_figure(doc: dict, entries: list[dict] | None = None, title: str = "Term probes",
@@ -96,27 +118,31 @@ def probe_table_figure(doc: dict, entries: list[dict] | None = None, title: str 
     entries = table if entries is None else entries
     level = _level(doc)
     header = ["#", "term", "var.", "predicted\nexponent", "fitted\nexponent", f"{level} CI\n(HC3)", "TOST p",
-              "verdict", "drift-corr.\nfitted", f"{level} CI", "TOST p", "verdict\n(drift-corr.)", "n"]
+              "verdict", "finite-size\npredicted", "verdict\n(finite-size)", "drift-corr.\nfitted", f"{level} CI",
+              "verdict\n(drift-corr.)", "n"]
     cells, colours = [], []
     for i, e in enumerate(entries, start=first):
         c = e.get("drift_corrected") or {}
+        f = e.get("finite_size") or {}
         cells.append([str(i), str(e["term"]).replace("_", " "), str(e["variable"]), _predicted(e),
                       _signed(e.get("fitted_exponent")), _interval(e.get("ci")), _p(e.get("p_tost")), str(e["verdict"]),
-                      _signed(c.get("fitted_exponent")), _interval(c.get("ci")), _p(c.get("p_tost")),
+                      _signed(f.get("predicted_exponent")), str(f.get("verdict") or "n/a"),
+                      _signed(c.get("fitted_exponent")), _interval(c.get("ci")),
                       str(c.get("verdict") or "n/a"), str(e.get("n_points", ""))])
-        colours.append([None] * 7 + [VERDICT_COLOURS.get(e["verdict"])] + [None] * 3
-                       + [VERDICT_COLOURS.get(c.get("verdict"))] + [None])
+        colours.append([None] * 7 + [VERDICT_COLOURS.get(e["verdict"]), None, VERDICT_COLOURS.get(f.get("verdict")),
+                                     None, None, VERDICT_COLOURS.get(c.get("verdict")), None])
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
         fig.text(0.03, 0.975, textwrap.fill(title, 95), fontsize=14, fontweight="bold", va="top")
         top = 0.92
         if describe:
-            text = textwrap.fill(_describe(doc), 150)
+            text = textwrap.fill(_describe(doc), 175)
             fig.text(0.03, top, text, fontsize=8.5, va="top", color="0.25")
             top -= 0.022 * (text.count("\n") + 1) + 0.02
         ax = fig.add_axes((0.03, 0.04, 0.94, top - 0.05))
-        draw_table(ax, header, cells, [0.03, 0.15, 0.04, 0.08, 0.07, 0.12, 0.06, 0.09, 0.07, 0.12, 0.06, 0.09, 0.03],
-                   fontsize=8.5, cell_colours=colours, wrap=[0, 24] + [0] * 11)
+        draw_table(ax, header, cells, [0.03, 0.14, 0.035, 0.075, 0.065, 0.11, 0.055, 0.08, 0.07, 0.08, 0.065, 0.11,
+                                       0.08, 0.03],
+                   fontsize=8, cell_colours=colours, wrap=[0, 22] + [0] * 12)
     return fig
 
 
@@ -129,6 +155,10 @@ def probe_reasons_figure(doc: dict, entries: list[dict], title: str, first: int 
         c = e.get("drift_corrected") or {}
         lines.append(textwrap.fill(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}",
                                    REASON_WIDTH, subsequent_indent="      "))
+        f = e.get("finite_size") or {}
+        if f.get("verdict") and f["verdict"] != "consistent":
+            lines.append(textwrap.fill(f"finite-size: {f['verdict']}: {f.get('verdict_reason', '')}", REASON_WIDTH - 6,
+                                       initial_indent="      ", subsequent_indent="      "))
         if c.get("verdict"):
             lines.append(textwrap.fill(f"drift-corrected: {c['verdict']}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6,
                                        initial_indent="      ", subsequent_indent="      "))
@@ -148,7 +178,8 @@ def probe_reasons_figure(doc: dict, entries: list[dict], title: str, first: int 
 def _needs_reason(e: dict) -> bool:
     """Rows whose reason goes on the reason pages: a verdict (raw or drift-corrected) other than
     consistent. A consistent row is fully described by its table row (interval inside the band, TOST p)."""
-    return e["verdict"] != "consistent" or (e.get("drift_corrected") or {}).get("verdict") not in (None, "consistent")
+    return (e["verdict"] != "consistent" or (e.get("drift_corrected") or {}).get("verdict") not in (None, "consistent")
+            or (e.get("finite_size") or {}).get("verdict") not in (None, "consistent"))
 
 
 def _reason_chunks(doc: dict, max_lines: int = 58) -> list[tuple[int, list[dict], list[str]]]:
@@ -164,6 +195,9 @@ def _reason_chunks(doc: dict, max_lines: int = 58) -> list[tuple[int, list[dict]
         c = e.get("drift_corrected") or {}
         n = len(textwrap.wrap(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}", REASON_WIDTH))
         n += len(textwrap.wrap(f"drift-corrected: {c.get('verdict')}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6)) if c.get("verdict") else 0
+        f = e.get("finite_size") or {}
+        n += len(textwrap.wrap(f"finite-size: {f.get('verdict')}: {f.get('verdict_reason', '')}", REASON_WIDTH - 6)) \
+            if f.get("verdict") not in (None, "consistent") else 0
         if current and used + n > max_lines:
             chunks.append((start, current, []))
             current, start, used = [], i, 0
@@ -224,5 +258,7 @@ def summary_rows(exp: dict) -> list[dict]:
                      "dominant": f"{e.get('role', '')} term", "verdict": e["verdict"],
                      "verdict_reason": e.get("verdict_reason"),
                      "verdict_drift_corrected": c.get("verdict"), "verdict_reason_drift_corrected": c.get("verdict_reason"),
+                     "verdict_finite_size": (e.get("finite_size") or {}).get("verdict"),
+                     "predicted_slope_finite_size": (e.get("finite_size") or {}).get("predicted_exponent"),
                      "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None})
     return rows

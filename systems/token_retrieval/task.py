@@ -12,7 +12,11 @@ The reconstructed token-retrieval model (see README.md in this folder), exactly:
   V in R^{d x m}. Feature options (config key ``features``): ``relu`` (as written), ``relu_centred``
   (phi minus its mean over the m units of the same sample, which removes the common mean that acts
   like a mean-bias term), ``relu_normalised`` (centred, then divided by the sample's standard
-  deviation over the units).
+  deviation over the units), ``abs_centred`` (|W1 o| minus its mean over the m units of the same
+  sample: an even feature map, so it has no linear part, and centring removes its constant).
+Option ``mlp_input`` (config key): ``attended`` (default, the model above) or ``content``: the MLP
+(attention-only: the value matrix) reads o - a_l z_trig, the attended token embeddings without the
+trigger component that every attended vector shares (README.md: why).
 Trained parameters: ``W`` (= W_KQ, d x d) and ``V``; both start at zero.
 
 Where the attention-MLP model learns (measured with the engine, three steps, eta = 1, seed 0, 1
@@ -68,6 +72,7 @@ class TokenRetrieval:
         self.V, self.d, self.L, self.N = task.V, task.d, task.L, task.N
         self.m = task.m
         self.features = task.features
+        self.mlp_input = task.mlp_input
         self.model = task.model
         self.n_eval = task.n_eval
         self.device = device
@@ -108,20 +113,44 @@ class TokenRetrieval:
         mass_per_token = torch.zeros(M, n, self.V, device=tokens.device, dtype=attention.dtype)
         mass_per_token = mass_per_token.scatter_add(2, tokens, attention)
         attention_informative = (attention * is_informative).sum(-1)
-        o = torch.bmm(mass_per_token, self.E) + attention_informative[..., None] * self.z_trig[:, None, :]
+        content = torch.bmm(mass_per_token, self.E)
+        if self.mlp_input == "content":  # the value path reads the attended tokens, not the trigger
+            o = content
+        else:
+            o = content + attention_informative[..., None] * self.z_trig[:, None, :]
         features = o if self.m is None else self._mlp_features(o)
         hidden = torch.einsum("mnk,mdk->mnd", features, params["V"])
         logits = torch.bmm(hidden, self.U.transpose(1, 2))
         return logits, attention_informative
 
     def _mlp_features(self, o: torch.Tensor) -> torch.Tensor:
-        phi = torch.relu(torch.einsum("mnd,mkd->mnk", o, self.W1))
+        pre = torch.einsum("mnd,mkd->mnk", o, self.W1)
+        if self.features == "abs_centred":  # even: no linear part; centring removes the constant
+            phi = pre.abs()
+            return phi - phi.mean(dim=-1, keepdim=True)
+        phi = torch.relu(pre)
         if self.features == "relu":
             return phi
         phi = phi - phi.mean(dim=-1, keepdim=True)
         if self.features == "relu_centred":
             return phi
         return phi / (phi.std(dim=-1, keepdim=True) + 1e-12)  # relu_normalised
+
+    @torch.no_grad()
+    def score_gap(self, W: torch.Tensor) -> torch.Tensor:
+        """[M]: mean over the training samples of the informative position's attention score minus the
+        mean score of the other L - 1 positions, with W_KQ = W (the step-2 gap kappa' of DERIVATION.md
+        §2.2; the ``kappa`` schedule of the trainers sets it). Linear in W."""
+        M, n, L = self.train["tokens"].shape
+        query = torch.einsum("mij,mj->mi", W, self.z_eos)
+        token_scores = torch.einsum("mvd,md->mv", self.E, query)
+        trigger_score = torch.einsum("md,md->m", self.z_trig, query)
+        scores = token_scores.gather(1, self.train["tokens"].reshape(M, n * L)).reshape(M, n, L)
+        informative = scores.gather(2, self.train["positions"].unsqueeze(-1)).squeeze(-1) + trigger_score[:, None]
+        if L == 1:
+            return informative.mean(1)
+        others = (scores.sum(-1) - (informative - trigger_score[:, None])) / (L - 1)
+        return (informative - others).mean(1)
 
     def loss(self, params, idx: torch.Tensor | None = None):
         tokens = gather_items(self.train["tokens"], idx)

@@ -19,6 +19,11 @@ TR = dict(task="token_retrieval", model="attention-only", trainer="three_step", 
 AM = dict(task="assoc_memory", model="linear", trainer="adamw", N=48, d=8, steps=60, early_stop=0.99)
 FB = dict(task="fact_bijections", model="learned", trainer="adam", N=12, R=2, d=8, m=16, steps=40, lr=0.03)
 TRA = dict(task="token_retrieval", model="attention-mlp", m=24, features="relu_centred", trainer="adam", V=32, d=8, L=4, N=160, n_eval=200, epochs=3, batch_size="N/4", lr=0.05, early_stop=0.05)
+# the width-matters options with the measured schedule, and the readout fitted after step 2 (per-model
+# fit_lr and fit_tol: models stop at different steps)
+TRK = dict(task="token_retrieval", model="attention-mlp", m=40, features="abs_centred", mlp_input="content",
+           trainer="three_step", V=48, d=8, L=4, N=240, n_eval=300, eta=1e-3)
+TRF = dict(TRK, trainer="two_step_then_fit", features="relu_centred", mlp_input="attended", fit_steps=60)
 
 
 def assert_close_metrics(batched: dict, alone: dict, n_eval: int):
@@ -39,8 +44,12 @@ def assert_close_metrics(batched: dict, alone: dict, n_eval: int):
         ([{**AM, "seed": s, "lr": lr} for s in range(2) for lr in (0.03, 0.3, 3.0)], 48),
         ([{**FB, "seed": s} for s in range(3)] + [{**FB, "model": "frozen-subjects", "seed": 0}], 24),
         ([{**TRA, "seed": s} for s in range(3)], 200),
+        ([{**TRK, "seed": s, "kappa": k} for s, k in [(0, 1.0), (1, 2.0), (2, 1.0)]], 300),
+        ([{**TRF, "seed": s, "kappa": 1.0, "fit_lr": lr, "fit_tol": tol} for s, lr, tol in
+          [(0, 0.1, 0.0), (1, 0.3, 1e-2), (2, 0.1, 3e-3)]], 300),
     ],
-    ids=["three_step_attention_only", "three_step_attention_mlp", "assoc_memory_adamw_early_stop", "fact_bijections_adam", "token_retrieval_adam_minibatch"],
+    ids=["three_step_attention_only", "three_step_attention_mlp", "assoc_memory_adamw_early_stop", "fact_bijections_adam",
+         "token_retrieval_adam_minibatch", "three_step_kappa_abs_content", "two_step_then_fit_per_model_tol"],
 )
 def test_run_configs_batched_equals_each_alone(configs, n_eval):
     batched = run_configs(configs, progress=False)
@@ -87,10 +96,13 @@ def test_results_come_back_in_input_order_across_shapes():
 def test_on_one_cpu_thread_batching_changes_no_bit():
     """Resume (empirics.store) reuses stored rows, so a config's numbers must not depend on its batch:
     on CPU with one thread the batched kernels give each model exactly its alone result."""
-    configs = [{**TRA, "seed": s} for s in range(4)]
     keys = ("accuracy", "train_accuracy", "loss", "attention_mass", "steps_run")
-    batched, subset = run_configs(configs, progress=False), run_configs(configs[1:3], progress=False)
-    for row, cfg in zip(batched, configs):
-        alone = run_config(cfg)
-        assert all(row[k] == alone[k] for k in keys)
-    assert all(batched[1 + i][k] == subset[i][k] for i in range(2) for k in keys)
+    for configs in ([{**TRA, "seed": s} for s in range(4)],
+                    [{**TRK, "seed": s, "kappa": 1.0 + s} for s in range(4)],
+                    [{**TRF, "seed": s, "kappa": 1.0, "fit_tol": 3e-3 * s} for s in range(4)]):
+        batched, subset = run_configs(configs, progress=False), run_configs(configs[1:3], progress=False)
+        for row, cfg in zip(batched, configs):
+            alone = run_config(cfg)
+            extra = tuple(k for k in ("gamma_used", "fit_steps_run") if k in alone)
+            assert all(row[k] == alone[k] for k in keys + extra), cfg
+        assert all(batched[1 + i][k] == subset[i][k] for i in range(2) for k in keys)

@@ -203,3 +203,30 @@ seeds = [0, 1, 2]
     assert not any("shares" in n for n in table[("grad_noise", "m")]["notes"])
     assert table[("mlp_noise", "m")]["verdict"] == "consistent"
     assert table[("grad_noise", "m")]["predicted_exponent"] == 0.0
+
+
+def test_finite_size_prediction_explains_the_finite_l_softmax_and_still_catches_a_wrong_power(grid_file):
+    """A signal ~ A(L)^2 / V with the exact finite-L softmax weight A = e^k/(e^k + L - 1) (k = 2) fits a raw L
+    exponent far from the asymptotic -2 (inconsistent); against the finite-size prediction it is consistent.
+    A term whose L power is really wrong stays inconsistent."""
+    from recallkit.systems.token_retrieval.judge import finite_normalisers
+
+    assert finite_normalisers(1, 3.0)["A_test"] == 1.0
+    assert finite_normalisers(8, 0.0)["A_train"] == pytest.approx(1 / 8)
+    n = finite_normalisers(16, 1.0)
+    assert n["A_test"] == pytest.approx(math.e / (math.e + 15))
+    assert n["t_test"] ** 2 == pytest.approx(n["A_test"] ** 2 + (1 - n["A_test"]) ** 2 / 15)
+    grid = load_probe_grid(str(grid_file), "token_retrieval_attn", "quick")
+    rows = _synthetic_rows(grid, {"grad_noise": {"L": -0.3}}, noise=0.02)
+    for row in rows:
+        L = row["config"]["L"]
+        A = finite_normalisers(L, 2.0)["A_test"]
+        row["kappa_measured"] = 2.0
+        row["terms"]["signal"] = {k: A * A / row["config"]["V"] for k in ("at_label", "spread", "max_wrong")}
+    table = {(e["term"], e["variable"]): e for e in fit_terms(rows, grid)}
+    signal = table[("signal", "L")]
+    assert signal["verdict"] == "inconsistent"
+    assert signal["finite_size"]["verdict"] == "consistent"
+    assert signal["finite_size"]["predicted_exponent"] == pytest.approx(signal["fitted_exponent"], abs=1e-6)
+    wrong = table[("grad_noise", "L")]
+    assert wrong["finite_size"]["verdict"] == "inconsistent"

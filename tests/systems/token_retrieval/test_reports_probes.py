@@ -29,13 +29,14 @@ def test_table_rows_carry_prediction_fit_interval_and_coloured_verdicts(doc):
         assert row[1] == e["term"].replace("_", " ") and row[2] == e["variable"]
         assert row[4] == f"{e['fitted_exponent']:+.2f}"
         assert row[5] == f"[{e['ci'][0]:+.2f}, {e['ci'][1]:+.2f}]"
-        assert row[7] == e["verdict"] and row[11] == e["drift_corrected"]["verdict"]
+        assert row[7] == e["verdict"] and row[12] == e["drift_corrected"]["verdict"]
+        assert row[9] == ((e.get("finite_size") or {}).get("verdict") or "n/a")
     table = next(ax.tables[0] for ax in fig.axes if ax.tables)
     for i, e in enumerate(doc["table"], start=1):
         face = table.get_celld()[(i, 7)].get_facecolor()[:3]
         hexed = "#" + "".join(f"{round(c * 255):02X}" for c in face)
         assert hexed == VERDICT_COLOURS[e["verdict"]]
-    assert any("3 consistent, 3 inconsistent, 3 inconclusive" in t.get_text() for t in fig.findobj(Text))
+    assert any("3 consistent, 3 inconsistent, 3 inconclusive" in t.get_text().replace("\n", " ") for t in fig.findobj(Text))
     assert_text_inside(fig)
 
 

@@ -13,8 +13,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [
     "tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig4_mlp_width", "tr_fig5_adam", "tr_fig6_adam",
     "tr_fig7_adam", "tr_fig2_heatmap", "geo_dmin_learned_vs_frozen", "geo_capacity", "assoc_memory_linear",
-    "assoc_memory_mlp",
+    "assoc_memory_mlp", "tr_fig3_attention_mlp_rank2", "tr_fig4_mlp_width_rank2",
 ]
+# experiments with a preset sized for one large GPU
+GPU_PRESETS = ["tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig4_mlp_width", "tr_fig3_attention_mlp_rank2",
+               "tr_fig4_mlp_width_rank2"]
 
 MINIMAL = """
 name = "tiny"
@@ -51,6 +54,13 @@ def test_shipped_experiments_load(name, preset):
     exp = load_experiment(name, preset)
     assert exp.name == name and exp.preset == preset
     assert exp.lines and exp.seeds and exp.base_values
+
+
+@pytest.mark.parametrize("name", GPU_PRESETS)
+def test_gpu_presets_load_and_use_curves_with_relative_thresholds(name):
+    exp = load_experiment(name, "gpu")
+    assert exp.search.method == "curve" and exp.relative_thresholds and len(exp.seeds) >= 8
+    assert max(exp.base_values) >= 1024 and exp.planned_runs() < 5000
 
 
 def test_config_follows_the_line_and_floors_sizes(tmp_path):

@@ -189,3 +189,54 @@ def test_grid_kind_trains_the_product_and_derives_points(store):
         assert p["d"] == (reached[0] if reached else 128)
         assert p["censored"] == (not reached or reached[0] == 8)
     assert replay(exp, store).runs == result.runs
+
+
+def curve_experiment(**search_extra) -> dict:
+    raw = min_size_experiment()
+    raw["relative_thresholds"] = [0.5]
+    raw["search"] = {"min": 4, "max": 1024, "method": "curve", "points": 5, "ratio": 1.5, "ceiling": 1024,
+                     "resolution": 0.05, **search_extra}
+    return raw
+
+
+def test_curve_search_trains_every_seed_at_the_same_sizes_and_brackets_each_threshold(store):
+    exp = experiment_from_dict(curve_experiment(), "fake.toml")
+    runner = FakeRunner()
+    result = run_sweep(exp, store, LocalExecutor(runner), log=None)
+    assert len(result.points) == 4 * (3 + 1)  # (V) x (three absolute + one relative threshold), seeds pooled
+    for p in result.points:
+        assert not p["censored"], p
+        curve = p["curve"]
+        assert curve["seeds"] == [0, 1] and all(len(row) == len(curve["sizes"]) for row in curve["metric"])
+        lo, hi = p["bracket"]
+        assert hi <= lo * 1.05 + 1  # bisected down to the resolution
+        # the seed-mean curve of the fake model crosses where the mean of the two logistic curves does
+        mean = lambda d: sum(fake_accuracy({"V": p["V"], "d": d, "seed": s}) for s in (0, 1)) / 2  # noqa: E731
+        target = p["threshold_value"]
+        assert mean(lo) < target <= mean(hi) and lo <= p["d"] <= hi
+    relative = [p for p in result.points if p["threshold_relative"]]
+    assert all(p["threshold_value"] == pytest.approx(0.5 * p["ceiling"]["mean"]) for p in relative)
+    assert all(p["ceiling"]["d"] == 1024 and len(p["ceiling"]["per_seed"]) == 2 for p in relative)
+    sizes_by_seed = {}
+    for call in runner.calls:
+        for c in call:
+            sizes_by_seed.setdefault((c["V"], c["seed"]), set()).add(c["d"])
+    assert sizes_by_seed[(64, 0)] == sizes_by_seed[(64, 1)]
+    assert boundary_points(exp, store) == result.points  # replay re-derives the same rounds
+
+
+def test_relative_thresholds_need_the_curve_method():
+    raw = min_size_experiment()
+    raw["relative_thresholds"] = [0.5]
+    with pytest.raises(Exception, match="relative_thresholds: only with kind = 'min_size' and search.method = 'curve'"):
+        experiment_from_dict(raw, "fake.toml")
+
+
+def test_absolute_thresholds_may_be_empty_only_beside_relative_ones():
+    raw = curve_experiment()
+    raw["thresholds"] = []
+    exp = experiment_from_dict(raw, "fake.toml")
+    assert exp.thresholds == [] and exp.threshold_targets() == [(0.5, True)]
+    raw.pop("relative_thresholds")
+    with pytest.raises(Exception, match="thresholds: expected a non-empty list"):
+        experiment_from_dict(raw, "fake.toml")

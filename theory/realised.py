@@ -1,0 +1,132 @@
+"""The prediction along the grid that was actually run (the realised grid), beside the asymptotic one.
+
+:func:`theory.predict` gives the slope of log(parameter count) against log(base) for a line written
+with exact powers (``L=V**0.25``). An experiment floors the sizes it runs (``L = floor(V**0.25)`` is 2, 3,
+4 at V = 64, 128, 256: an effective exponent near 1/2, not 1/4) and runs a finite range of the base,
+where the pack's powers of log(base) bend the line. :func:`realised_prediction` evaluates the binding
+term(s) of the asymptotic prediction at the realised sizes themselves: at each base value it solves
+signal = noise for the searched size (constants of the pack taken as 1; sizes tied to the searched one,
+such as ``m = d**2``, follow the line's scaling), takes the largest requirement over the tied terms,
+and fits the least-squares slope of log(parameter count) on log(base) over the grid. Which term binds
+is the asymptotic prediction's: the unknown constants cannot say which one binds at a finite size.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import sympy as sp
+
+from recallkit.theory.errors import InputError
+from recallkit.theory.pack import Pack
+from recallkit.theory.scaling import Scaling, parse_scaling
+from recallkit.theory.symbols import VARIABLES
+
+
+def _solve_log(f, lo: float = -20.0, hi: float = 40.0) -> float | None:
+    """The root in log(size) of a decreasing f (noise / signal - 1 on log scale), by bisection."""
+    f_lo, f_hi = f(lo), f(hi)
+    if not (math.isfinite(f_lo) and math.isfinite(f_hi)) or f_lo * f_hi > 0:
+        return None
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        f_mid = f(mid)
+        if (f_mid > 0) == (f_lo > 0):
+            lo, f_lo = mid, f_mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return 0.5 * (lo + hi)
+
+
+def realised_prediction(pack: Pack, scaling: Scaling | str, rows: Sequence[Mapping[str, float]],
+                        terms: Sequence[str] | None = None,
+                        factors: Callable[[str, Mapping[str, Any]], float | None] | None = None) -> dict[str, Any]:
+    """The prediction at realised sizes: ``rows`` hold the base value and every other variable the grid
+    fixed (e.g. ``{"V": 64, "N": 512, "L": 2}``); variables the line ties to the searched size (``m=d**2``)
+    follow it. ``terms``: the binding terms (default: the asymptotic prediction's dominant and tied terms).
+    ``factors(term name, row)``: a multiplier of each term's value at a row (a finite-size form of the term;
+    a row may carry extra keys for it); None from it for any term makes the whole prediction None.
+
+    Returns ``{"slope", "terms", "points": [{base, ..., size, "param_count", "term"}], "note"}``; slope is
+    None with fewer than 2 solvable rows.
+    """
+    from recallkit.theory.predict import predict
+
+    if isinstance(scaling, str):
+        scaling = parse_scaling(scaling)
+    base, size = pack.base, pack.size
+    if terms is None:
+        prediction = predict(pack, scaling)
+        terms = [prediction.dominant, *prediction.tied_with]
+    by_name = {t.name: t for t in pack.terms}
+    signal = next((t for t in pack.terms if t.role == "signal"), None)
+    if signal is None:
+        raise InputError(f"pack {pack.name}: no signal term to solve against")
+    unknown = [name for name in terms if name not in by_name]
+    if unknown:
+        raise InputError(f"pack {pack.name}: no term named {', '.join(unknown)}")
+    size_symbol = VARIABLES[size]
+    tied = {name: expr for name, expr in scaling.as_dict().items() if size_symbol in expr.free_symbols}
+    variables = list(pack.variables)
+    symbols = [VARIABLES[v] for v in variables]
+
+    def numeric(expr: sp.Expr):
+        return sp.lambdify(symbols, expr, "math")
+
+    signal_f = numeric(signal.expr)
+    count_f = numeric(pack.param_count)
+    tied_f = {name: numeric(expr) for name, expr in tied.items()}
+    noise_f = {name: numeric(by_name[name].expr) for name in terms}
+    points = []
+    scale: dict[tuple[int, str], float] = {}
+    if factors is not None:
+        for index, row in enumerate(rows):
+            for name in [signal.name, *terms]:
+                factor = factors(name, row)
+                if factor is None or not (factor > 0 and math.isfinite(factor)):
+                    return {"slope": None, "terms": list(terms), "points": [],
+                            "note": f"no finite-size form of term {name} at {dict(row)}"}
+                scale[(index, name)] = factor
+    for index, row in enumerate(rows):
+        missing = [v for v in variables if v != size and v not in tied and v not in row]
+        if missing:
+            raise InputError(f"realised prediction: row {dict(row)} lacks {', '.join(missing)}")
+
+        def values_at(log_size: float) -> list[float]:
+            env = {v: float(row[v]) for v in variables if v != size and v not in tied}
+            env[size] = math.exp(log_size)
+            for name, f in tied_f.items():
+                env[name] = f(*[env.get(v, 1.0) for v in variables])
+            return [env[v] for v in variables]
+
+        best = None
+        for name, f in noise_f.items():
+            shift = math.log(scale.get((index, name), 1.0)) - math.log(scale.get((index, signal.name), 1.0))
+
+            def gap(log_size, f=f, shift=shift):
+                vals = values_at(log_size)
+                try:
+                    return math.log(f(*vals)) - math.log(signal_f(*vals)) + shift
+                except (ValueError, ZeroDivisionError, OverflowError):
+                    return math.nan
+            root = _solve_log(gap)
+            if root is None:
+                continue
+            count = count_f(*values_at(root))
+            if best is None or count > best[1]:
+                best = (root, count, name)
+        if best is not None:
+            points.append({**{k: row[k] for k in row if k in variables}, size: math.exp(best[0]),
+                           "param_count": best[1], "term": best[2]})
+    slope = None
+    if len({p[base] for p in points}) >= 2:
+        xs = [math.log(p[base]) for p in points]
+        ys = [math.log(p["param_count"]) for p in points]
+        mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mean_x) ** 2 for x in xs)
+        slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx
+    return {"slope": slope, "terms": list(terms), "points": points,
+            "note": "binding terms of the asymptotic prediction evaluated at the realised sizes (floored counts, "
+                    "log factors included, the pack's constants taken as 1); least-squares slope over the grid"}
