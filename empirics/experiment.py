@@ -21,6 +21,9 @@ Schema (every key below is checked; an unknown key is an error)::
     label = "N~V log V, L~V^0.5"           # optional, for tables and plots (default: the scaling)
     model = "..."                          # optional per-line override of model / trainer / task
     fixed = { eta = 0.5 }                  # optional per-line overrides of [fixed]
+    search = { max = 2048 }                # optional: this line's cap on the searched size; the smaller of
+                                           # it and the preset's search.max applies, and a cell that reaches
+                                           # no threshold by then is censored at the cap
 
     [fixed]                                # fixed parameters: numbers or expressions in V N d L m R
     eta = 1.0
@@ -58,6 +61,7 @@ Integer-valued parameters (sizes, batch size, epochs, steps) are floored after e
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -86,7 +90,8 @@ _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
     "thresholds", "lines", "fixed", "search", "verdict", "presets",
 }
-_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed"}
+_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed", "search"}
+_LINE_SEARCH_KEYS = {"max"}
 _SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand"}
 _VERDICT_KEYS = {"delta", "alpha", "reference_only"}
 _PRESET_KEYS = {"seeds", "sizes", "thresholds", "fixed", "search", "lines"}
@@ -128,6 +133,7 @@ class Line:
     theory_scaling: str = ""
     overrides: dict[str, str] = field(default_factory=dict)  # task / model / trainer
     fixed: dict[str, Any] = field(default_factory=dict)
+    search_max: int | None = None  # this line's own cap on the searched size (None: the experiment's)
 
 
 @dataclass
@@ -138,6 +144,7 @@ class SearchSettings:
     resolution: float = 0.0
     bracket: float = 1.5
     expand: float = 2.0
+    capped: bool = False  # max is a line's own cap, below the experiment's search.max
 
 
 @dataclass
@@ -165,15 +172,25 @@ class Experiment:
     seeds: list[int]
     sizes: list[int]  # kind = "grid" only
 
+    def search_for(self, line: Line) -> SearchSettings:
+        """The search settings of one line: the experiment's, with the line's own cap on the size if smaller."""
+        if line.search_max is None or line.search_max >= self.search.max:
+            return self.search
+        return dataclasses.replace(self.search, max=max(line.search_max, self.search.min + 1), capped=True)
+
     def planned_runs(self) -> int:
         """About how many models the sweep trains (an upper estimate for searches: the bracket plus a
         bisection in log size down to the resolution, per line, base value and seed; thresholds share)."""
-        cells = len(self.lines) * len(self.base_values) * len(self.seeds)
+        cells = len(self.base_values) * len(self.seeds)
         if self.kind == "grid":
-            return cells * len(self.sizes)
-        ratio = math.log(self.search.max / self.search.min)
-        step = math.log1p(self.search.resolution) if self.search.resolution > 0 else ratio / self.search.max
-        return cells * (4 + math.ceil(math.log2(max(2.0, ratio / max(step, 1e-12)))))
+            return len(self.lines) * cells * len(self.sizes)
+        total = 0
+        for line in self.lines:
+            search = self.search_for(line)
+            ratio = math.log(search.max / search.min)
+            step = math.log1p(search.resolution) if search.resolution > 0 else ratio / search.max
+            total += cells * (4 + math.ceil(math.log2(max(2.0, ratio / max(step, 1e-12)))))
+        return total
 
     def build_config(self, line: Line, base_value: int, size_value: int, seed: int) -> dict:
         """The flat run config (see docs/ARCHITECTURE.md) of one trained model."""
@@ -208,7 +225,9 @@ class Experiment:
             "task": self.task, "model": self.model, "trainer": self.trainer, "kind": self.kind,
             "base": self.base, "size": self.size, "metric": self.metric, "thresholds": self.thresholds,
             "lines": [{"scaling": ln.scaling, "theory_scaling": ln.theory_scaling, "label": ln.label, **ln.overrides,
-                       "fixed": {k: _shown(v) for k, v in ln.fixed.items()}} for ln in self.lines],
+                       "fixed": {k: _shown(v) for k, v in ln.fixed.items()},
+                       **({"search": {"max": ln.search_max}} if ln.search_max is not None else {})}
+                      for ln in self.lines],
             "fixed": {k: _shown(v) for k, v in self.fixed.items()},
             "search": {"min": self.search.min, "max": self.search.max,
                        "start": self.search.start.text if self.search.start else None,
@@ -392,6 +411,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
             assignments=assignments,
             overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
             fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
+            search_max=_line_search_max(table.get("search"), size, f"{where}.search"),
         ))
     if len({ln.label for ln in lines}) != len(lines):
         raise InputError(f"{w}lines: two lines have the same label; give each a distinct 'label'")
@@ -486,8 +506,8 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
     from recallkit.empirics.config import check_memory, parse_config
 
-    probe_sizes = sizes or [search.min, search.max]
     for i, line in enumerate(lines):
+        probe_sizes = sizes or [search.min, experiment.search_for(line).max]
         for b in (min(base_values), max(base_values)):
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
@@ -518,6 +538,21 @@ def max_runs_allowed() -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise InputError(f"RECALLKIT_MAX_RUNS / --max-runs: expected a positive integer, got {raw!r}")
     return int(raw)
+
+
+def _line_search_max(table: Any, size: str, where: str) -> int | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table such as {{ max = 2048 }}")
+    _unknown_keys(table, _LINE_SEARCH_KEYS, where)
+    if "max" not in table:
+        return None
+    value = table["max"]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"{where}.max: expected a positive integer (this line's cap on {size}), got {value!r}")
+    _check_size(value, size, f"{where}.max")
+    return value
 
 
 def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSettings:

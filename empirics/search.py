@@ -228,16 +228,21 @@ class SweepDriver:
             print(f"[{self.exp.name}] {message}", file=self.log, flush=True)
 
     # ------------------------------------------------------------------ search
+    def _search(self, line_index: int):
+        """The line's search settings (the experiment's, with the line's own cap on the size)."""
+        return self.exp.search_for(self.exp.lines[line_index])
+
     def _first_guess(self, cell: _Cell, cells_by_key: dict) -> int:
-        exp, search = self.exp, self.exp.search
+        exp, search = self.exp, self._search(cell.line_index)
         base_values = exp.base_values
         b = base_values[cell.base_index]
+        li = cell.line_index
         if cell.base_index == 0:
             if search.start is not None:
                 guess = search.start.evaluate({exp.base: b})
             else:
                 guess = math.sqrt(search.min * search.max)
-            return self._clamp(round(guess))
+            return self._clamp(round(guess), li)
         previous = []  # (base value, median answer over seeds) for earlier base values, nearest last
         for k in range(cell.base_index):
             answers = [cells_by_key[(cell.line_index, k, seed, cell.threshold)].result.size for seed in exp.seeds]
@@ -245,7 +250,7 @@ class SweepDriver:
             if answers:
                 previous.append((base_values[k], statistics.median(answers)))
         if not previous:
-            return self._clamp(round(search.max if exp.kind == "min_size" else search.min))
+            return self._clamp(round(search.max if exp.kind == "min_size" else search.min), li)
         b_prev, a_prev = previous[-1]
         if cell.line_index not in self._predicted:
             self._predicted[cell.line_index] = predicted_exponents(exp, exp.lines[cell.line_index])
@@ -260,14 +265,17 @@ class SweepDriver:
         guess = a_prev * (b / b_prev) ** x
         if y and b > 1 and b_prev > 1:
             guess *= (math.log(b) / math.log(b_prev)) ** y
-        return self._clamp(round(guess))
+        return self._clamp(round(guess), li)
 
-    def _clamp(self, size: float) -> int:
-        return int(min(max(size, self.exp.search.min), self.exp.search.max))
+    def _clamp(self, size: float, line_index: int) -> int:
+        search = self._search(line_index)
+        return int(min(max(size, search.min), search.max))
 
     def _step(self, cell: _Cell, known: dict[int, float | Failure]) -> list[int] | CellResult:
         """Next sizes to probe for this cell, or its result."""
-        exp, search, t = self.exp, self.exp.search, cell.threshold
+        exp, search, t = self.exp, self._search(cell.line_index), cell.threshold
+        li = cell.line_index
+        bound = "the line's search.max cap" if search.capped else "search.max"
         failures = {s: v for s, v in known.items() if isinstance(v, Failure)}
         values = {s: v for s, v in known.items() if not isinstance(v, Failure)}
         b = exp.base_values[cell.base_index]
@@ -277,7 +285,7 @@ class SweepDriver:
 
         if not known:
             g = cell.guess
-            sizes = {self._clamp(math.floor(g / search.bracket)), self._clamp(math.ceil(g * search.bracket))}
+            sizes = {self._clamp(math.floor(g / search.bracket), li), self._clamp(math.ceil(g * search.bracket), li)}
             return sorted(sizes)
         reached = sorted(s for s, v in values.items() if v >= t)
         missed = sorted(s for s, v in values.items() if v < t)
@@ -289,15 +297,15 @@ class SweepDriver:
                 if top in failures:
                     return done(None, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
                 if top >= search.max:
-                    return done(search.max, True, f"no {exp.size} <= {search.max} (search.max) reached {t}")
-                return [self._clamp(math.ceil(top * search.expand))]
+                    return done(search.max, True, f"no {exp.size} <= {search.max} ({bound}) reached {t}")
+                return [self._clamp(math.ceil(top * search.expand), li)]
             if lo is None:
                 bottom = min(known)
                 if bottom in failures:
                     return done(hi, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
                 if hi <= search.min:
                     return done(hi, True, f"already reached {t} at {exp.size}={search.min} (search.min)")
-                return [self._clamp(math.floor(bottom / search.expand))]
+                return [self._clamp(math.floor(bottom / search.expand), li)]
             answer = hi
         else:  # max_capacity: the largest size that still reaches t
             lo = reached[-1] if reached else None
@@ -308,14 +316,14 @@ class SweepDriver:
                     return done(None, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
                 if bottom <= search.min:
                     return done(search.min, True, f"no {exp.size} >= {search.min} (search.min) reached {t}")
-                return [self._clamp(math.floor(bottom / search.expand))]
+                return [self._clamp(math.floor(bottom / search.expand), li)]
             if hi is None:
                 top = max(known)
                 if top in failures:
                     return done(lo, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
                 if lo >= search.max:
-                    return done(lo, True, f"still reached {t} at {exp.size}={search.max} (search.max)")
-                return [self._clamp(math.ceil(top * search.expand))]
+                    return done(lo, True, f"still reached {t} at {exp.size}={search.max} ({bound})")
+                return [self._clamp(math.ceil(top * search.expand), li)]
             answer = lo
         if hi - lo <= 1 or hi <= lo * (1 + search.resolution):
             return done(answer)

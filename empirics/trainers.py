@@ -105,6 +105,7 @@ def adam(
     active = torch.ones(M, dtype=torch.bool, device=device)
     everyone_active = True  # kept on the host: no device sync per step while nobody has stopped
     steps_run = torch.zeros(M, device=device)
+    steps_everyone_ran = 0  # steps taken while every model was active, added to steps_run at the end
     first_moment = {k: torch.zeros_like(v) for k, v in params.items()}
     second_moment = {k: torch.zeros_like(v) for k, v in params.items()}
     lr_of = {k: _expand(lr_t, v) for k, v in params.items()}
@@ -145,10 +146,13 @@ def adam(
                     new_p, m1 = torch.where(mask, new_p, p), torch.where(mask, m1, first_moment[name])
                     m2 = torch.where(mask, m2, second_moment[name])
                 params[name], first_moment[name], second_moment[name] = new_p, m1, m2
-        steps_run += active.float()
+        if everyone_active:
+            steps_everyone_ran += 1
+        else:
+            steps_run += active.float()
         if not full_batch and checks_early_stop and position == steps_per_pass - 1:
             active &= ~(problem.train_accuracy(params) > threshold)
             everyone_active = bool(active.all())
             if not active.any():
                 break
-    return params, {"steps_run": steps_run}
+    return params, {"steps_run": steps_run + steps_everyone_ran}

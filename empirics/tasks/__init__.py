@@ -23,6 +23,8 @@ import hashlib
 
 import torch
 
+from recallkit.empirics.config import ITEM_CHUNK_ELEMENTS, items_per_chunk  # noqa: F401  (re-exported)
+
 
 def stream_seed(seed: int, stream: str) -> int:
     """A 63-bit seed for one purpose of one model, independent across streams."""
@@ -59,12 +61,9 @@ class _SoftmaxCrossEntropy(torch.autograd.Function):
         exp = shifted.exp_()
         total = exp.sum(dim=-1, keepdim=True)
         loss = (total.log() - label_shifted).squeeze(-1).mean(dim=1)
-        # a right answer (argmax = label) has its logit at the row maximum, so rows where the label's
-        # logit is strictly below it are certainly wrong; NaN rows count as "maybe" (argmax picks NaN)
-        maybe_right = ~(label_shifted.squeeze(-1) < 0)
         ctx.save_for_backward(exp, total, labels)
-        ctx.mark_non_differentiable(maybe_right)
-        return loss, maybe_right
+        ctx.mark_non_differentiable(label_shifted)
+        return loss, label_shifted
 
     @staticmethod
     def backward(ctx, grad_loss, _unused):
@@ -85,8 +84,9 @@ class Accuracy:
     least the accuracy) and runs the argmax only for models whose bound passes the threshold.
     """
 
-    def __init__(self, logits: torch.Tensor, labels: torch.Tensor, maybe_right: torch.Tensor | None = None):
-        self._logits, self._labels, self._maybe_right = logits.detach(), labels, maybe_right
+    def __init__(self, logits: torch.Tensor, labels: torch.Tensor, label_shifted: torch.Tensor | None = None):
+        # label_shifted [M, n, 1]: the label's logit minus the row maximum, from the cross-entropy
+        self._logits, self._labels, self._label_shifted = logits.detach(), labels, label_shifted
         self._value: torch.Tensor | None = None
 
     def value(self) -> torch.Tensor:
@@ -98,10 +98,13 @@ class Accuracy:
     def exceeds(self, threshold: torch.Tensor, among: torch.Tensor | None = None) -> torch.Tensor:
         """``value() > threshold`` per model (bool [M]), with the argmax only where the bound cannot decide.
         ``among`` (bool [M]): only these models are asked about; the others get False."""
-        if self._value is not None or self._maybe_right is None:
+        if self._value is not None or self._label_shifted is None:
             answer = self.value() > threshold
             return answer if among is None else answer & among
-        maybe = self._maybe_right.float().mean(dim=1) > threshold
+        # a right answer (argmax = label) has its logit at the row maximum, so rows where the label's
+        # logit is strictly below it are certainly wrong; NaN rows count as "maybe" (argmax picks NaN)
+        maybe_right = ~(self._label_shifted.squeeze(-1) < 0)
+        maybe = maybe_right.float().mean(dim=1) > threshold
         if among is not None:
             maybe &= among
         if not bool(maybe.any()):
@@ -127,18 +130,10 @@ def cross_entropy_and_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> tu
 
     The shift by the row maximum keeps logits of size 1e6 (gamma = 1e7 steps) finite.
     """
-    loss, maybe_right = _SoftmaxCrossEntropy.apply(logits, labels)
-    return loss, Accuracy(logits, labels, maybe_right)
+    loss, label_shifted = _SoftmaxCrossEntropy.apply(logits, labels)
+    return loss, Accuracy(logits, labels, label_shifted)
 
 
-ITEM_CHUNK_ELEMENTS = 1 << 20  # per model: floats in one [items, width] tensor of an evaluation chunk
-
-
-def items_per_chunk(width: int, budget: int = ITEM_CHUNK_ELEMENTS) -> int:
-    """Items per chunk of a pass over many items. It depends only on a model's shape, never on how many
-    models share the batch, so a model's sums are added in the same order alone and batched (resume
-    relies on that: a stored number must not depend on what else was trained with it)."""
-    return max(1, budget // max(1, width))
 
 
 def loss_and_correct_sums(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -39,15 +39,15 @@ from __future__ import annotations
 
 import torch
 
-from recallkit.empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
+from recallkit.empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, loss_and_correct_sums, unit_sphere
+from recallkit.systems.token_retrieval.config import INT16_TOKENS_MAX_V
 
-TRAIN_CHUNK_ELEMENTS = 1 << 22  # per model: floats in one [samples, V] tensor of a full-batch gradient pass
 DRAW_CHUNK_TOKENS = 1 << 22  # tokens drawn per call when filling a model's [n, L] slice
 
 
 def token_dtype(V: int) -> torch.dtype:
     """The smallest integer type that holds token values 0..V-1 (and is usable by torch indexing ops)."""
-    return torch.int16 if V <= torch.iinfo(torch.int16).max + 1 else torch.int32
+    return torch.int16 if V <= INT16_TOKENS_MAX_V else torch.int32
 
 
 def draw_instance(seed: int, V: int, d: int, m: int | None) -> dict[str, torch.Tensor]:
@@ -91,10 +91,6 @@ def draw_samples_into(seed: int, stream: str, V: int, tokens: torch.Tensor, posi
     positions.copy_(torch.randint(L, (n,), generator=gen))
 
 
-DENSE_FORWARD_MAX_RATIO = 2  # V <= 2L: the attended vector through the dense [n, V] mass matrix
-DENSE_BACKWARD_MAX_RATIO = 32  # V <= 32L: the attention's gradient of the bag sum as bmm + gather
-
-
 class _BagSumDenseBackward(torch.autograd.Function):
     """o[m, i] = sum_j a[m, i, j] E[m, x_ij] by one embedding_bag; the gradient wrt the attention
     (E x grad_o at each token) as one [n, d] x [d, V] bmm per model and a gather of the L tokens of each
@@ -130,7 +126,8 @@ class TokenRetrieval:
         # model k's tokens index rows k*V .. k*V + V-1 of the flattened [M*V, d] embedding table
         self.index_dtype = torch.int32 if M * task.V <= torch.iinfo(torch.int32).max else torch.int64
         self.token_offset = (torch.arange(M, device=device) * task.V).to(self.index_dtype)[:, None, None]
-        self.dense_mass = task.V <= DENSE_FORWARD_MAX_RATIO * task.L
+        self.dense_mass = task.dense_mass
+        self.dense_attention_backward = task.dense_attention_backward
         self.train = self._samples(configs, "train", task.N)
         self.eval = self._samples(configs, "eval", task.n_eval)
         self.params = {
@@ -138,10 +135,8 @@ class TokenRetrieval:
             "V": torch.zeros(M, task.d, task.width, device=device),
         }
         self.n_train = task.N
-        width = max(self.V, self.L, self.m or 0)
         # full-batch gradients are accumulated over chunks of this many samples (three_step)
-        self.train_chunk = items_per_chunk(width, TRAIN_CHUNK_ELEMENTS)
-        self.eval_chunk = items_per_chunk(width)
+        self.train_chunk, self.eval_chunk = task.train_chunk, task.eval_chunk
 
     def _samples(self, configs, stream: str, n: int) -> dict[str, torch.Tensor]:
         M = len(configs)
@@ -184,7 +179,7 @@ class TokenRetrieval:
         if self.dense_mass:
             mass = torch.zeros(M, n, self.V, device=attention.device, dtype=attention.dtype).scatter_add(2, index, attention)
             return torch.bmm(mass, self.E)
-        if attention.requires_grad and self.V <= DENSE_BACKWARD_MAX_RATIO * L:
+        if attention.requires_grad and self.dense_attention_backward:
             return _BagSumDenseBackward.apply(attention, index, tokens, self.E)
         return torch.nn.functional.embedding_bag(index, self.E.reshape(M * self.V, self.d),
                                                  per_sample_weights=attention.reshape(M * n, L),
