@@ -1,27 +1,47 @@
-"""Benchmark: the batched engine against a plain per-model Python loop, on one quick-preset cell.
+"""Benchmark: the batched engine against a per-model loop, and against the machine's matmul rate, on three cells.
 
-The cell: the associative-memory anchor's linear memory (AdamW, weight decay 0), 8 seeds x 4 learning rates =
-32 models of one shape, a fixed number of full-batch steps and no early stop (so both ways do the
-same arithmetic). The plain loop trains each model alone with torch.optim.AdamW on 2-D tensors, the
-way one would write it without a model axis; it uses the same seeded draws, and the two ways must
-reach the same accuracies (checked below). It also prints the achieved GFLOP/s of both ways next to
-a dense float32 matmul measured in the same run, and the ratio loop/batched as the LAST line.
+Cells (all on the CPU, one torch thread):
+- ``anchor``, the benchmark cell: the associative-memory anchor's linear memory (AdamW, weight decay 0),
+  8 seeds x 4 learning rates = 32 models of one shape, a fixed number of full-batch steps and no early
+  stop (so both ways do the same arithmetic). Its loop trains each model alone with torch.optim.AdamW
+  on 2-D tensors, the way one would write it without a model axis, from the same seeded draws; the
+  accuracies of both ways are compared.
+- ``tr_fig2``: the largest quick cell of tr_fig2_attention_only (three-step GD): V = 512, the line
+  N = V^1.5, L = V^0.5, d = 512 (the quick preset's search.max), its 3 seeds, built from the experiment file.
+- ``tr_fig5``: the largest quick cell of tr_fig5_adam (Adam, 16 full-batch epochs): V = 512, the line
+  N = V log V, L = V, d = 512, its 3 seeds.
+For the token-retrieval cells the loop is the same engine one model at a time (``run_config``), so the
+ratio is what batching the seeds buys; they are large enough that the matmuls dominate either way.
 
-    python benchmarks/engine.py [--threads 1] [--d 16] [--N 64] [--steps 512] [--seeds 8]
+Time is CPU time of this process (``time.process_time``; one thread, so it is the compute time even when
+other jobs share the cores), the median of ``--repeats`` runs. FLOPs are the task's own FLOP model
+(``task_config.train_flops``: 2 per multiply-add of the matmul-like work the training and final
+evaluation need; the anchor counts forward E W^T and W^T U^T, and backward the gradient of the output
+and of W, not of the fixed embeddings). The matmul rate is a 1024^3 float32 matmul on one thread,
+measured in CPU time before every timed run; the median of all of them is the peak each cell is
+divided by. The last line holds every ratio.
+
+    python benchmarks/engine.py [--cells anchor,tr_fig2,tr_fig5] [--repeats 3] [--d 16] [--N 64] [--steps 512] [--seeds 8]
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
 
 from recallkit.empirics.config import parse_config
-from recallkit.empirics.engine import run_configs
+from recallkit.empirics.engine import run_config, run_configs
+from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.tasks import cross_entropy_and_accuracy
 from recallkit.systems.assoc_memory.task import AssocMemory
 
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3)
+QUICK_CELLS = {  # experiment, line label, base value, size
+    "tr_fig2": ("tr_fig2_attention_only", "N=V**1.5, L=V**0.5", 512, 512),
+    "tr_fig5": ("tr_fig5_adam", "N=V*log(V), L=V", 512, 512),
+}
 
 
 def plain_loop(configs: list[dict]) -> list[float]:
@@ -40,26 +60,42 @@ def plain_loop(configs: list[dict]) -> list[float]:
             optimizer.step()
         with torch.no_grad():
             _, accuracy = cross_entropy_and_accuracy((E @ W.T @ U.T)[None], labels[None])
-        accuracies.append(accuracy.item())
+        accuracies.append(accuracy.value().item())
     return accuracies
 
 
-def train_flops(N: int, d: int, steps: int, models: int) -> float:
-    """Forward E W^T (N d d) and logits (N d N), backward about twice the forward; 2 flops a multiply-add."""
-    return 3 * 2 * (N * d * d + N * N * d) * steps * models
+def engine_loop(configs: list[dict]) -> list[float]:
+    """The engine, one model at a time."""
+    return [run_config(cfg, device="cpu")["accuracy"] for cfg in configs]
 
 
-def dense_matmul_gflops(size: int = 1024, repeats: int = 20) -> float:
+def matmul_gflops(size: int = 1024, repeats: int = 10) -> float:
     a, b = torch.randn(size, size), torch.randn(size, size)
     a @ b
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(repeats):
         a @ b
-    return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
+    return 2 * size**3 * repeats / (time.process_time() - start) / 1e9
+
+
+def quick_cell(name: str) -> list[dict]:
+    experiment_name, label, base, size = QUICK_CELLS[name]
+    experiment = load_experiment(experiment_name, "quick")
+    line = next(line for line in experiment.lines if line.label == label)
+    return [experiment.build_config(line, base, size, seed) for seed in experiment.seeds]
+
+
+def timed(function, configs, peaks: list[float]) -> tuple[float, list[float]]:
+    peaks.extend(sorted(matmul_gflops() for _ in range(3))[1:2])
+    start = time.process_time()
+    accuracies = function(configs)
+    return time.process_time() - start, accuracies
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", default="anchor,tr_fig2,tr_fig5")
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--d", type=int, default=16)
     parser.add_argument("--N", type=int, default=64)
@@ -67,30 +103,47 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=8)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    configs = [
-        dict(task="assoc_memory", model="linear", trainer="adamw", N=args.N, d=args.d, steps=args.steps, lr=lr, seed=seed)
-        for seed in range(args.seeds)
-        for lr in LEARNING_RATES
-    ]
-    flops = train_flops(args.N, args.d, args.steps, len(configs))
-    peak = dense_matmul_gflops()
-    print(f"cell: assoc_memory linear adamw, N={args.N} d={args.d} steps={args.steps}, {len(configs)} models "
-          f"({args.seeds} seeds x {len(LEARNING_RATES)} lrs); torch {torch.__version__}, {torch.get_num_threads()} thread(s), cpu")
-    print(f"dense 1024x1024 float32 matmul: {peak:.1f} GFLOP/s")
-
-    start = time.perf_counter()
-    batched = run_configs(configs, device="cpu", progress=False)
-    batched_s = time.perf_counter() - start
-    start = time.perf_counter()
-    looped = plain_loop(configs)
-    loop_s = time.perf_counter() - start
-
-    mismatches = sum(abs(row["accuracy"] - acc) > 1.5 / args.N for row, acc in zip(batched, looped))
-    print(f"accuracy agreement (within one item): {len(configs) - mismatches}/{len(configs)} models; "
-          f"mean accuracy batched {sum(r['accuracy'] for r in batched) / len(batched):.3f}, loop {sum(looped) / len(looped):.3f}")
-    print(f"batched engine: {batched_s:.2f} s, {flops / batched_s / 1e9:.2f} GFLOP/s ({100 * flops / batched_s / 1e9 / peak:.1f}% of the matmul)")
-    print(f"plain loop:     {loop_s:.2f} s, {flops / loop_s / 1e9:.2f} GFLOP/s ({100 * flops / loop_s / 1e9 / peak:.1f}% of the matmul)")
-    print(f"batched {batched_s:.2f} s vs loop {loop_s:.2f} s: ratio {loop_s / batched_s:.1f}x")
+    cells = {}
+    for name in args.cells.split(","):
+        if name == "anchor":
+            configs = [dict(task="assoc_memory", model="linear", trainer="adamw", N=args.N, d=args.d, steps=args.steps,
+                            lr=lr, seed=seed) for seed in range(args.seeds) for lr in LEARNING_RATES]
+            cells[name] = (configs, plain_loop, f"assoc_memory linear adamw, N={args.N} d={args.d} steps={args.steps}, "
+                                                f"{len(configs)} models ({args.seeds} seeds x {len(LEARNING_RATES)} lrs); "
+                                                f"loop: torch.optim.AdamW per model")
+        else:
+            configs = quick_cell(name)
+            c = configs[0]
+            cells[name] = (configs, engine_loop, f"{QUICK_CELLS[name][0]} quick, {c['trainer']}, V={c['V']} N={c['N']} "
+                                                 f"L={c['L']} d={c['d']}, {len(configs)} seeds; loop: the engine per model")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), cpu; CPU time, median of {args.repeats}")
+    peaks: list[float] = []
+    results = {}
+    for name, (configs, loop, description) in cells.items():
+        flops = sum(parse_config(c).task_config.train_flops(parse_config(c).trainer_config) for c in configs)
+        batched_runs, loop_runs = [], []
+        for _ in range(args.repeats):
+            seconds, batched_accuracies = timed(lambda cs: [r["accuracy"] for r in run_configs(cs, device="cpu", progress=False)],
+                                                configs, peaks)
+            batched_runs.append(seconds)
+            seconds, loop_accuracies = timed(loop, configs, peaks)
+            loop_runs.append(seconds)
+        items = max(c["N"] for c in configs) if name == "anchor" else configs[0]["n_eval"]
+        agree = sum(abs(a - b) <= 1.5 / items for a, b in zip(batched_accuracies, loop_accuracies))
+        results[name] = (statistics.median(batched_runs), statistics.median(loop_runs), flops, agree, len(configs), description)
+    peak = statistics.median(peaks)
+    print(f"dense 1024x1024 float32 matmul: {peak:.1f} GFLOP/s (median of {len(peaks)} measurements, "
+          f"{min(peaks):.0f}..{max(peaks):.0f})")
+    summary = []
+    for name, (batched_s, loop_s, flops, agree, n, description) in results.items():
+        rate = flops / batched_s / 1e9
+        print(f"[{name}] {description}")
+        print(f"  accuracy agreement batched vs loop (within one item): {agree}/{n}; {flops / 1e9:.2f} GFLOP")
+        print(f"  batched: {batched_s:.2f} s, {rate:.1f} GFLOP/s = {100 * rate / peak:.1f}% of the matmul rate")
+        print(f"  loop:    {loop_s:.2f} s, {flops / loop_s / 1e9:.1f} GFLOP/s = {100 * flops / loop_s / 1e9 / peak:.1f}% "
+              f"of the matmul rate; loop/batched {loop_s / batched_s:.1f}x")
+        summary.append(f"{name} {loop_s / batched_s:.1f}x loop, {100 * rate / peak:.0f}% of matmul")
+    print("; ".join(summary))
 
 
 if __name__ == "__main__":

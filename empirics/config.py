@@ -89,6 +89,53 @@ def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:
     return number
 
 
+# ------------------------------------------------------------------- memory and FLOP models
+# Each task config's ``bytes_per_model`` and ``train_flops`` (systems/<name>/config.py) are built from
+# these, so the engine's chunking, the refusal of too-large models and benchmarks/paper_cost.py all use
+# one model, checked against measured peak RSS in tests/integration/test_memory_model.py.
+
+FLOAT_BYTES = 4  # every tensor the trainers keep is float32
+ITEM_CHUNK_ELEMENTS = 1 << 20  # per model: floats in one [items, width] tensor of an evaluation chunk
+TRAIN_CHUNK_ELEMENTS = 1 << 22  # per model: floats in one [items, width] tensor of a full-batch gradient chunk
+# Copies of the trainable parameters alive at the peak of a training (measured): three_step holds the
+# problem's zeros, their copy, the gradient (with its accumulator) and the step results; Adam holds, for
+# every parameter, the problem's initial value, the parameter, two moments and the gradient, and while
+# it updates one parameter its new value, new moments and temporaries.
+THREE_STEP_PARAMETER_COPIES = 3.5
+ADAM_PARAMETER_COPIES, ADAM_UPDATE_COPIES = 4, 5
+
+
+def items_per_chunk(width: int, budget: int = ITEM_CHUNK_ELEMENTS) -> int:
+    """Items per chunk of a pass over many items. It depends only on a model's shape, never on how many
+    models share the batch, so a model's sums are added in the same order alone and batched (resume
+    relies on that: a stored number must not depend on what else was trained with it)."""
+    return max(1, budget // max(1, width))
+
+
+def parameter_state_bytes(trainer_config, trainable_params: int, largest_parameter: int) -> int:
+    """Parameters, gradients and optimizer state of one model at the peak of its training (``largest_parameter``:
+    the elements of its largest parameter tensor, which Adam's update copies while it runs)."""
+    if isinstance(trainer_config, ThreeStepConfig):
+        return int(THREE_STEP_PARAMETER_COPIES * FLOAT_BYTES * trainable_params)
+    return FLOAT_BYTES * (ADAM_PARAMETER_COPIES * trainable_params + ADAM_UPDATE_COPIES * largest_parameter)
+
+
+def training_passes(trainer_config, sizes: dict[str, int], n_train: int) -> dict[str, float]:
+    """How many items go through each kind of pass in one training (for FLOP models), as the trainers run
+    them: ``forward``; ``backward`` (the gradient of every trained parameter: Adam); three_step's
+    ``backward_value`` (steps 1 and 3: the value matrix only) and ``backward_attention`` (step 2: W_KQ
+    only); ``evaluate`` (the final evaluation on the training items, forward only; a task adds its fresh
+    samples). Early stop is ignored: an upper bound on the work."""
+    if isinstance(trainer_config, ThreeStepConfig):
+        return {"forward": 3 * n_train, "backward": 0, "backward_value": 2 * n_train, "backward_attention": n_train,
+                "evaluate": n_train}
+    batch = trainer_config.resolved_batch_size(sizes, n_train)
+    steps_per_pass = 1 if batch >= n_train else math.ceil(n_train / batch)
+    steps = trainer_config.steps if trainer_config.steps is not None else trainer_config.epochs * steps_per_pass
+    items = steps * batch
+    return {"forward": items, "backward": items, "backward_value": 0, "backward_attention": 0, "evaluate": n_train}
+
+
 # ----------------------------------------------------------------------------------- tasks
 
 
@@ -334,6 +381,23 @@ def memory_available(device=None) -> int:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, ValueError, OSError):  # pragma: no cover - not on Linux
         return 1 << 40
+
+
+def memory_free(device=None) -> int:
+    """Bytes free on the device now: CUDA's free memory for a CUDA device, else the kernel's MemAvailable
+    (what can be allocated without swapping), else this machine's physical memory."""
+    if device is not None and getattr(device, "type", str(device)).startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    return memory_available(device)
 
 
 def check_memory(config: "RunConfig", where: str = "", device=None, available: int | None = None) -> None:

@@ -4,8 +4,10 @@
 configs by :func:`empirics.config.shape_key` (everything but seed, lr, eta, gamma, early_stop,
 weight_decay), builds one problem per group with a leading model axis, trains it with one trainer
 call and returns one metrics dict per config, in the input order. A group too large for memory is
-split into chunks; since each model's data, initial weights and minibatch order come from its own
-seeded streams and its gradient is its own, the split changes no result beyond float rounding.
+split into chunks (:func:`chunk_budget_bytes`: half the device's free memory, divided by the task's
+``bytes_per_model``); since each model's data, initial weights and minibatch order come from its own
+seeded streams and its gradient is its own, the split changes no result beyond float rounding (on one
+CPU thread, none at all).
 
 Metrics: ``accuracy`` (on fresh samples where the task has a population, else on all items),
 ``train_accuracy``, ``loss`` (final mean training cross-entropy), ``param_count`` (the paper's
@@ -22,15 +24,22 @@ import time
 import torch
 
 from recallkit.empirics.config import (RunConfig, ThreeStepConfig, TwoStepThenFitConfig, check_memory, config_hash,
-                                       evaluate, memory_available, parse_config, shape_key)
+                                       evaluate, memory_available, memory_free, parse_config, shape_key)
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.tasks import build_problem
 
-MEMORY_BUDGET_BYTES = 1 << 31  # per chunk of models; a rough bound on the largest activations
+CHUNK_MEMORY_FRACTION = 0.5  # of the device's free memory, for the models of one chunk together
+
+
+def chunk_budget_bytes(device: torch.device) -> int:
+    """Bytes the models of one chunk may use together: half of what the device has free when the call
+    starts (CUDA: free memory; CPU: MemAvailable), so a GPU with 140 GB trains far more models at once
+    than a laptop, and a machine shared with other jobs takes what is left."""
+    return int(CHUNK_MEMORY_FRACTION * memory_free(device))
 
 
 def _bytes_per_model(cfg: RunConfig) -> int:
-    """One model's memory estimate, from its task (each task config knows its own buffers)."""
+    """One model's peak memory, from its task (each task config counts its own buffers)."""
     return cfg.task_config.bytes_per_model(cfg.trainer_config)
 
 
@@ -106,8 +115,9 @@ def run_configs(configs: list, device=None, progress: bool = True) -> list[dict]
     for i, cfg in enumerate(parsed):
         groups.setdefault(shape_key(cfg), []).append(i)
     chunks = []
+    budget = chunk_budget_bytes(target)
     for indices in groups.values():
-        per_chunk = max(1, MEMORY_BUDGET_BYTES // max(1, _bytes_per_model(parsed[indices[0]])))
+        per_chunk = max(1, budget // max(1, _bytes_per_model(parsed[indices[0]])))
         chunks += [indices[s : s + per_chunk] for s in range(0, len(indices), per_chunk)]
     results: list[dict | None] = [None] * len(parsed)
     from tqdm import tqdm

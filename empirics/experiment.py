@@ -227,11 +227,16 @@ class Experiment:
         cells = sum(len(self.values_of(i)) for i in range(len(self.lines))) * len(self.seeds)
         if self.kind == "grid":
             return cells * len(self.sizes)
-        if self.search.method == "curve":  # first round + ceiling + about two more sizes per threshold
-            return cells * (self.search.points + 1 + 2 * len(self.threshold_targets()))
-        ratio = math.log(self.search.max / self.search.min)
-        step = math.log1p(self.search.resolution) if self.search.resolution > 0 else ratio / self.search.max
-        return cells * (4 + math.ceil(math.log2(max(2.0, ratio / max(step, 1e-12)))))
+        total = 0
+        for i, line in enumerate(self.lines):
+            search, line_cells = line.search or self.search, len(self.values_of(i)) * len(self.seeds)
+            if search.method == "curve":  # first round + ceiling + about two more sizes per threshold
+                total += line_cells * (search.points + 1 + 2 * len(self.threshold_targets()))
+                continue
+            ratio = math.log(search.max / search.min)
+            step = math.log1p(search.resolution) if search.resolution > 0 else ratio / search.max
+            total += line_cells * (4 + math.ceil(math.log2(max(2.0, ratio / max(step, 1e-12)))))
+        return total
 
     def build_config(self, line: Line, base_value: int, size_value: int, seed: int) -> dict:
         """The flat run config (see docs/ARCHITECTURE.md) of one trained model."""
@@ -458,7 +463,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
             assignments=assignments,
             overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
             fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
-            search_overrides=_line_search(table.get("search", {}), f"{where}.search"),
+            search_overrides=_line_search(table.get("search", {}), f"{where}.search", size),
         ))
     if len({ln.label for ln in lines}) != len(lines):
         raise InputError(f"{w}lines: two lines have the same label; give each a distinct 'label'")
@@ -514,7 +519,11 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     search = _search_settings(search_raw, kind, size, f"{shown}: search")
     for i, line in enumerate(lines):
         if line.search_overrides:
-            line.search = _search_settings({**search_raw, **line.search_overrides}, kind, size,
+            overrides = dict(line.search_overrides)
+            cap, preset_max = overrides.get("max"), search_raw.get("max")
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in (cap, preset_max)):
+                overrides["max"] = min(cap, preset_max)  # a line's max is a cap: the preset's smaller max wins
+            line.search = _search_settings({**search_raw, **overrides}, kind, size,
                                            f"{shown}: line {line.label!r} search")
     relative_raw = chosen.get("relative_thresholds", raw.get("relative_thresholds", []))
     rw = f"{pw}.relative_thresholds" if "relative_thresholds" in chosen else f"{shown}: relative_thresholds"
@@ -634,10 +643,15 @@ def max_runs_allowed() -> int:
     return int(raw)
 
 
-def _line_search(table: Any, where: str) -> dict[str, Any]:
+def _line_search(table: Any, where: str, size: str) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise InputError(f"{where}: expected a table of [search] keys")
     _unknown_keys(table, _SEARCH_KEYS - {"method"}, where)
+    if "max" in table:  # a cap, checked here: a preset's smaller max may replace it later
+        value = table["max"]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError(f"{where}.max: expected a positive integer (this line's cap on {size}), got {value!r}")
+        _check_size(value, size, f"{where}.max")
     return dict(table)
 
 

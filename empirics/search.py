@@ -162,7 +162,7 @@ class SweepDriver:
         self.config_of: dict[str, dict] = {}
         self.reused = self.computed = self.failed = self.missing = 0
         self._predicted: dict[int, tuple[float, float] | None] = {}
-        self._grid = experiment.search.grid_sizes()
+        self._grids: dict[int | None, list[int] | None] = {}
         self.budget: dict[tuple[int, int, int, float], dict] = {}  # (line, base, seed, threshold) -> check
         if code_version is None:
             from recallkit.empirics.provenance import code_version as _cv
@@ -250,7 +250,7 @@ class SweepDriver:
 
     # ------------------------------------------------------------------ search
     def _first_guess(self, cell: _Cell, cells_by_key: dict) -> int:
-        exp, search = self.exp, self.exp.search
+        exp, search, li = self.exp, self._search(cell.line_index), cell.line_index
         base_values = exp.values_of(cell.line_index)
         b = base_values[cell.base_index]
         if cell.base_index == 0:
@@ -258,7 +258,7 @@ class SweepDriver:
                 guess = search.start.evaluate({exp.base: b})
             else:
                 guess = math.sqrt(search.min * search.max)
-            return self._clamp(round(guess))
+            return self._clamp(round(guess), li)
         previous = []  # (base value, median answer over seeds) for earlier base values, nearest last
         for k in range(cell.base_index):
             answers = [cells_by_key[(cell.line_index, k, seed, cell.threshold)].result.size for seed in exp.seeds]
@@ -266,7 +266,7 @@ class SweepDriver:
             if answers:
                 previous.append((base_values[k], statistics.median(answers)))
         if not previous:
-            return self._clamp(round(search.max if exp.kind == "min_size" else search.min))
+            return self._clamp(round(search.max if exp.kind == "min_size" else search.min), li)
         b_prev, a_prev = previous[-1]
         if cell.line_index not in self._predicted:
             self._predicted[cell.line_index] = predicted_exponents(exp, exp.lines[cell.line_index])
@@ -281,13 +281,20 @@ class SweepDriver:
         guess = a_prev * (b / b_prev) ** x
         if y and b > 1 and b_prev > 1:
             guess *= (math.log(b) / math.log(b_prev)) ** y
-        return self._clamp(round(guess))
+        return self._clamp(round(guess), li)
+
+    def _grid_of(self, line_index: int | None) -> list[int] | None:
+        """The constant-ratio grid of sizes a line's bisection probes (None: every integer)."""
+        if line_index not in self._grids:
+            self._grids[line_index] = self._search(line_index).grid_sizes()
+        return self._grids[line_index]
 
     def _clamp(self, size: float, line_index: int | None = None) -> int:
-        """The size inside the search bounds (on the grid: the grid size nearest in log)."""
-        if self._grid is not None and line_index is None:
+        """The size inside the line's search bounds (on its grid: the grid size nearest in log)."""
+        grid = self._grid_of(line_index)
+        if grid is not None:
             size = max(size, 1e-9)
-            return min(self._grid, key=lambda g: (abs(math.log(g / size)), g))
+            return min(grid, key=lambda g: (abs(math.log(g / size)), g))
         search = self._search(line_index)
         return int(min(max(size, search.min), search.max))
 
@@ -297,48 +304,57 @@ class SweepDriver:
             return self.exp.search
         return self.exp.lines[line_index].search or self.exp.search
 
-    def _below(self, size: float) -> int:
+    def _max_name(self, line_index: int) -> str:
+        """How a censoring reason names the upper search bound: the line's own cap when it has a lower one."""
+        own = self.exp.lines[line_index].search
+        return "the line's search.max cap" if own is not None and own.max < self.exp.search.max else "search.max"
+
+    def _below(self, size: float, li: int | None = None) -> int:
         """The largest probe-able size <= size (the smallest one if none)."""
-        if self._grid is not None:
-            return max((g for g in self._grid if g <= size), default=self._grid[0])
-        return self._clamp(math.floor(size))
+        grid = self._grid_of(li)
+        if grid is not None:
+            return max((g for g in grid if g <= size), default=grid[0])
+        return self._clamp(math.floor(size), li)
 
-    def _above(self, size: float) -> int:
+    def _above(self, size: float, li: int | None = None) -> int:
         """The smallest probe-able size >= size (the largest one if none)."""
-        if self._grid is not None:
-            return min((g for g in self._grid if g >= size), default=self._grid[-1])
-        return self._clamp(math.ceil(size))
+        grid = self._grid_of(li)
+        if grid is not None:
+            return min((g for g in grid if g >= size), default=grid[-1])
+        return self._clamp(math.ceil(size), li)
 
-    def _expanded(self, size: int, up: bool) -> int:
+    def _expanded(self, size: int, up: bool, li: int | None = None) -> int:
         """The next size to probe when a bracket missed: ``expand`` times further (on the grid: that many
         grid steps, at least one, so no grid size is skipped by rounding)."""
-        expand = self.exp.search.expand
-        if self._grid is not None:
-            steps = max(1, round(math.log(expand) / math.log(self.exp.search.grid)))
-            index = self._grid.index(size) + (steps if up else -steps)
-            return self._grid[min(max(index, 0), len(self._grid) - 1)]
-        return self._above(size * expand) if up else self._below(size / expand)
+        search, grid = self._search(li), self._grid_of(li)
+        if grid is not None:
+            steps = max(1, round(math.log(search.expand) / math.log(search.grid)))
+            index = grid.index(size) + (steps if up else -steps)
+            return grid[min(max(index, 0), len(grid) - 1)]
+        return self._above(size * search.expand, li) if up else self._below(size / search.expand, li)
 
-    @property
-    def _bounds(self) -> tuple[int, int]:
-        if self._grid is not None:
-            return self._grid[0], self._grid[-1]
-        return self.exp.search.min, self.exp.search.max
+    def _bounds(self, li: int | None = None) -> tuple[int, int]:
+        grid = self._grid_of(li)
+        if grid is not None:
+            return grid[0], grid[-1]
+        search = self._search(li)
+        return search.min, search.max
 
     def _step(self, cell: _Cell, known: dict[int, float | Failure]) -> list[int] | CellResult:
         """Next sizes to probe for this cell, or its result."""
-        exp, search, t = self.exp, self.exp.search, cell.threshold
+        exp, search, t = self.exp, self._search(cell.line_index), cell.threshold
+        li, grid = cell.line_index, self._grid_of(cell.line_index)
         failures = {s: v for s, v in known.items() if isinstance(v, Failure)}
         values = {s: v for s, v in known.items() if not isinstance(v, Failure)}
         b = exp.values_of(cell.line_index)[cell.base_index]
-        size_min, size_max = self._bounds
+        size_min, size_max = self._bounds(li)
 
         def done(size, censored=False, reason=None):
             return CellResult(cell.line_index, b, cell.seed, t, size, censored, reason, cell.rounds)
 
         if not known:
             g = cell.guess
-            sizes = {self._below(g / search.bracket), self._above(g * search.bracket)}
+            sizes = {self._below(g / search.bracket, li), self._above(g * search.bracket, li)}
             return sorted(sizes)
         reached = sorted(s for s, v in values.items() if v >= t)
         missed = sorted(s for s, v in values.items() if v < t)
@@ -350,15 +366,15 @@ class SweepDriver:
                 if top in failures:
                     return done(None, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
                 if top >= size_max:
-                    return done(size_max, True, f"no {exp.size} <= {size_max} (search.max) reached {t}")
-                return [self._expanded(top, up=True)]
+                    return done(size_max, True, f"no {exp.size} <= {size_max} ({self._max_name(li)}) reached {t}")
+                return [self._expanded(top, up=True, li=li)]
             if lo is None:
                 bottom = min(known)
                 if bottom in failures:
                     return done(hi, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
                 if hi <= size_min:
                     return done(hi, True, f"already reached {t} at {exp.size}={size_min} (search.min)")
-                return [self._expanded(bottom, up=False)]
+                return [self._expanded(bottom, up=False, li=li)]
             answer = hi
         else:  # max_capacity: the largest size that still reaches t
             lo = reached[-1] if reached else None
@@ -369,22 +385,22 @@ class SweepDriver:
                     return done(None, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
                 if bottom <= size_min:
                     return done(size_min, True, f"no {exp.size} >= {size_min} (search.min) reached {t}")
-                return [self._expanded(bottom, up=False)]
+                return [self._expanded(bottom, up=False, li=li)]
             if hi is None:
                 top = max(known)
                 if top in failures:
                     return done(lo, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
                 if lo >= size_max:
-                    return done(lo, True, f"still reached {t} at {exp.size}={size_max} (search.max)")
-                return [self._expanded(top, up=True)]
+                    return done(lo, True, f"still reached {t} at {exp.size}={size_max} ({self._max_name(li)})")
+                return [self._expanded(top, up=True, li=li)]
             answer = lo
         if hi - lo <= 1 or hi <= lo * (1 + search.resolution):
             return done(answer)
-        if self._grid is not None:
-            i_lo, i_hi = self._grid.index(lo), self._grid.index(hi)
+        if grid is not None:
+            i_lo, i_hi = grid.index(lo), grid.index(hi)
             if i_hi - i_lo <= 1:
                 return done(answer)
-            mid = self._grid[(i_lo + i_hi) // 2]
+            mid = grid[(i_lo + i_hi) // 2]
         else:
             mid = min(max(round(math.sqrt(lo * hi)), lo + 1), hi - 1)
         if mid in failures:

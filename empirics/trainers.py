@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from recallkit.empirics.tasks import generator
+from recallkit.empirics.tasks import exceeds, generator
 from recallkit.theory.errors import InputError
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
@@ -158,6 +158,18 @@ def two_step_then_fit(problem, eta: list[float], gamma: list[float | None], kapp
     return params, {"steps_run": 2.0 + steps_run, "fit_steps_run": steps_run, **extra}
 
 
+def _adam_step(p, g, m1, m2, step_size, bias2: float, decay):
+    """One Adam(W) update out of place: (p, m1, m2) -> new (p, m1, m2). Eight elementwise operations
+    (lerp, addcmul, addcdiv fuse what took three each); the same arithmetic whether or not the result is
+    then masked, so a model's numbers do not depend on whether its batch partners stopped early."""
+    m1 = torch.lerp(m1, g, 1 - BETA1)
+    m2 = torch.addcmul(m2 * BETA2, g, g, value=1 - BETA2)
+    denominator = (m2 / bias2).sqrt_().add_(EPS)
+    if decay is not None:
+        p = p * decay  # decoupled weight decay, as torch.optim.AdamW: p (1 - lr wd) before the step
+    return torch.addcdiv(p, m1 * step_size, denominator, value=-1), m1, m2
+
+
 def adam(
     problem,
     lr: list[float],
@@ -173,7 +185,9 @@ def adam(
 
     Early stop: a model stops (its parameters are frozen from then on) as soon as its accuracy over
     all training items is > its threshold. Full-batch training checks before every step, using that
-    step's own forward pass; minibatch training checks at the end of every pass over the data.
+    step's own forward pass (the argmax only where a free bound cannot decide, see
+    ``empirics.tasks.Accuracy``); minibatch training checks at the end of every pass over the data.
+    Without early stop no accuracy is computed during training.
     """
     params = {k: v.detach().clone() for k, v in problem.params.items()}
     device = next(iter(params.values())).device
@@ -183,9 +197,14 @@ def adam(
     threshold = _per_model([math.inf if t is None else t for t in early_stop], device)
     checks_early_stop = bool(torch.isfinite(threshold).any())
     active = torch.ones(M, dtype=torch.bool, device=device)
+    everyone_active = True  # kept on the host: no device sync per step while nobody has stopped
     steps_run = torch.zeros(M, device=device)
+    steps_everyone_ran = 0  # steps taken while every model was active, added to steps_run at the end
     first_moment = {k: torch.zeros_like(v) for k, v in params.items()}
     second_moment = {k: torch.zeros_like(v) for k, v in params.items()}
+    lr_of = {k: _expand(lr_t, v) for k, v in params.items()}
+    decays = decoupled and any(w != 0 for w in weight_decay)
+    decay_of = {k: _expand(1 - lr_t * wd_t, v) if decays else None for k, v in params.items()}
     full_batch = batch_size >= n
     steps_per_pass = 1 if full_batch else math.ceil(n / batch_size)
     total_steps = steps if steps is not None else epochs * steps_per_pass
@@ -202,26 +221,32 @@ def adam(
         leaves = {k: v.requires_grad_(True) for k, v in params.items()}
         loss, accuracy = problem.loss(leaves, idx)
         if full_batch and checks_early_stop:
-            active &= ~(accuracy.detach() > threshold)
-            if not active.any():
+            active &= ~exceeds(accuracy, threshold, among=active)
+            everyone_active = bool(active.all())
+            if not everyone_active and not active.any():
                 break
+        del accuracy  # it holds the logits; the backward pass reuses their memory
         gradients = torch.autograd.grad(loss.sum(), list(leaves.values()))
+        del loss
         t = step + 1
+        bias1, bias2 = 1 - BETA1**t, 1 - BETA2**t
         with torch.no_grad():
             for (name, p), g in zip(leaves.items(), gradients):
-                mask = _expand(active, p)
-                m1 = torch.where(mask, BETA1 * first_moment[name] + (1 - BETA1) * g, first_moment[name])
-                m2 = torch.where(mask, BETA2 * second_moment[name] + (1 - BETA2) * g * g, second_moment[name])
-                first_moment[name], second_moment[name] = m1, m2
-                step_size = _expand(lr_t, p) / (1 - BETA1**t)
-                denominator = (m2 / (1 - BETA2**t)).sqrt() + EPS
-                new = p - step_size * m1 / denominator
-                if decoupled:
-                    new = new - _expand(lr_t * wd_t, p) * p
-                params[name] = torch.where(mask, new, p).detach()
-        steps_run += active.float()
+                p = p.detach()
+                new_p, m1, m2 = _adam_step(p, g, first_moment[name], second_moment[name], lr_of[name] / bias1,
+                                           bias2, decay_of[name])
+                if not everyone_active:
+                    mask = _expand(active, p)
+                    new_p, m1 = torch.where(mask, new_p, p), torch.where(mask, m1, first_moment[name])
+                    m2 = torch.where(mask, m2, second_moment[name])
+                params[name], first_moment[name], second_moment[name] = new_p, m1, m2
+        if everyone_active:
+            steps_everyone_ran += 1
+        else:
+            steps_run += active.float()
         if not full_batch and checks_early_stop and position == steps_per_pass - 1:
             active &= ~(problem.train_accuracy(params) > threshold)
+            everyone_active = bool(active.all())
             if not active.any():
                 break
-    return params, {"steps_run": steps_run}
+    return params, {"steps_run": steps_run + steps_everyone_ran}

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recallkit.empirics.config import MAX_D, MAX_M, MAX_N, check_model, positive_int
+from recallkit.empirics.config import (FLOAT_BYTES, MAX_D, MAX_M, MAX_N, check_model, items_per_chunk,
+                                       parameter_state_bytes, positive_int, training_passes)
 from recallkit.theory.errors import InputError
 
 @dataclass(frozen=True)
@@ -47,9 +48,28 @@ class AssocMemoryConfig:
             sizes["m"] = self.m
         return sizes
 
+    def _bytes_per_item(self) -> int:
+        """Peak bytes per item of a pass: logits and the cross-entropy's exp buffer, the MLP's hidden layers,
+        the gathered input and its output (task.py)."""
+        return FLOAT_BYTES * (2 * self.N + 2 * (self.m or 0) + 3 * self.d) + 8
+
     def bytes_per_model(self, trainer_config) -> int:
-        """Rough size of one model's largest training activations (floats x 4 bytes x autograd copies)."""
-        n = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
-        per_item = self.N * 3 + (self.m or 0) * 3 + self.d * 3
-        data = self.N * self.d * 2 + (self.m or self.d) * self.d * 4
-        return 4 * (n * per_item + data)
+        """Peak memory of one model's training, every buffer counted: the input and output embeddings,
+        parameters with gradients and Adam state, and the largest pass (the batch, or an evaluation chunk)."""
+        embeddings = 2 * FLOAT_BYTES * self.N * self.d
+        batch = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
+        chunk = items_per_chunk(max(self.N, self.m or 0))
+        largest_pass = max(batch, min(chunk, self.N)) * self._bytes_per_item()
+        largest = self.d * self.d if self.model == "linear" else self.m * self.d
+        return embeddings + parameter_state_bytes(trainer_config, self.trainable_params, largest) + largest_pass
+
+    def train_flops(self, trainer_config) -> int:
+        """FLOPs (2 per multiply-add) of one model's training and final evaluation, matmuls only."""
+        d, m, N = self.d, self.m or 0, self.N
+        if self.model == "linear":
+            forward, backward = d * d + d * N, N * d + d * d  # grad of the output, then of W
+        else:
+            forward = 2 * m * d + d * N
+            backward = N * d + 3 * m * d  # output, W2 and the hidden layer, W1
+        items = training_passes(trainer_config, self.sizes(), self.n_train)
+        return 2 * int(items["forward"] * forward + items["backward"] * backward + items["evaluate"] * forward)

@@ -50,7 +50,7 @@ class AssocMemory:
     def forward(self, params, x: torch.Tensor) -> torch.Tensor:
         """x [M, n, d] -> logits [M, n, N]."""
         if self.model == "linear":
-            out = torch.einsum("mnd,mkd->mnk", x, params["W"])
+            out = torch.bmm(x, params["W"].transpose(1, 2))
         else:
             hidden = torch.relu(torch.einsum("mnd,mkd->mnk", x, params["W1"]) + params["b"][:, None, :])
             out = torch.einsum("mnk,mdk->mnd", hidden, params["W2"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recallkit.empirics.config import MAX_D, MAX_M, MAX_N, MAX_R, check_model, positive_int
+from recallkit.empirics.config import (FLOAT_BYTES, MAX_D, MAX_M, MAX_N, MAX_R, check_model, items_per_chunk,
+                                       parameter_state_bytes, positive_int, training_passes)
 
 @dataclass(frozen=True)
 class FactBijectionsConfig:
@@ -47,8 +48,21 @@ class FactBijectionsConfig:
         return {"N": self.N, "R": self.R, "d": self.d, "m": self.m}
 
     def bytes_per_model(self, trainer_config) -> int:
-        """Rough size of one model's largest training activations (floats x 4 bytes x autograd copies)."""
-        n = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
-        per_item = self.N * 3 + self.m * 3 + self.d * 4
-        data = self.n_train * 2 + self.N * self.d * 8 + self.m * self.d * 8
-        return 4 * (n * per_item + data)
+        """Peak memory of one model's training, every buffer counted: bijections and fact indices (int64),
+        the frozen subjects, parameters with gradients and Adam state, and the largest pass (the batch or an
+        evaluation chunk: logits and the cross-entropy's exp buffer, hidden layers, gathered embeddings)."""
+        data = 8 * self.R * self.N + 16 * self.n_train + FLOAT_BYTES * self.N * self.d
+        batch = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
+        chunk = min(self.n_train, items_per_chunk(max(self.N, self.m)))
+        per_item = FLOAT_BYTES * (2 * self.N + 2 * self.m + 3 * self.d) + 24
+        largest = max(self.N * self.d, self.m * self.d)
+        return data + parameter_state_bytes(trainer_config, self.trainable_params, largest) + max(batch, chunk) * per_item
+
+    def train_flops(self, trainer_config) -> int:
+        """FLOPs (2 per multiply-add) of one model's training and final evaluation, matmuls only: forward
+        W1, W2 and the unembedding U; backward also the gradients of U and of both MLP weights."""
+        d, m, N = self.d, self.m, self.N
+        forward = 2 * m * d + d * N
+        backward = 2 * N * d + 4 * m * d
+        items = training_passes(trainer_config, self.sizes(), self.n_train)
+        return 2 * int(items["forward"] * forward + items["backward"] * backward + items["evaluate"] * forward)

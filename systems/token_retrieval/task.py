@@ -31,16 +31,27 @@ and m ~ d^2; centring roughly doubles the accuracy by removing the shared featur
 a gamma smaller by that factor (at V=256 above: 1.6% with gamma <= 0.1, chance at gamma >= 10); use
 the schedule in ``term_probes.schedule_gamma`` rather than the same gamma for every option.
 
-o is computed without materialising h: o = sum_v c_v e_v + a_l z_trig with c_v the attention
-mass on token value v (a scatter-add), so memory is n*V per model instead of n*L*d.
+o is computed without materialising h or an n x V matrix of attention mass per token value:
+o = sum_j a_j e_{x_j} + a_l z_trig is one ``embedding_bag`` (mode "sum", the attention as per-sample
+weights) over the model's embedding table, n*L*d multiply-adds instead of n*V*d.
+
+Tokens are kept in the smallest integer type that holds V (int16 up to V = 32767, else int32),
+drawn chunk by chunk straight into the stacked [M, n, L] tensor (the same numbers as one int64 draw
+of the whole [n, L]; tests check it), and widened to an index type only one forward chunk at a time.
 """
 from __future__ import annotations
 
 import torch
 
-from recallkit.empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
+from recallkit.empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, loss_and_correct_sums, unit_sphere
+from recallkit.systems.token_retrieval.config import INT16_TOKENS_MAX_V
 
-TRAIN_CHUNK_ELEMENTS = 1 << 22  # per model: floats in one [samples, V] tensor of a full-batch gradient pass
+DRAW_CHUNK_TOKENS = 1 << 22  # tokens drawn per call when filling a model's [n, L] slice
+
+
+def token_dtype(V: int) -> torch.dtype:
+    """The smallest integer type that holds token values 0..V-1 (and is usable by torch indexing ops)."""
+    return torch.int16 if V <= INT16_TOKENS_MAX_V else torch.int32
 
 
 def draw_instance(seed: int, V: int, d: int, m: int | None) -> dict[str, torch.Tensor]:
@@ -59,11 +70,48 @@ def draw_instance(seed: int, V: int, d: int, m: int | None) -> dict[str, torch.T
 
 
 def draw_samples(seed: int, stream: str, n: int, V: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """n samples: tokens [n, L] and informative positions [n]."""
+    """n samples: tokens [n, L] (int64) and informative positions [n]."""
     gen = generator(seed, stream)
     tokens = torch.randint(V, (n, L), generator=gen)
     positions = torch.randint(L, (n,), generator=gen)
     return tokens, positions
+
+
+def draw_samples_into(seed: int, stream: str, V: int, tokens: torch.Tensor, positions: torch.Tensor) -> None:
+    """Fill one model's tokens [n, L] (any integer type, any device) and positions [n] in place with the
+    numbers :func:`draw_samples` gives: the generator's draws do not depend on the integer type or on how
+    the rows are split into calls. Rows are drawn a chunk at a time on the CPU, so no int64 copy of the
+    whole [n, L] ever exists."""
+    n, L = tokens.shape
+    gen = generator(seed, stream)
+    rows = max(1, DRAW_CHUNK_TOKENS // L)
+    on_cpu = tokens.device.type == "cpu"
+    for start in range(0, n, rows):
+        part = tokens[start : start + rows]
+        if on_cpu:
+            torch.randint(V, part.shape, generator=gen, dtype=part.dtype, out=part)
+        else:
+            part.copy_(torch.randint(V, part.shape, generator=gen, dtype=part.dtype))
+    positions.copy_(torch.randint(L, (n,), generator=gen))
+
+
+class _BagSumDenseBackward(torch.autograd.Function):
+    """o[m, i] = sum_j a[m, i, j] E[m, x_ij] by one embedding_bag; the gradient wrt the attention
+    (E x grad_o at each token) as one [n, d] x [d, V] bmm per model and a gather of the L tokens of each
+    row, which runs at the matmul rate instead of a per-sample dot-product loop. E gets no gradient."""
+
+    @staticmethod
+    def forward(ctx, attention, rows, tokens, E):
+        M, n, L = attention.shape
+        ctx.save_for_backward(tokens, E)
+        return torch.nn.functional.embedding_bag(rows, E.reshape(-1, E.shape[-1]),
+                                                 per_sample_weights=attention.reshape(M * n, L),
+                                                 mode="sum").reshape(M, n, E.shape[-1])
+
+    @staticmethod
+    def backward(ctx, grad_o):
+        tokens, E = ctx.saved_tensors
+        return torch.bmm(grad_o, E.transpose(1, 2)).gather(2, tokens.long()), None, None, None
 
 
 class TokenRetrieval:
@@ -79,25 +127,30 @@ class TokenRetrieval:
         instances = [draw_instance(c.seed, task.V, task.d, task.m) for c in configs]
         for key in instances[0]:
             setattr(self, key, torch.stack([inst[key] for inst in instances]).to(device))
+        M = len(configs)
+        # model k's tokens index rows k*V .. k*V + V-1 of the flattened [M*V, d] embedding table
+        self.index_dtype = torch.int32 if M * task.V <= torch.iinfo(torch.int32).max else torch.int64
+        self.token_offset = (torch.arange(M, device=device) * task.V).to(self.index_dtype)[:, None, None]
+        self.dense_mass = task.dense_mass
+        self.dense_attention_backward = task.dense_attention_backward
         self.train = self._samples(configs, "train", task.N)
         self.eval = self._samples(configs, "eval", task.n_eval)
-        M = len(configs)
         self.params = {
             "W": torch.zeros(M, task.d, task.d, device=device),
             "V": torch.zeros(M, task.d, task.width, device=device),
         }
         self.n_train = task.N
-        width = max(self.V, self.L, self.m or 0)
         # full-batch gradients are accumulated over chunks of this many samples (three_step)
-        self.train_chunk = items_per_chunk(width, TRAIN_CHUNK_ELEMENTS)
-        self.eval_chunk = items_per_chunk(width)
+        self.train_chunk, self.eval_chunk = task.train_chunk, task.eval_chunk
 
     def _samples(self, configs, stream: str, n: int) -> dict[str, torch.Tensor]:
-        drawn = [draw_samples(c.seed, stream, n, self.V, self.L) for c in configs]
-        tokens = torch.stack([t for t, _ in drawn]).to(self.device)
-        positions = torch.stack([p for _, p in drawn]).to(self.device)
+        M = len(configs)
+        tokens = torch.empty(M, n, self.L, dtype=token_dtype(self.V), device=self.device)
+        positions = torch.empty(M, n, dtype=torch.int64, device=self.device)
+        for k, c in enumerate(configs):
+            draw_samples_into(c.seed, stream, self.V, tokens[k], positions[k])
         informative = tokens.gather(2, positions.unsqueeze(-1)).squeeze(-1)
-        labels = self.perm.gather(1, informative)
+        labels = self.perm.gather(1, informative.long())
         return {"tokens": tokens, "positions": positions, "labels": labels}
 
     def forward(self, params, tokens: torch.Tensor, positions: torch.Tensor):
@@ -106,22 +159,40 @@ class TokenRetrieval:
         query = torch.einsum("mij,mj->mi", params["W"], self.z_eos)  # W_KQ z_EOS
         token_scores = torch.einsum("mvd,md->mv", self.E, query)  # e_v . query
         trigger_score = torch.einsum("md,md->m", self.z_trig, query)
-        scores = token_scores.gather(1, tokens.reshape(M, n * L)).reshape(M, n, L)
-        is_informative = torch.nn.functional.one_hot(positions, L).to(scores.dtype)
-        scores = scores + is_informative * trigger_score[:, None, None]
+        informative = positions.unsqueeze(-1)
+        if self.dense_mass:
+            index = tokens.long()
+            scores = token_scores.gather(1, index.reshape(M, n * L)).reshape(M, n, L)
+        else:
+            index = (tokens + self.token_offset).reshape(M * n, L)  # rows of the [M*V, d] table (type promotion)
+            scores = token_scores.reshape(M * self.V).index_select(0, index.reshape(-1)).reshape(M, n, L)
+        scores = scores.scatter_add(2, informative, trigger_score[:, None, None].expand(M, n, 1))
         attention = torch.softmax(scores, dim=-1)
-        mass_per_token = torch.zeros(M, n, self.V, device=tokens.device, dtype=attention.dtype)
-        mass_per_token = mass_per_token.scatter_add(2, tokens, attention)
-        attention_informative = (attention * is_informative).sum(-1)
-        content = torch.bmm(mass_per_token, self.E)
+        attention_informative = attention.gather(2, informative).squeeze(-1)
+        content = self._attended(attention, index, tokens)
         if self.mlp_input == "content":  # the value path reads the attended tokens, not the trigger
             o = content
         else:
-            o = content + attention_informative[..., None] * self.z_trig[:, None, :]
+            o = torch.addcmul(content, attention_informative[..., None], self.z_trig[:, None, :])
         features = o if self.m is None else self._mlp_features(o)
         hidden = torch.einsum("mnk,mdk->mnd", features, params["V"])
         logits = torch.bmm(hidden, self.U.transpose(1, 2))
         return logits, attention_informative
+
+    def _attended(self, attention: torch.Tensor, index: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """sum_j a_j e_{x_j} [M, n, d], the fastest of three ways for this shape (measured on CPU, one thread,
+        d = 64..512): the dense n x V mass matrix and one bmm when V <= 2L (the L ~ V lines); otherwise one
+        embedding_bag, with the attention's gradient as one bmm and a gather when V <= 32L (torch's
+        per-sample-weight backward is a scalar loop, 4-10x slower there) and torch's own above."""
+        M, n, L = attention.shape
+        if self.dense_mass:
+            mass = torch.zeros(M, n, self.V, device=attention.device, dtype=attention.dtype).scatter_add(2, index, attention)
+            return torch.bmm(mass, self.E)
+        if attention.requires_grad and self.dense_attention_backward:
+            return _BagSumDenseBackward.apply(attention, index, tokens, self.E)
+        return torch.nn.functional.embedding_bag(index, self.E.reshape(M * self.V, self.d),
+                                                 per_sample_weights=attention.reshape(M * n, L),
+                                                 mode="sum").reshape(M, n, self.d)
 
     def _mlp_features(self, o: torch.Tensor) -> torch.Tensor:
         pre = torch.einsum("mnd,mkd->mnk", o, self.W1)
@@ -145,8 +216,8 @@ class TokenRetrieval:
         query = torch.einsum("mij,mj->mi", W, self.z_eos)
         token_scores = torch.einsum("mvd,md->mv", self.E, query)
         trigger_score = torch.einsum("md,md->m", self.z_trig, query)
-        scores = token_scores.gather(1, self.train["tokens"].reshape(M, n * L)).reshape(M, n, L)
-        informative = scores.gather(2, self.train["positions"].unsqueeze(-1)).squeeze(-1) + trigger_score[:, None]
+        scores = token_scores.gather(1, self.train["tokens"].reshape(M, n * L).long()).reshape(M, n, L)
+        informative = scores.gather(2, self.train["positions"].unsqueeze(-1).long()).squeeze(-1) + trigger_score[:, None]
         if L == 1:
             return informative.mean(1)
         others = (scores.sum(-1) - (informative - trigger_score[:, None])) / (L - 1)

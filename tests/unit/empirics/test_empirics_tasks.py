@@ -44,17 +44,23 @@ def test_a_models_data_does_not_depend_on_its_batch():
 def test_labels_are_the_permuted_informative_token():
     p = problem_for(TR)
     tokens, positions, labels = p.train["tokens"][0], p.train["positions"][0], p.train["labels"][0]
-    assert torch.equal(labels, p.perm[0][tokens[torch.arange(300), positions]])
+    assert tokens.dtype == torch.int16  # V = 64: the smallest type that holds it
+    assert torch.equal(labels, p.perm[0][tokens[torch.arange(300), positions].long()])
 
 
 @pytest.mark.parametrize(
     "extra",
-    [{}, {"model": "attention-mlp", "m": 48}, {"model": "attention-mlp", "m": 48, "features": "relu_centred"}],
+    [{}, {"model": "attention-mlp", "m": 48}, {"model": "attention-mlp", "m": 48, "features": "relu_centred"},
+     # the attended vector's three paths (systems/token_retrieval/task.py): dense mass matrix (V <= 2L),
+     # embedding_bag with the bmm + gather backward (the default above, V = 64, L = 6), and pure embedding_bag (V > 32L)
+     {"L": 40}, {"V": 256, "L": 4}],
+    ids=["attention_only_bag_bmm_backward", "mlp", "mlp_centred", "dense_mass", "bag_sparse_backward"],
 )
 def test_three_step_equals_the_hand_derived_float64_reference(extra):
     cfg = {**TR, **extra}
     params, _ = three_step(problem_for(cfg), eta=[1.0], gamma=[10.0])
-    ref = ReferenceTokenRetrieval(0, 64, 16, 6, 300, 500, m=cfg.get("m"), features=cfg.get("features", "relu")).three_step(1.0, 10.0)
+    ref = ReferenceTokenRetrieval(0, cfg["V"], 16, cfg["L"], 300, 500, m=cfg.get("m"),
+                                  features=cfg.get("features", "relu")).three_step(1.0, 10.0)
     # float32 autograd against float64 hand-written gradients: agree to float32 rounding
     for ours, theirs in ((params["W"][0], ref["W1"]), (params["V"][0], ref["V2"])):
         theirs = torch.from_numpy(theirs).float()
@@ -80,7 +86,7 @@ def test_memorisation_tasks_have_the_right_labels_and_shapes():
     am = problem_for(dict(task="assoc_memory", model="mlp", trainer="adamw", N=20, d=8, m=16, lr=0.01, steps=1))
     assert am.params["W1"].shape == (1, 16, 8) and am.params["W2"].shape == (1, 8, 16)
     loss, acc = am.loss(am.params)
-    assert loss.shape == (1,) and 0 <= acc.item() <= 1
+    assert loss.shape == (1,) and 0 <= acc.value().item() <= 1
     fb = problem_for(dict(task="fact_bijections", model="frozen-subjects", trainer="adam", N=10, R=3, d=8, lr=0.01, steps=1))
     assert "Es" not in fb.params and fb.n_train == 30
     for r in range(3):
@@ -111,3 +117,43 @@ def test_chunked_evaluation_does_not_depend_on_the_batch():
     for key in ("accuracy", "train_accuracy", "loss", "attention_mass"):
         assert together[key][2].item() == single[key][0].item(), key
     assert (together["accuracy"] * 500).tolist() == [round(x * 500) for x in together["accuracy"].tolist()]
+
+
+def test_the_hand_written_cross_entropy_equals_torchs_and_stays_finite():
+    from recallkit.empirics.tasks import cross_entropy_and_accuracy
+
+    gen = torch.Generator().manual_seed(0)
+    for scale in (1.0, 1e6):  # 1e6: the size of logits after a gamma = 1e7 step
+        logits = (torch.randn(3, 40, 17, generator=gen) * scale).requires_grad_(True)
+        labels = torch.randint(17, (3, 40), generator=gen)
+        loss, accuracy = cross_entropy_and_accuracy(logits, labels)
+        (grad,) = torch.autograd.grad((loss * torch.tensor([1.0, 2.0, 0.5])).sum(), [logits])
+        ref_logits = logits.detach().double().requires_grad_(True)
+        ref = torch.stack([torch.nn.functional.cross_entropy(ref_logits[k], labels[k]) for k in range(3)])
+        (ref_grad,) = torch.autograd.grad((ref * torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)).sum(), [ref_logits])
+        assert torch.isfinite(loss).all()
+        assert torch.allclose(loss.double(), ref.detach(), rtol=1e-6, atol=1e-6 * scale)
+        assert torch.allclose(grad.double(), ref_grad, atol=1e-7)
+        assert torch.equal(accuracy.value(), (logits.argmax(-1) == labels).float().mean(1))
+
+
+def test_accuracy_on_demand_answers_exactly_like_the_argmax():
+    from recallkit.empirics.tasks import Accuracy, cross_entropy_and_accuracy, exceeds
+
+    gen = torch.Generator().manual_seed(1)
+    logits = torch.randn(5, 50, 8, generator=gen)
+    labels = logits.argmax(-1)
+    labels[:, :10] = torch.randint(8, (5, 10), generator=gen)  # about 90% right
+    logits[1] = 0.0  # every row a tie: argmax is index 0, so only label-0 rows count as right
+    logits[2, :, :] = logits[2].max() + 1.0
+    logits[2, :5, 3] = float("nan")  # argmax picks the NaN
+    labels[2, :5] = 3
+    exact = (logits.argmax(-1) == labels).float().mean(1)
+    for threshold in (0.0, 0.1, 0.5, 0.85, 0.95, 1.0):
+        t = torch.full((5,), threshold)
+        _, lazy = cross_entropy_and_accuracy(logits.clone().requires_grad_(True), labels)
+        assert torch.equal(lazy.exceeds(t), exact > t), threshold
+        among = torch.tensor([True, False, True, False, True])
+        assert torch.equal(exceeds(lazy, t, among), (exact > t) & among)
+        assert torch.equal(exceeds(exact, t), exact > t)  # a plain tensor from another package's problem
+    assert torch.equal(Accuracy(logits, labels).value(), exact)

@@ -10,6 +10,7 @@ from recallkit.empirics.executors import LocalExecutor
 from recallkit.empirics.experiment import experiment_from_dict
 from recallkit.empirics.search import boundary_points, predicted_exponents, replay, run_sweep
 from recallkit.empirics.store import ResultStore
+from recallkit.theory.errors import InputError
 
 
 def boundary(V: int, seed: int) -> float:
@@ -130,6 +131,34 @@ def test_censoring_at_both_search_bounds(store):
     large = [p for p in points if p["V"] == 2048]
     assert all(p["censored"] and "search.min" in p["censor_reason"] and p["d"] == 4 for p in small)
     assert all(p["censored"] and "search.max" in p["censor_reason"] and p["d"] == 40 for p in large)
+
+
+def test_a_lines_own_cap_stops_its_cells_there_and_leaves_the_other_lines_alone(store):
+    raw = min_size_experiment()
+    raw["lines"] = [{"scaling": "N=V*log(V), L=V**0.5"},
+                    {"scaling": "N=V*log(V), L=V", "search": {"max": 40}, "label": "capped"}]
+    raw["presets"]["quick"]["V"] = [1024, 2048]  # every threshold's boundary is above d = 55: beyond the cap of 40
+    exp = experiment_from_dict(raw, "fake.toml")
+    assert exp.lines[1].search.max == 40 and exp.lines[0].search is None and exp.search.max == 1024
+    assert exp.planned_runs() < experiment_from_dict(min_size_experiment(**{"V": [1024, 2048]}), "f.toml").planned_runs() * 2
+    runner = FakeRunner()
+    result = run_sweep(exp, store, LocalExecutor(runner), log=None)
+    capped = [p for p in result.points if p["line"] == "capped"]
+    free = [p for p in result.points if p["line"] != "capped"]
+    assert capped and all(p["censored"] and p["d"] == 40 for p in capped)
+    assert all("no d <= 40 (the line's search.max cap) reached" in p["censor_reason"] for p in capped)
+    assert all(not p["censored"] and p["d"] == brute_force_min(p["V"], p["seed"], p["threshold"]) for p in free)
+    assert max(c["d"] for call in runner.calls for c in call if c["L"] == c["V"]) == 40
+    # a cap above the experiment's own search.max changes nothing, and a cap is checked like a size
+    raw["lines"][1]["search"] = {"max": 2000}
+    loose = experiment_from_dict(raw, "f.toml")
+    assert loose.lines[1].search.max == loose.search.max == 1024
+    raw["lines"][1]["search"] = {"max": 1 << 20}
+    with pytest.raises(InputError, match=r"lines\[1\].search.max: 1048576 is above the limit 16384 for d"):
+        experiment_from_dict(raw, "f.toml")
+    raw["lines"][1]["search"] = {"colour": 3}
+    with pytest.raises(InputError, match=r"lines\[1\].search: unknown key 'colour'"):
+        experiment_from_dict(raw, "f.toml")
 
 
 def test_non_monotone_accuracy_is_reported_not_hidden(store):
