@@ -43,6 +43,9 @@ class ReportSettings:
     device: str | None = None
     threads: int | None = 1
     probes: bool = True
+    png: bool = False  # also each page as PNG under figures/
+    jobs: int | None = None  # processes drawing pages (None: one per free core)
+    redraw: bool = False  # draw every page even when the previous report in out_dir has it unchanged
     log: TextIO = field(default=sys.stderr)
 
 
@@ -197,6 +200,42 @@ def json_default(value: Any) -> Any:
     return str(value)
 
 
+# ----------------------------------------------------------------------------- --fail-on
+FAIL_ON_CHOICES = ("inconsistent", "inconclusive")
+
+
+def fail_on_verdicts(values) -> tuple[str, ...]:
+    """``--fail-on`` values (repeatable, each may be comma-separated) as a tuple of verdict names."""
+    wanted: list[str] = []
+    for value in values or ():
+        for name in str(value).split(","):
+            name = name.strip()
+            if name not in FAIL_ON_CHOICES:
+                raise InputError(f"--fail-on: expected {' or '.join(FAIL_ON_CHOICES)} (comma-separated or repeated), "
+                                 f"got {name!r}")
+            if name not in wanted:
+                wanted.append(name)
+    return tuple(wanted)
+
+
+def verdicts_matching(rows, wanted) -> str | None:
+    """One line naming the checks whose verdict is in ``wanted`` (None if there are none): what a CI job
+    prints before it exits 1. ``rows``: summary entries or fit dicts (``experiment``, ``line``,
+    ``threshold``, ``verdict``)."""
+    hits = [r for r in rows if r.get("verdict") in wanted]
+    if not hits:
+        return None
+
+    def name(r):
+        thr = r.get("threshold")
+        return f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}" if thr is not None else "") + "]"
+
+    counts = ", ".join(f"{sum(r.get('verdict') == v for r in hits)} {v}" for v in wanted if any(r.get("verdict") == v for r in hits))
+    shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:5])
+    more = f"; and {len(hits) - 5} more" if len(hits) > 5 else ""
+    return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"
+
+
 # ----------------------------------------------------------------------------- the job
 def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
     import torch
@@ -276,5 +315,8 @@ def run_report(settings: ReportSettings) -> Path:
         "failures": failures,
         "run_wall_time_s": round(time.perf_counter() - started, 1),
     }
-    pdf = build_report(summary, settings.out_dir)
+    stats: dict = {}
+    pdf = build_report(summary, settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw,
+                       stats=stats)
+    print(stats["line"], file=settings.log)
     return pdf

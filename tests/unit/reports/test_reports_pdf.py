@@ -100,30 +100,125 @@ def built(tmp_path_factory):
 def test_report_writes_pdf_figures_and_summary(built):
     out, path = built
     assert path == out / REPORT_NAME and path.read_bytes().startswith(b"%PDF")
-    pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
     pdfs = sorted(p.name for p in (out / "figures").glob("*.pdf"))
-    assert len(pngs) == len(pdfs) >= 10
-    for stem in ("00-title", "01-tr-fig2-attn-terms", "01-tr-fig2-attn-summary", "02-assoc-linear-capacity",
-                 "03-geo-dmin-dmin"):
-        assert f"{stem}.png" in pngs, pngs
-    assert any(n.startswith("01-tr-fig2-attn-heatmap-") for n in pngs)
+    assert not list((out / "figures").glob("*.png"))  # PDF only, unless asked for PNG
+    assert len(pdfs) >= 10
+    for stem in ("00-title", "00-contents-1", "01-tr-fig2-attn-terms", "01-tr-fig2-attn-summary",
+                 "02-assoc-linear-capacity", "03-geo-dmin-dmin", "99-appendix-1"):
+        assert f"{stem}.pdf" in pdfs, pdfs
+    assert any(n.startswith("01-tr-fig2-attn-heatmap-") for n in pdfs)
     doc = json.loads((out / "summary.json").read_text())
     assert doc["schema"] == "recallkit.summary/1"
     assert len(doc["entries"]) == 3 + 2 + 4  # 3 thresholds, 2 capacity series, 2 kinds x 2 R groups
-    assert {"slope", "slope_ci", "slope_ci_bootstrap", "predicted_slope", "verdict"} <= set(doc["entries"][0])
-    assert b"/Creator (recallkit)" in path.read_bytes()
-    assert b"D:20251130" in path.read_bytes()  # CreationDate from SOURCE_DATE_EPOCH (2025-11-30 09:00 UTC)
+    assert {"slope", "slope_ci", "slope_ci_bootstrap", "predicted_slope", "predicted_slope_tested", "verdict",
+            "check"} <= set(doc["entries"][0])
+    assert [e["check"] for e in doc["entries"]] == list(range(1, 10))
+    pypdf = pytest.importorskip("pypdf")
+    meta = pypdf.PdfReader(path).metadata
+    assert meta["/Creator"] == "recallkit"
+    assert meta["/CreationDate"] == "D:20251130090000Z"  # from SOURCE_DATE_EPOCH (2025-11-30 09:00 UTC)
 
 
 def test_report_is_byte_reproducible(built, tmp_path, monkeypatch):
     _, first = built
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
-    second = build_report(full_summary(), tmp_path)
+    # drawn afresh (another folder: nothing to reuse), in two worker processes instead of one
+    second = build_report(full_summary(), tmp_path, jobs=2)
     assert first.read_bytes() == second.read_bytes()
-    a = (first.parent / "figures" / "00-title.png").read_bytes()
-    assert a == (tmp_path / "figures" / "00-title.png").read_bytes()
+    a = (first.parent / "figures" / "00-title.pdf").read_bytes()
+    assert a == (tmp_path / "figures" / "00-title.pdf").read_bytes()
 
 
+def test_png_pages_only_when_asked_and_byte_reproducible(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    s = make_summary(with_dmin=False)
+    build_report(s, tmp_path / "a", png=True)
+    build_report(s, tmp_path / "b", png=True)
+    pngs = sorted(p.name for p in (tmp_path / "a" / "figures").glob("*.png"))
+    pdfs = sorted(p.name for p in (tmp_path / "a" / "figures").glob("*.pdf"))
+    assert [p[:-4] for p in pngs] == [p[:-4] for p in pdfs]
+    for name in pngs:
+        assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
+    # the next build without --png removes the PNGs it did not redraw: a stale PNG would pass for current
+    build_report(s, tmp_path / "a")
+    assert not list((tmp_path / "a" / "figures").glob("*.png"))
+
+
+def test_unchanged_report_redraws_nothing_and_a_change_redraws_only_its_pages(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    s = make_summary()
+    first, second, third = {}, {}, {}
+    path = build_report(s, tmp_path, stats=first)
+    before = path.read_bytes()
+    build_report(s, tmp_path, stats=second)
+    assert first["drawn"] == first["pages"] and first["reused"] == 0
+    assert second["drawn"] == 0 and second["reused"] == second["pages"]
+    assert path.read_bytes() == before  # reused pages give the same document, byte for byte
+    changed = make_summary()
+    changed["experiments"][1]["fits"][0]["slope"] += 0.01  # one capacity fit of section 2
+    build_report(changed, tmp_path, stats=third)
+    drawn = {p.stem for p in (tmp_path / "figures").glob("*.pdf")}
+    assert 0 < third["drawn"] < third["pages"] // 2, third
+    assert path.read_bytes() != before
+    assert drawn  # every page is still there
+    # the redraw flag draws everything again
+    fourth = {}
+    build_report(changed, tmp_path, stats=fourth, reuse=False)
+    assert fourth["drawn"] == fourth["pages"]
+
+
+def test_outline_has_every_section_and_page(built):
+    pypdf = pytest.importorskip("pypdf")
+    out, path = built
+    reader = pypdf.PdfReader(path)
+    assert reader.trailer["/Root"]["/PageMode"] == "/UseOutlines"
+
+    def walk(items, depth=0):
+        for item in items:
+            if isinstance(item, list):
+                yield from walk(item, depth + 1)
+            else:
+                yield depth, item.title, reader.get_destination_page_number(item)
+
+    outline = list(walk(reader.outline))
+    top = [(title, page) for depth, title, page in outline if depth == 0]
+    assert top[:3] == [("Title page and overview", 0), ("Contents", 1), ("Summary of verdicts", 2)]
+    sections = [title for title, _ in top]
+    assert sections[3:6] == ["1. Token retrieval, attention-only (Fig 2)", "2. Associative memory (anchor)",
+                             "3. Geometric recall: d_min"]
+    assert sections[-1] == "Appendix: verdict reasons"
+    # every page of the document has an entry that points at it
+    assert {page for _, _, page in outline} == set(range(len(reader.pages)))
+    children = [title for depth, title, _ in outline if depth == 1]
+    assert "phase diagram" in children and "overview and verdicts" in children and "d_min: log against power" in children
+
+
+def test_contents_page_lists_every_section_with_its_page_and_links_to_it(built):
+    pypdf = pytest.importorskip("pypdf")
+    _, path = built
+    reader = pypdf.PdfReader(path)
+    text = reader.pages[1].extract_text()
+    assert "Contents" in text
+    for line in ("1. Token retrieval, attention-only (Fig 2)", "2. Associative memory (anchor)", "Appendix: verdict reasons"):
+        assert line in text, text
+    links = [a.get_object() for a in reader.pages[1].get("/Annots", [])]
+    assert len(links) >= len(reader.pages) - 1
+    page_of = {page.indirect_reference.idnum: i for i, page in enumerate(reader.pages)}
+    targets = {page_of[link["/Dest"][0].idnum] for link in links}
+    assert targets == set(range(len(reader.pages)))
+
+
+def test_appendix_has_every_reason_in_full_and_pages_cut_them(built):
+    pypdf = pytest.importorskip("pypdf")
+    out, path = built
+    doc = json.loads((out / "summary.json").read_text())
+    reader = pypdf.PdfReader(path)
+    appendix = " ".join(" ".join(page.extract_text().split()) for page in reader.pages
+                        if "Appendix: every verdict's reason in full" in page.extract_text())
+    for entry in doc["entries"]:
+        if entry.get("verdict_reason"):
+            assert f"[{entry['check']}]" in appendix
+            assert " ".join(entry["verdict_reason"].split())[-60:] in appendix
 def test_report_bytes_change_with_the_date(tmp_path, monkeypatch):
     # the reproducibility test can fail: a different SOURCE_DATE_EPOCH must give different bytes
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
@@ -140,7 +235,7 @@ def test_pdf_page_count_and_render(built, tmp_path):
     out, path = built
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     pages = int(next(l for l in info.splitlines() if l.startswith("Pages:")).split()[1])
-    assert pages == len(list((out / "figures").glob("*.pdf")))
+    assert pages == len(list((out / "figures").glob("*.pdf")))  # one file per page
     subprocess.run(["pdftoppm", "-r", "20", "-png", "-f", "1", "-l", "2", str(path), str(tmp_path / "p")], check=True)
     assert len(list(tmp_path.glob("p-*.png"))) == 2
 
@@ -161,8 +256,8 @@ def real_theory_parts():
 def test_report_with_real_phase_diagram_and_terms(built):
     real_theory_parts()  # skips when the theory engine is not there
     out, _ = built
-    assert (out / "figures" / "01-tr-fig2-attn-phase.png").exists()
-    assert (out / "figures" / "01-tr-fig2-attn-terms.png").exists()
+    assert (out / "figures" / "01-tr-fig2-attn-phase.pdf").exists()
+    assert (out / "figures" / "01-tr-fig2-attn-terms.pdf").exists()
 
 
 def test_experiment_entry_from_compare_fit_experiment():
@@ -231,7 +326,7 @@ def built_geometric(tmp_path_factory):
     mp.setattr(geometric_mod, "construction_figure", recording)
     try:
         with pytest.warns(UserWarning, match="could not be drawn"):
-            path = build_report(geometric_summary(), out)
+            path = build_report(geometric_summary(), out, jobs=1)  # in this process: the recording sees the call
     finally:
         mp.undo()
     return out, path, seen
@@ -239,9 +334,9 @@ def built_geometric(tmp_path_factory):
 
 def test_geometric_and_probe_sections(built_geometric):
     out, path, seen = built_geometric
-    stems = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    stems = sorted(p.stem for p in (out / "figures").glob("*.pdf"))
     for stem in ("01-geo-dmin-dmin", "02-geometric-construction-construction", "03-geometric-multi-hop-multi-hop",
-                 "04-token-retrieval-probes-probe-table-1", "04-token-retrieval-probes-probe-reasons-1"):
+                 "04-token-retrieval-probes-probe-table-1", "04-token-retrieval-probes-probe-notes"):
         assert stem in stems, stems
     assert "04-token-retrieval-probes-summary" not in stems  # the probe table introduces its own section
     assert "02-geometric-construction-terms" not in stems  # the pack's terms are shown once, in section 1
@@ -322,7 +417,9 @@ def test_rebuild_removes_stale_pages_only(tmp_path, monkeypatch):
     figs = tmp_path / "figures"
     figs.mkdir()
     (figs / "07-old-experiment-fits.png").write_bytes(b"stale")
+    (figs / "07-old-experiment-fits.pdf").write_bytes(b"stale")
     (figs / "my-notes.png").write_bytes(b"keep")  # not named like a report page: left alone
     build_report({"title": "t", "experiments": []}, tmp_path)
     names = sorted(p.name for p in figs.iterdir())
-    assert "07-old-experiment-fits.png" not in names and "my-notes.png" in names and "00-title.png" in names
+    assert "07-old-experiment-fits.png" not in names and "07-old-experiment-fits.pdf" not in names
+    assert "my-notes.png" in names and "00-title.pdf" in names
