@@ -100,6 +100,28 @@ def runner_for(path: Path) -> tuple[Any, str] | None:
 
 
 # ----------------------------------------------------------------------------- theory pieces
+_REGIONS: dict[str, Any] = {}
+
+
+def _regions(pack_name: str, pack) -> Any:
+    """The pack's default phase diagram, computed once per process: several experiments of one report
+    share a pack, and the symbolic computation took a second or more each time."""
+    from recallkit import theory
+
+    path = Path(str(getattr(pack, "path", "") or ""))
+    # keyed by the file and its modification time: an edited pack is computed again
+    key = f"{pack_name}\0{path}\0{path.stat().st_mtime_ns if path.is_file() else ''}"
+    if key not in _REGIONS:
+        try:
+            _REGIONS[key] = theory.compute_regions(pack)
+        except RecallkitError as exc:
+            _REGIONS[key] = exc
+    found = _REGIONS[key]
+    if isinstance(found, RecallkitError):
+        raise found
+    return found
+
+
 def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
     """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it."""
     from recallkit import theory
@@ -115,7 +137,7 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
         "lower_bounds": [lb.to_dict() for lb in pack.lower_bounds],
     }
     try:
-        diagram = theory.compute_regions(pack)
+        diagram = _regions(pack_name, pack)
     except RecallkitError as exc:
         pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
         return pieces
@@ -261,7 +283,7 @@ def run_report(settings: ReportSettings) -> Path:
 
     from recallkit.empirics.executors import make_executor
     from recallkit.empirics.store import DEFAULT_STORE
-    from recallkit.reports.pdf import build_report
+    from recallkit.reports.pdf import ReportBuilder
 
     if settings.threads:
         torch.set_num_threads(settings.threads)
@@ -287,36 +309,40 @@ def run_report(settings: ReportSettings) -> Path:
     entries: list[dict] = []
     failures: list[str] = []
     started = time.perf_counter()
-    try:
-        bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
-        for path in bar:
-            bar.set_postfix_str(path.stem)
-            try:
-                if runners[path] is not None:
-                    entries.append(registry.load_object(runners[path][1])(path, context))
-                else:
-                    entries.append(_search_entry(path, settings, executor, store_path))
-            except RecallkitError as exc:
-                failures.append(f"{path.name}: {exc}")
-                print(f"error: {path.name}: {exc} (continuing with the other experiments)", file=settings.log)
-        for system in registry.systems():
-            for step in system.report_steps:
-                entry = registry.load_object(step)(context)
-                if entry is not None:
-                    entries.append(entry)
-    finally:
-        executor.close()
-    summary = {
-        "schema": "recallkit.summary/1",
-        "title": "recallkit report",
-        "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
-        "provenance": _provenance(settings, entries),
-        "experiments": entries,
-        "failures": failures,
-        "run_wall_time_s": round(time.perf_counter() - started, 1),
-    }
-    stats: dict = {}
-    pdf = build_report(summary, settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw,
-                       stats=stats)
+    # each experiment's pages are drawn (in worker processes) while the next experiment is computed
+    with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
+        try:
+            bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
+            for path in bar:
+                bar.set_postfix_str(path.stem)
+                try:
+                    if runners[path] is not None:
+                        entries.append(registry.load_object(runners[path][1])(path, context))
+                    else:
+                        entries.append(_search_entry(path, settings, executor, store_path))
+                except RecallkitError as exc:
+                    failures.append(f"{path.name}: {exc}")
+                    print(f"error: {path.name}: {exc} (continuing with the other experiments)", file=settings.log)
+                    continue
+                builder.add(entries[-1])
+            for system in registry.systems():
+                for step in system.report_steps:
+                    entry = registry.load_object(step)(context)
+                    if entry is not None:
+                        entries.append(entry)
+                        builder.add(entry)
+        finally:
+            executor.close()
+        summary = {
+            "schema": "recallkit.summary/1",
+            "title": "recallkit report",
+            "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
+            "provenance": _provenance(settings, entries),
+            "experiments": entries,
+            "failures": failures,
+            "run_wall_time_s": round(time.perf_counter() - started, 1),
+        }
+        stats: dict = {}
+        pdf = builder.finish(summary, stats=stats)
     print(stats["line"], file=settings.log)
     return pdf

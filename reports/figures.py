@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from matplotlib import patheffects
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from recallkit.reports.style import (
     VERDICT_COLOURS,
@@ -338,7 +339,7 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False) -> N
     if boot:
         lines.append(f"bootstrap CI {_fmt_ci(boot)}")
     if fit.get("r2") is not None:
-        lines.append(f"R$^2$ = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
+        lines.append(f"R² = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
     from recallkit.reports.style import VERDICT_COLOURS
 
     ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=fontsize,
@@ -664,6 +665,8 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
                                         lw=0)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
+            for axis in (ax.xaxis, ax.yaxis):  # plain numbers: 2^k in mathtext cost a parse per label
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ys = [float(p[size_key]) for p in pts if p.get(size_key)]
             y_lo = min(y_lo, min(ys) / 1.5)
             y_hi = max(y_hi, max(ys) * 1.5)  # a fit far off the data is cut, not the data

@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -376,6 +377,16 @@ def _heatmap_axes(exp: dict, cells: list[dict]) -> tuple[str, str]:
     return base, exp.get("size") or "d"
 
 
+def _phase_page(regions: dict, phase_lines: list, head: str) -> Figure:
+    from recallkit.reports.phase import draw_phase_diagram
+
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE)
+        draw_phase_diagram(regions, lines=phase_lines, ax=fig.add_subplot())
+        fig.suptitle(wrap_title(f"{head}: phase diagram with the experiment's lines", 10.5, 14))
+    return fig
+
+
 def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
     """One row per (region, lower bound): the required parameter-count exponent (upper bound), the
     lower bound's exponent and the gap between them, each as base^(exponent) log(base)^(power)."""
@@ -435,12 +446,13 @@ def _cut_reason(reason: str | None, check: int | None, width: int, lines: int = 
 
 def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
                       terms_shown_in: int | None = None, rows: Sequence[dict] | None = None,
-                      experiments_digest: str = "") -> list[render.Page]:
+                      experiments_digest: str = "", system_pages: bool = True) -> list[render.Page]:
     """The pages of one experiment's section, in reading order.
 
     ``experiments``: every entry of the report, handed to a system's pages (one may draw what another
     produced). ``terms_shown_in``: the section that already showed this pack's terms (not repeated).
-    ``rows``: this experiment's rows of the summary table (numbered by ``check``); made here if not given."""
+    ``rows``: this experiment's rows of the summary table (numbered by ``check``); made here if not given.
+    ``system_pages=False``: leave out the pages a system draws (they may read every entry of the report)."""
     page_kind = _page_kinds().get(exp.get("kind", ""))
     name = exp["name"]
     head = f"{index}. {exp.get('title') or name}"
@@ -480,20 +492,13 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
     if terms_shown_in:
         intro.append(f"theory terms of pack {exp.get('pack')}: see section {terms_shown_in}")
     if not (page_kind is not None and page_kind.own_intro):  # else the system's first page introduces it
-        page("summary", lambda: _section_page(head, intro, rows), "overview and verdicts", [intro, rows])
+        page("summary", partial(_section_page, head, intro, rows), "overview and verdicts", [intro, rows])
 
     if exp.get("regions"):
-        def phase() -> Figure:
-            from recallkit.reports.phase import draw_phase_diagram
-
-            with style_context():
-                fig = new_figure(PAGE_LANDSCAPE)
-                draw_phase_diagram(exp["regions"], lines=exp.get("phase_lines") or [], ax=fig.add_subplot())
-                fig.suptitle(wrap_title(f"{head}: phase diagram with the experiment's lines", 10.5, 14))
-            return fig
-        page("phase", phase, "phase diagram", [exp["regions"], exp.get("phase_lines")])
+        page("phase", partial(_phase_page, exp["regions"], exp.get("phase_lines") or [], head), "phase diagram",
+             [exp["regions"], exp.get("phase_lines")])
         if any(region.get("lower_bound_gaps") for region in exp["regions"].get("regions", [])):
-            page("bounds", lambda: lower_bound_gap_page(exp["regions"], f"{head}: required count against the lower bounds"),
+            page("bounds", partial(lower_bound_gap_page, exp["regions"], f"{head}: required count against the lower bounds"),
                  "required count against the lower bounds", exp["regions"])
     terms = [] if terms_shown_in else exp.get("terms") or []
     # two-level fractions need about a tenth of a landscape page each; pages balanced, no lone last row
@@ -501,7 +506,7 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
     for k in range(0, len(terms), per_page):
         part = f" ({k // per_page + 1} of {-(-len(terms) // per_page)})" if len(terms) > per_page else ""
         page("terms" + (f"-{k // per_page + 1}" if k else ""),
-             lambda chunk=terms[k:k + per_page], part=part: tables.term_table(chunk, title=f"{head}: theory terms{part}"),
+             partial(tables.term_table, terms[k:k + per_page], title=f"{head}: theory terms{part}"),
              f"theory terms{part}", [terms[k:k + per_page], part])
 
     # each fit carries its check number: its reason is cut on the page and given in full in the appendix
@@ -514,29 +519,29 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
     capacity = exp.get("kind") in ("capacity", "max_capacity")
     if capacity and fits:
         labels = [str(f.get("line") or f.get("experiment")) for f in fits]
-        page("capacity", lambda: figures.capacity_plot(fits, labels=labels, size=PAGE_LANDSCAPE,
-                                                       title=f"{head}: capacity"), "capacity", [fits, labels])
+        page("capacity", partial(figures.capacity_plot, fits, labels=labels, size=PAGE_LANDSCAPE, title=f"{head}: capacity"),
+             "capacity", [fits, labels])
         # one series per line: all on one page
-        page("fits", lambda: figures.fit_grid(fits, title=f"{head}: fits", size=PAGE_LANDSCAPE), "fits", fits)
+        page("fits", partial(figures.fit_grid, fits, title=f"{head}: fits", size=PAGE_LANDSCAPE), "fits", fits)
     for j, line in enumerate(lines):
         lname = line.get("name", f"line {j + 1}")
         line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
         if line.get("heatmap"):
             x_key, y_key = _heatmap_axes(exp, line["heatmap"])
-            page(f"heatmap-{_slug(lname)}", lambda line=line, lf=line_fits, lname=lname, x_key=x_key, y_key=y_key:
-                 figures.accuracy_heatmap(line["heatmap"], line.get("boundary_points") or [], lf,
-                                          x_key=x_key, y_key=y_key, title=f"{head}: accuracy, {lname}",
-                                          size=PAGE_LANDSCAPE, search=exp.get("kind")),
+            page(f"heatmap-{_slug(lname)}",
+                 partial(figures.accuracy_heatmap, line["heatmap"], line.get("boundary_points") or [], line_fits,
+                         x_key=x_key, y_key=y_key, title=f"{head}: accuracy, {lname}", size=PAGE_LANDSCAPE,
+                         search=exp.get("kind")),
                  f"accuracy heatmap, {lname}", [line, line_fits, x_key, y_key, exp.get("kind")])
         if line_fits:
-            page(f"fits-{_slug(lname)}", lambda lf=line_fits, lname=lname:
-                 figures.fit_grid(lf, title=f"{head}: fits along {lname}", size=PAGE_LANDSCAPE),
+            page(f"fits-{_slug(lname)}", partial(figures.fit_grid, line_fits, title=f"{head}: fits along {lname}",
+                                                 size=PAGE_LANDSCAPE),
                  f"fits along {lname}", [line_fits, lname])
     if exp.get("dmin"):
-        page("dmin", lambda: figures.dmin_plot(exp["dmin"], size=PAGE_LANDSCAPE,
-                                               title=f"{head}: d_min, solid = a + b log2 N, dashed = c N$^p$"),
+        page("dmin", partial(figures.dmin_plot, exp["dmin"], size=PAGE_LANDSCAPE,
+                             title=f"{head}: d_min, solid = a + b log2 N, dashed = c N$^p$"),
              "d_min: log against power", exp["dmin"])
-    if page_kind is not None:
+    if page_kind is not None and system_pages:
         # a system's page may read any entry of the report: keyed by all of them
         pages += _as_pages(registry.load_object(page_kind.pages)(exp, head, experiments), section,
                            [head, exp, experiments_digest])
@@ -685,9 +690,9 @@ def report_pages(summary: dict, rows: list[dict], max_title_rows: int = 16) -> l
     chunks = tables.chunk_rows(rows, budget=tables.slope_table_budget(tables.SLOPE_TABLE_AXES[3] * PAGE_LANDSCAPE[1]))
     for k, chunk in enumerate(chunks, start=1):
         part = f" ({k} of {len(chunks)})" if len(chunks) > 1 else ""
-        body.append(render.Page(f"00-summary-{k}", lambda chunk=chunk, part=part: tables.slope_table(
-            chunk, title=f"Summary of verdicts{part}: one row per check; every reason in full in the appendix "
-                         "and in summary.json (entries)", max_rows=len(chunk)),
+        body.append(render.Page(f"00-summary-{k}", partial(
+            tables.slope_table, chunk, title=f"Summary of verdicts{part}: one row per check; every reason in full in "
+                                             "the appendix and in summary.json (entries)", max_rows=len(chunk)),
             f"part {k} of {len(chunks)}" if len(chunks) > 1 else "all checks", "Summary of verdicts", [chunk, part]))
     experiments = summary["experiments"]
     digest = render.data_digest(experiments)
@@ -705,18 +710,18 @@ def report_pages(summary: dict, rows: list[dict], max_title_rows: int = 16) -> l
     for k, chunk in enumerate(appendix, start=1):
         part = f" ({k} of {len(appendix)})" if len(appendix) > 1 else ""
         title = f"Appendix: every verdict's reason in full{part} (numbered as the checks in the summary of verdicts)"
-        body.append(render.Page(f"99-appendix-{k}", lambda chunk=chunk, title=title: _appendix_page(chunk, title),
+        body.append(render.Page(f"99-appendix-{k}", partial(_appendix_page, chunk, title),
                                 f"part {k} of {len(appendix)}" if len(appendix) > 1 else "all reasons",
                                 "Appendix: verdict reasons", [chunk, title]))
 
-    title_page = render.Page("00-title", lambda: _title_page(summary, rows, max_title_rows), "Title page and overview",
+    title_page = render.Page("00-title", partial(_title_page, summary, rows, max_title_rows), "Title page and overview",
                              "", [{k: v for k, v in summary.items() if k not in ("experiments", "entries", "run_wall_time_s")},
                                   overview_rows(summary, rows), [r.get("verdict") for r in rows], max_title_rows,
                                   str(source_date() or "")])
     # the contents come second and count themselves: find how many pages they take, then number
     n_contents = 1
     while True:
-        contents_pages = [render.Page(f"00-contents-{k + 1}", lambda: None, "Contents") for k in range(n_contents)]
+        contents_pages = [render.Page(f"00-contents-{k + 1}", _contents_page, "Contents") for k in range(n_contents)]
         entries = contents_entries([title_page, *contents_pages, *body])
         layout = _contents_layout(entries)
         if len(layout) <= n_contents:
@@ -726,7 +731,7 @@ def report_pages(summary: dict, rows: list[dict], max_title_rows: int = 16) -> l
     contents = []
     for k, columns in enumerate(layout):
         part = f" ({k + 1} of {n_contents})" if n_contents > 1 else ""
-        contents.append(render.Page(f"00-contents-{k + 1}", lambda columns=columns, part=part: _contents_page(columns, part),
+        contents.append(render.Page(f"00-contents-{k + 1}", partial(_contents_page, columns, part),
                                     "Contents" + part, "", [columns, part]))
     return [title_page, *contents, *body]
 
@@ -816,42 +821,100 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
     return the PDF path.
 
     Each page is drawn once, into its own PDF (and PNG only when ``png``), by ``jobs`` worker processes
-    (default: one per free core, none for a handful of pages); a page whose input and code are unchanged
+    (default: one per core, none for a handful of pages); a page whose input and code are unchanged
     since the previous build in ``out_dir`` is reused, not redrawn (``reuse=False`` redraws all). The
     pages are joined with an outline (bookmarks) and a contents page. ``stats``, when given, is filled
-    with the counts (pages, drawn, reused, workers, seconds).
+    with the counts (pages, drawn, reused, workers, seconds, line).
 
     Atomic: everything is drawn into a staging folder inside ``out_dir`` and moved into place with
     ``os.replace`` only once every page is drawn, so an interrupted or killed build leaves the previous
-    complete report (PDF, figures, summary.json) untouched."""
-    validate_summary(summary)
-    out_dir = Path(out_dir)
-    check_output_dir(out_dir)
-    rows = [dict(r, check=k) for k, r in enumerate(summary_entries(summary), start=1)]
-    title = summary.get("title") or "recallkit report"
-    pages = report_pages(summary, rows, max_title_rows)
+    complete report (PDF, figures, summary.json) untouched. :class:`ReportBuilder` does the same while
+    the job still computes, drawing each experiment's pages as soon as the experiment is done."""
+    builder = ReportBuilder(out_dir, png=png, jobs=jobs, reuse=reuse, max_title_rows=max_title_rows,
+                            incremental=False)
+    return builder.finish(summary, write_summary=write_summary, stats=stats)
 
-    for old in out_dir.glob(f"{STAGING_PREFIX}*"):  # left by a build that was killed
-        shutil.rmtree(old, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
-    try:
-        _, drawn = render.draw_pages(pages, staging / "figures", out_dir / "figures", png, _error_page, jobs=jobs,
-                                     reuse=reuse)
-        for error in drawn.errors:
-            warnings.warn(f"report page {error.split(':')[0]} could not be drawn: {error}", stacklevel=2)
-        _join(pages, staging / "figures", staging / REPORT_NAME, title, _summary_date(summary))
-        if write_summary:
-            doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
-            if drawn.errors:
-                doc["page_errors"] = drawn.errors
-            (staging / "summary.json").write_text(json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
-        _move_into_place(staging, out_dir, {p.stem for p in pages}, write_summary, png)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    if stats is not None:
-        stats.update(pages=drawn.pages, drawn=drawn.drawn, reused=drawn.reused, workers=drawn.workers,
-                     seconds=round(drawn.seconds, 2), line=drawn.line())
-    return out_dir / REPORT_NAME
+
+class ReportBuilder:
+    """The report, built while the job runs: :meth:`add` each experiment entry as soon as it is computed
+    (its section's pages start drawing in worker processes while the job goes on), then :meth:`finish`
+    with the whole summary. What :meth:`finish` writes depends on the summary alone: pages drawn early
+    from an entry that then changed are not used (each page file is named by the hash of its input).
+    Use as a context manager, or call :meth:`close`, so an error or Ctrl-C stops the workers and removes
+    the staging folder."""
+
+    def __init__(self, out_dir, png: bool = False, jobs: int | None = None, reuse: bool = True,
+                 max_title_rows: int = 16, incremental: bool = True) -> None:
+        self.out_dir = Path(out_dir)
+        check_output_dir(self.out_dir)
+        self.png, self.max_title_rows = png, max_title_rows
+        for old in self.out_dir.glob(f"{STAGING_PREFIX}*"):  # left by a build that was killed
+            shutil.rmtree(old, ignore_errors=True)
+        self.staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.out_dir))
+        self.drawer = render.Drawer(self.staging / "figures", self.out_dir / "figures", png, _error_page, jobs=jobs,
+                                    reuse=reuse)
+        self.incremental = incremental
+        self._entries: list[dict] = []
+        self._n_rows = 0
+        self._terms_section: dict[str, int] = {}
+
+    def __enter__(self) -> "ReportBuilder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def add(self, entry: dict) -> None:
+        """Start drawing the pages of the experiment ``entry`` (the next section) that depend on it alone.
+
+        Speculative: :meth:`finish` decides what the report holds, so an entry that cannot be drawn here
+        is left for it (it says what is wrong, on an error page or as an InputError)."""
+        index = len(self._entries) + 1
+        self._entries.append(entry)
+        if not self.incremental:
+            return
+        try:
+            rows = summary_entries({"experiments": [entry]})
+            rows = [dict(r, check=self._n_rows + k) for k, r in enumerate(rows, start=1)]
+            self._n_rows += len(rows)
+            pack = entry.get("pack")
+            shown = self._terms_section.get(pack) if pack else None
+            if pack and entry.get("terms") and shown is None:
+                self._terms_section[pack] = index
+            pages = _experiment_pages(entry, index, terms_shown_in=shown, rows=rows, system_pages=False)
+            self.drawer.submit(pages)  # (a page that cannot go to a worker waits for finish)
+        except Exception:  # noqa: BLE001 - speculation only; finish() validates and reports
+            self.incremental = False
+
+    def finish(self, summary: dict, write_summary: bool = True, stats: dict | None = None) -> Path:
+        """Draw what is not drawn yet, join the pages, write summary.json and move it all into place."""
+        try:
+            validate_summary(summary)
+            rows = [dict(r, check=k) for k, r in enumerate(summary_entries(summary), start=1)]
+            title = summary.get("title") or "recallkit report"
+            pages = report_pages(summary, rows, self.max_title_rows)
+            _, drawn = self.drawer.finish(pages)
+            for error in drawn.errors:
+                warnings.warn(f"report page {error.split(':')[0]} could not be drawn: {error}", stacklevel=3)
+            _join(pages, self.staging / "figures", self.staging / REPORT_NAME, title, _summary_date(summary))
+            if write_summary:
+                doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
+                if drawn.errors:
+                    doc["page_errors"] = drawn.errors
+                (self.staging / "summary.json").write_text(
+                    json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
+            _move_into_place(self.staging, self.out_dir, {p.stem for p in pages}, write_summary, self.png)
+        finally:
+            self.close()
+        if stats is not None:
+            stats.update(pages=drawn.pages, drawn=drawn.drawn, reused=drawn.reused, wasted=drawn.wasted,
+                         workers=drawn.workers, seconds=round(drawn.seconds, 2), line=drawn.line())
+        return self.out_dir / REPORT_NAME
+
+    def close(self) -> None:
+        """Stop the workers and remove the staging folder (the previous report stays as it was)."""
+        self.drawer.close()
+        shutil.rmtree(self.staging, ignore_errors=True)
 
 
 def _error_page(stem: str, message: str) -> Figure:

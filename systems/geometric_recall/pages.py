@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -370,15 +371,16 @@ def geometric_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> l
     trained = [p for other in experiments for p in trained_dmin_points(other.get("dmin"))]
     kind = geometric_kind(result)
     if kind == "construction":
-        return [("construction", lambda: construction_figure(
-            result, trained, title=f"{head}: against trained d_min and the counting bound"
-            if trained else f"{head}: against the counting bound"), "construction against the counting bound")]
+        return [("construction", partial(construction_figure, result, trained,
+                                          title=f"{head}: against trained d_min and the counting bound"
+                                          if trained else f"{head}: against the counting bound"),
+                 "construction against the counting bound")]
     if kind == "probes":
-        return [("probes", lambda: probe_figure(result, title=head), "linear readout probes")]
+        return [("probes", partial(probe_figure, result, title=head), "linear readout probes")]
     if kind == "zero_shot":
-        return [("zero-shot", lambda: zero_shot_figure(result, title=head), "zero-shot transfer")]
+        return [("zero-shot", partial(zero_shot_figure, result, title=head), "zero-shot transfer")]
     if kind == "multi_hop":
-        return [("multi-hop", lambda: multi_hop_figure(result, title=f"{head}: with and without chain-of-thought"),
+        return [("multi-hop", partial(multi_hop_figure, result, title=f"{head}: with and without chain-of-thought"),
                  "multi-hop: with and without chain-of-thought")]
     return []  # d_min results are drawn from the entry's "dmin" key by reports.figures.dmin_plot
 

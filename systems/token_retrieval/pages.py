@@ -10,6 +10,7 @@ Drawn from the ``compare.probe_fits.run_probe`` document (= ``recallkit probe --
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from matplotlib.figure import Figure
@@ -169,12 +170,12 @@ def probe_table_pages(doc: dict, head: str) -> list[tuple[str, Callable[[], Figu
     for k in range(n_pages):
         chunk = table[k * ROWS_PER_PAGE:(k + 1) * ROWS_PER_PAGE]
         part = f" ({k + 1} of {n_pages})" if n_pages > 1 else ""
-        pages.append((f"probe-table-{k + 1}", lambda chunk=chunk, k=k, part=part: probe_table_figure(
-            doc, chunk, title=f"{head}: fitted against predicted exponents{part}", first=k * ROWS_PER_PAGE + 1,
-            describe=k == 0), f"probe table{part}"))
+        pages.append((f"probe-table-{k + 1}", partial(
+            probe_table_figure, doc, chunk, title=f"{head}: fitted against predicted exponents{part}",
+            first=k * ROWS_PER_PAGE + 1, describe=k == 0), f"probe table{part}"))
     notes = sorted({n for e in table for n in e.get("notes", [])})
     if notes:
-        pages.append(("probe-notes", lambda: probe_notes_figure(notes, title=f"{head}: notes on the verdicts"),
+        pages.append(("probe-notes", partial(probe_notes_figure, notes, title=f"{head}: notes on the verdicts"),
                       "notes on the verdicts"))
     return pages
 

@@ -423,3 +423,36 @@ def test_rebuild_removes_stale_pages_only(tmp_path, monkeypatch):
     names = sorted(p.name for p in figs.iterdir())
     assert "07-old-experiment-fits.png" not in names and "07-old-experiment-fits.pdf" not in names
     assert "my-notes.png" in names and "00-title.pdf" in names
+
+
+def test_builder_draws_sections_early_and_the_result_depends_on_the_summary_alone(tmp_path, monkeypatch):
+    # the main job adds each experiment as it is computed; pages drawn from an entry that changes before the
+    # end are not used, and the report is byte for byte the one build_report makes from the final summary
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    summary = make_summary()
+    stats = {}
+    with pdf_mod.ReportBuilder(tmp_path / "early", jobs=2) as builder:
+        for exp in summary["experiments"]:
+            builder.add(json.loads(json.dumps(exp)))
+        builder._entries[0]["fits"][0]["slope"] += 0.05  # changed after its pages were handed over
+        final = json.loads(json.dumps(summary))
+        final["experiments"][0]["fits"][0]["slope"] += 0.05
+        path = builder.finish(final, stats=stats)
+    assert stats["wasted"] >= 1 and stats["drawn"] == stats["pages"], stats
+    assert not list((tmp_path / "early").glob(".recallkit-staging-*"))
+    fresh = build_report(final, tmp_path / "fresh", jobs=1)
+    assert path.read_bytes() == fresh.read_bytes()
+    early = sorted(p.name for p in (tmp_path / "early" / "figures").iterdir())
+    assert early == sorted(p.name for p in (tmp_path / "fresh" / "figures").iterdir())
+
+
+def test_builder_closed_before_finish_keeps_the_previous_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    previous = build_report({"title": "t", "experiments": []}, tmp_path).read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        with pdf_mod.ReportBuilder(tmp_path, jobs=2) as builder:
+            builder.add(make_summary()["experiments"][0])
+            raise KeyboardInterrupt  # Ctrl-C while the job computes the next experiment
+    assert (tmp_path / REPORT_NAME).read_bytes() == previous
+    assert not list(tmp_path.glob(".recallkit-staging-*"))
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["00-contents-1.pdf", "00-title.pdf", "pages.json"]
