@@ -456,3 +456,28 @@ def test_builder_closed_before_finish_keeps_the_previous_report(tmp_path, monkey
     assert (tmp_path / REPORT_NAME).read_bytes() == previous
     assert not list(tmp_path.glob(".recallkit-staging-*"))
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["00-contents-1.pdf", "00-title.pdf", "pages.json"]
+
+
+def test_fit_page_shows_the_tested_prediction_of_summary_json(tmp_path, monkeypatch):
+    # the prediction has a log factor: the verdict tests its finite-range slope, and the fit page (box,
+    # legend), the summary table and summary.json must all give that number, the asymptotic one beside it
+    pypdf = pytest.importorskip("pypdf")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    s = make_summary(with_dmin=False)
+    s["experiments"] = s["experiments"][:1]
+    for fit in s["experiments"][0]["fits"]:
+        fit.update(predicted_slope=1.5, predicted_slope_finite_range=1.695, band=[1.445, 1.945])
+    build_report(s, tmp_path, jobs=1)
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    entry = doc["entries"][0]
+    assert entry["predicted_slope"] == 1.5 and entry["predicted_slope_tested"] == 1.695 and entry["log_power"] == "1"
+    (page,) = (tmp_path / "figures").glob("01-tr-fig2-attn-fits-*.pdf")
+    text = " ".join(pypdf.PdfReader(page).pages[0].extract_text().split())
+    assert f"tested prediction {entry['predicted_slope_tested']:.3f} +- {entry['delta']:g}" in text
+    assert f"asymptotic {entry['predicted_slope']:.3f}, log power {entry['log_power']}" in text
+    assert f"equivalence band [{entry['band'][0]:.2f}, {entry['band'][1]:.2f}]" in text
+    assert f"fitted slope {entry['slope']:.3f}" in text
+    assert "1.500 +- 0.25" not in text  # the untested asymptotic slope is never shown as the prediction
+    (table,) = (tmp_path / "figures").glob("00-summary-1.pdf")
+    table_text = " ".join(pypdf.PdfReader(table).pages[0].extract_text().split())
+    assert "1.695 (asympt. 1.50)" in table_text and "tested prediction" in table_text
