@@ -125,7 +125,6 @@ def _regions(pack_name: str, pack) -> Any:
 def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
     """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it."""
     from recallkit import theory
-    from recallkit.theory.scaling import to_monomial
 
     if not pack_name:
         return {}
@@ -142,6 +141,20 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
         pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
         return pieces
     pieces["regions"] = diagram.to_dict()
+    phase_lines, notes = line_points(pack, diagram, line_scalings)
+    if notes:
+        pieces.setdefault("notes", []).extend(notes)
+    if phase_lines:
+        pieces["phase_lines"] = phase_lines
+    return pieces
+
+
+def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
+    """Where each experiment line (label, scaling such as "N=V**1.5, L=V**0.5") sits on a phase diagram:
+    ``[{"label", "point": [exponent per axis]}]``, and a note for each line that cannot be placed."""
+    from recallkit import theory
+    from recallkit.theory.scaling import to_monomial
+
     axes = list(diagram.axes)
     # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c".
     axis_variable: dict[str, str] = {}
@@ -149,7 +162,7 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
         for symbol in expr.free_symbols:
             if symbol.name in axes:
                 axis_variable[symbol.name] = variable
-    phase_lines = []
+    phase_lines, notes = [], []
     for label, scaling_text in line_scalings:
         try:
             line = dict(theory.parse_scaling(scaling_text).entries)
@@ -162,14 +175,14 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
                 point.append(float(exponent))
             phase_lines.append({"label": label, "point": point})
         except RecallkitError as exc:
-            pieces.setdefault("notes", []).append(f"line {label!r} not drawn on the phase diagram: {exc}")
-    if phase_lines:
-        pieces["phase_lines"] = phase_lines
-    return pieces
+            notes.append(f"line {label!r} not drawn on the phase diagram: {exc}")
+    return phase_lines, notes
 
 
 # ----------------------------------------------------------------------------- experiment steps
-def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path) -> dict:
+def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path, run: bool = True) -> dict:
+    """The summary entry of a search experiment: sweep (``run=False``: replay the store, train nothing),
+    fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts."""
     from recallkit.assertions import fit_experiment
     from recallkit.empirics.experiment import load_experiment
     from recallkit.empirics.search import replay
@@ -177,10 +190,10 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     from recallkit.reports.pdf import experiment_entry
 
     loaded = load_experiment(path, preset=settings.preset)
-    fitted = fit_experiment(path, store=store_path, preset=settings.preset, run=True, executor=executor,
-                            progress=True, log=settings.log)
-    print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}",
-          file=settings.log)
+    fitted = fit_experiment(path, store=store_path, preset=settings.preset, run=run, executor=executor,
+                            progress=run, log=settings.log)
+    print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}"
+          + (f" / missing {fitted.sweep['missing']}" if fitted.sweep.get("missing") else ""), file=settings.log)
     with ResultStore(store_path, readonly=True) as store:
         sweep = replay(loaded, store)
     lines = []
@@ -207,6 +220,23 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
         # the system's own verdicts (e.g. log against power for a d_min search)
         registry.load_object(system.search_judge)(entry, loaded, sweep)
     return entry
+
+
+def search_entry(experiment: str | Path, store: str | Path | None = None, preset: str = "quick",
+                 log: TextIO | None = None) -> dict:
+    """The report's entry of one search experiment from what the store holds (nothing is trained): what
+    ``recallkit figures`` draws."""
+    from recallkit.compare.assertions import default_store_path
+
+    path = resolve_experiment(experiment)
+    if runner_for(path) is not None:
+        raise InputError(f"{path.name}: not a search experiment (its system draws its own report pages); "
+                         "recallkit figures draws search experiments")
+    store_path = Path(store) if store is not None else Path(default_store_path())
+    if not store_path.is_file():
+        raise InputError(f"--store {store_path}: no such results store (run 'recallkit sweep' or 'recallkit report' first)")
+    settings = ReportSettings(experiments=[path], preset=preset, store=store_path, log=log or sys.stderr)
+    return _search_entry(path, settings, None, store_path, run=False)
 
 
 def json_default(value: Any) -> Any:

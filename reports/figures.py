@@ -163,7 +163,7 @@ def fit_plot(fit: dict, title: str | None = None, size=FIG_SINGLE, y_label: str 
     """
     with style_context():
         fig = new_figure(size)
-        draw_fit(fig.add_subplot(), fit, title=title, y_label=y_label)
+        draw_fit(fig.add_subplot(), fit, title=title, y_label=y_label, legend_fontsize=7.5, box_fontsize=8)
         _caption(fig, fit)
     return fig
 

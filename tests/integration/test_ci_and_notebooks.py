@@ -1,7 +1,8 @@
-"""For CI and notebooks, through the installed ``recallkit`` command as a user runs it: ``--fail-on`` on
-``fit`` and ``report`` (exit 1 when a verdict matches, after the output is written), ``recallkit diff``
-between two stores, and the DataFrame API (``recallkit.results``, ``recallkit.fits``). One tiny real
-sweep (a linear associative memory, ~15 s) gives the store; a copy with some runs removed is the other."""
+"""For CI, notebooks and papers, through the installed ``recallkit`` command as a user runs it:
+``--fail-on`` on ``fit`` and ``report`` (exit 1 when a verdict matches, after the output is written),
+``recallkit diff`` between two stores, the DataFrame API (``recallkit.results``, ``recallkit.fits``),
+``recallkit figures`` and ``theory regions --out x.svg --line``. One tiny real sweep (a linear
+associative memory, ~15 s) gives the store; a copy with some runs removed is the other."""
 from __future__ import annotations
 
 import json
@@ -140,3 +141,60 @@ def test_dataframes_without_pandas_say_so_in_one_line(stores):
             "    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
     assert out.stdout.strip() == "recallkit.fits: needs pandas (pip install 'recallkit[export]')", out.stderr
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "svg", "png"])
+def test_figures_are_single_tight_figures_without_page_furniture(stores, tmp_path, fmt):
+    root = stores
+    result = run(["figures", root / "tiny.toml", "--store", root / "a.db", "--out", tmp_path, "--format", fmt], root)
+    assert result.returncode == 0, result.stderr
+    written = [Path(line) for line in result.stdout.split()]
+    names = sorted(p.name for p in written)
+    assert names == sorted(f"tiny-linear-memory-{stem}.{fmt}" for stem in
+                           ("phase", "heatmap-linear", "fit-linear-threshold-0-99", "capacity")), names
+    assert "reused 33 / computed 0" in result.stderr  # drawn from the store: nothing trained
+    for path in written:
+        data = path.read_bytes()
+        if fmt == "png":
+            assert data.startswith(b"\x89PNG")
+        elif fmt == "svg":
+            assert b"<svg" in data[:400]
+    if fmt != "pdf":
+        return
+    pypdf = pytest.importorskip("pypdf")
+    for path in written:
+        page = pypdf.PdfReader(path).pages[0]
+        width, height = float(page.mediabox.width), float(page.mediabox.height)
+        assert width < 792 * 0.8 and height < 595 * 0.9, (path.name, width, height)  # cut to the drawing
+        fonts = [f.get_object() for f in page["/Resources"]["/Font"].values()]
+        assert fonts and all(f["/Subtype"] == "/Type0" for f in fonts), fonts  # TrueType (CID), no Type 3
+        assert all(f["/DescendantFonts"][0].get_object()["/Subtype"] == "/CIDFontType2" for f in fonts)
+        text = " ".join(page.extract_text().split())
+        assert "page 1 of" not in text and "tiny_linear_memory:" not in text and "in full: appendix" not in text
+    fit_text = " ".join(pypdf.PdfReader(tmp_path / "tiny-linear-memory-fit-linear-threshold-0-99.pdf")
+                        .pages[0].extract_text().split())
+    assert "tested prediction" in fit_text and "verdict:" in fit_text
+
+
+def test_theory_regions_writes_svg_and_draws_experiment_lines(tmp_path):
+    lines = ["--line", "N=V**1.5, L=V**0.5", "--line", "N=V**1.25, L=V**0.25"]
+    svg = run(["theory", "regions", "token_retrieval_attn", "--out", tmp_path / "x.svg", *lines], tmp_path)
+    assert svg.returncode == 0, svg.stderr
+    assert b"<svg" in (tmp_path / "x.svg").read_bytes()[:400]
+    pdf = run(["theory", "regions", "token_retrieval_attn", "--out", tmp_path / "x.pdf", *lines], tmp_path)
+    assert pdf.returncode == 0, pdf.stderr
+    pypdf = pytest.importorskip("pypdf")
+    text = pypdf.PdfReader(tmp_path / "x.pdf").pages[0].extract_text()
+    assert "N=V**1.5, L=V**0.5" in text and "N=V**1.25, L=V**0.25" in text
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["figures", "tiny.toml", "--store", "a.db", "--format", "gif"], ["--format", "pdf, svg, png", "'gif'"]),
+    (["figures"], ["EXP"]),
+    (["figures", "tiny.toml", "--store", "nosuch.db"], ["--store nosuch.db: no such results store"]),
+    (["theory", "regions", "token_retrieval_attn", "--out", "x.gif"], ["--out", ".svg"]),
+    (["theory", "regions", "token_retrieval_attn", "--line", "N=V**1.5, L=V**0.5"], ["--line", "--out"]),
+    (["theory", "regions", "token_retrieval_attn", "--out", "x.svg", "--line", "N=V**1.5"], ["--line", "axis c"]),
+])
+def test_figures_wrong_usage_is_one_line_with_exit_2(stores, args, expected):
+    one_line_usage_error(run(args, stores, timeout=120), *expected)
