@@ -283,8 +283,8 @@ def verdicts_matching(rows, wanted) -> str | None:
         return f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}" if thr is not None else "") + "]"
 
     counts = ", ".join(f"{sum(r.get('verdict') == v for r in hits)} {v}" for v in wanted if any(r.get("verdict") == v for r in hits))
-    shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:5])
-    more = f"; and {len(hits) - 5} more" if len(hits) > 5 else ""
+    shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:3])
+    more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
     return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"
 
 

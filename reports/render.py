@@ -70,7 +70,8 @@ class DrawStats:
     def line(self) -> str:
         return (f"report pages: {self.pages} ({self.drawn} drawn, {self.reused} reused from the previous build; "
                 f"{self.workers} worker process{'es' if self.workers > 1 else ''}"
-                + (f"; {self.wasted} drawn early and not used" if self.wasted else "") + f") in {self.seconds:.1f} s")
+                + (f"; {self.wasted} drawn early and not used" if self.wasted else "")
+                + f") in the last {self.seconds:.1f} s")
 
 
 _FINGERPRINT: str | None = None
@@ -215,7 +216,7 @@ class Drawer:
         self.errors: dict[str, str | None] = {}  # file name -> error text (None: drawn fine)
         self.reused: set[str] = set()
         self.drawn: set[str] = set()
-        self.started = time.perf_counter()
+        self.started: float | None = None  # when the first page was handed over
 
     def _name(self, page: Page, key: str | None) -> str:
         return key if key is not None else f"uncached-{page.stem}"
@@ -240,6 +241,8 @@ class Drawer:
         """Start drawing (or reuse) each page not already drawn or being drawn; return the pages that cannot
         go to a worker (not picklable), which the caller draws with :meth:`draw_here`. ``total``: how
         many pages the report has, when known (it decides whether workers are worth starting)."""
+        if self.started is None:
+            self.started = time.perf_counter()
         keys = page_keys(pages, self.key_extra)
         here: list[Page] = []
         for page, key in zip(pages, keys):
@@ -315,7 +318,7 @@ class Drawer:
         stats.reused = len(self.reused & used)
         stats.drawn = len(self.drawn & used)
         stats.wasted = wasted + len(self.drawn - used)
-        stats.seconds = time.perf_counter() - self.started
+        stats.seconds = time.perf_counter() - (self.started or time.perf_counter())
         (self.folder / MANIFEST).write_text(json.dumps({"schema": "recallkit.pages/1", "pages": manifest},
                                                        indent=1, sort_keys=True) + "\n")
         return manifest, stats
