@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "assert_scaling", "code_version", "fit_experiment"]
+__all__ = ["__version__", "assert_scaling", "code_version", "fit_experiment", "results", "fits"]
 
 
 def __getattr__(name: str):
@@ -24,4 +24,8 @@ def __getattr__(name: str):
         from recallkit import assertions
 
         return getattr(assertions, name)
+    if name in ("results", "fits"):  # DataFrames for notebooks (pandas: the export extra)
+        from recallkit import frames
+
+        return getattr(frames, name)
     raise AttributeError(f"module 'recallkit' has no attribute {name!r}")

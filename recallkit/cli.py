@@ -19,7 +19,8 @@ app = typer.Typer(
         "Check the theory of factual recall in transformers against training runs.\n\n"
         "Stages: 'theory' (symbolic terms, phase regions, predicted slopes), "
         "'train'/'sweep'/'results' (torch runs at the predicted points, kept in a SQLite store), "
-        "'fit' (exponents with confidence intervals and verdicts), 'report' (the PDF)."
+        "'fit' (exponents with confidence intervals and verdicts), 'report' (the PDF), "
+        "'figures' (one experiment's figures for a paper), 'diff' (what changed between two stores)."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -43,9 +44,9 @@ def _root(
 
 
 def _register() -> None:
-    from recallkit import cli_fit, cli_probe, cli_report, cli_sweep, cli_theory, cli_train
+    from recallkit import cli_diff, cli_figures, cli_fit, cli_probe, cli_report, cli_sweep, cli_theory, cli_train
 
-    for module in (cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_probe):
+    for module in (cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff):
         module.register(app)
 
 

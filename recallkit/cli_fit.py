@@ -32,14 +32,18 @@ def format_table(doc: dict) -> str:
     level = f"{100 * (1 - alpha):g}%"
     curve = any(f.get("method") == "curve" for f in fits)
     header = ["line", "threshold", "points", "slope", f"{level} CI" + (" (seed curves)" if curve else " (HC3)"),
-              f"{level} CI (bootstrap)", "predicted", "verdict"]
+              f"{level} CI (bootstrap)", "tested prediction", "verdict"]
     if capacity:
         header[-1:-1] = ["C", f"C {level} CI"]
     rows = []
     for f in fits:
-        predicted = "-" if f["predicted_slope"] is None else f"{f['predicted_slope']:.3f} +- {f['delta']:g}"
-        if f.get("predicted_slope_asymptotic") is not None:
-            predicted += f" (asympt. {f['predicted_slope_asymptotic']:.3f})"
+        tested = f.get("predicted_slope_finite_range")
+        tested = f["predicted_slope"] if tested is None else tested
+        asymptotic = f.get("predicted_slope_asymptotic")
+        asymptotic = f["predicted_slope"] if asymptotic is None else asymptotic
+        predicted = "-" if tested is None else f"{tested:.3f} +- {f['delta']:g}"
+        if tested is not None and asymptotic is not None and abs(tested - asymptotic) > 5e-4:
+            predicted += f" (asymptotic {asymptotic:.3f})"
         row = [str(f["line"]), threshold_text(f),
                f"{f['n_points']}" + (f" (+{len(f['censored'])} cens.)" if f["censored"] else ""),
                _number(f["slope"]), _interval(f["slope_ci"]), _interval(f["slope_ci_bootstrap"]), predicted,
@@ -103,14 +107,19 @@ def register(app: typer.Typer) -> None:
             None, "--alpha", help="Test level. Default: verdict.alpha in the experiment file, else 0.05."),
         device: str = typer.Option("auto", "--device", help="Device for runs the store lacks: auto | cpu | cuda | cuda:N."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+        fail_on: Optional[List[str]] = typer.Option(
+            None, "--fail-on", help="Exit 1 when any fit's verdict is this (inconsistent | inconclusive; repeatable or "
+                                    "comma-separated), after printing the table: for CI."),
     ) -> None:
         """Fit log(param_count) against log(base) - or against log(N ln N) for capacity experiments -
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
         from recallkit.assertions import fit_experiment
+        from recallkit.pipeline import fail_on_verdicts, verdicts_matching
         from recallkit.theory.errors import InputError
 
+        wanted = fail_on_verdicts(fail_on)
         if delta is not None and not delta > 0:
             raise InputError(f"--delta: expected a positive number (margin on the slope), got {delta}")
         if alpha is not None and not 0 < alpha < 0.5:
@@ -135,3 +144,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(doc, allow_nan=False))
         else:
             typer.echo(format_table(doc))
+        matching = verdicts_matching(doc["fits"], wanted) if wanted else None
+        if matching:
+            typer.echo(matching, err=True)
+            raise typer.Exit(1)

@@ -24,28 +24,45 @@ def report(
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or cuda:N (default: cuda when present, else cpu)."),
     threads: int = typer.Option(1, "--threads", help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
     probes: bool = typer.Option(True, "--probes/--no-probes", help="Include the token-retrieval term probes."),
+    png: bool = typer.Option(False, "--png", help="Also write each page as PNG under figures/ (PDF only by default)."),
+    jobs: Optional[int] = typer.Option(
+        None, "--jobs", help="Processes drawing the pages (default: one per core this process may use, none for a few pages)."),
+    redraw: bool = typer.Option(
+        False, "--redraw", help="Draw every page, even those the previous report in --out drew from the same input and code."),
+    fail_on: Optional[List[str]] = typer.Option(
+        None, "--fail-on", help="Exit 1 when any check's verdict is this (inconsistent | inconclusive; repeatable or "
+                                "comma-separated), after writing the report: for CI."),
 ) -> None:
     """Run the quick preset of the shipped experiments end to end and write reports/out/recallkit-report.pdf.
 
     Trains only what the results store lacks, fits exponents with confidence intervals, gives a
-    verdict per experiment and threshold, and writes the PDF, every figure alone (PNG and PDF) and
-    summary.json. Progress goes to stderr; the last line says where the report is."""
-    from recallkit.pipeline import ReportSettings, run_report
+    verdict per experiment and threshold, and writes the PDF (with an outline and a contents page),
+    every page alone as PDF (and PNG with --png) under figures/, and summary.json. Pages unchanged since
+    the previous report in --out are reused, not redrawn. Progress goes to stderr; the last lines say
+    where the report is. With --fail-on, exit 1 when a verdict matches."""
+    from recallkit.pipeline import ReportSettings, fail_on_verdicts, run_report, verdicts_matching
+    from recallkit.theory.errors import InputError
 
     if threads < 1:
-        from recallkit.theory.errors import InputError
-
         raise InputError(f"--threads: expected a positive integer, got {threads}")
+    if jobs is not None and jobs < 1:
+        raise InputError(f"--jobs: expected a positive integer, got {jobs}")
+    wanted = fail_on_verdicts(fail_on)
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
-                              device=device, threads=threads, probes=probes)
+                              device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw)
     pdf = run_report(settings)
     typer.echo(f"report: {pdf}")
     typer.echo(f"summary: {pdf.parent / 'summary.json'}")
     import json
 
-    failures = json.loads((pdf.parent / "summary.json").read_text()).get("failures") or []
+    summary = json.loads((pdf.parent / "summary.json").read_text())
+    failures = summary.get("failures") or []
     if failures:
         typer.echo(f"error: {len(failures)} experiment(s) failed and are listed in the report and in summary.json "
                    f"(failures); the others are reported", err=True)
+    matching = verdicts_matching(summary.get("entries", []), wanted) if wanted else None
+    if matching:
+        typer.echo(matching, err=True)
+    if failures or matching:
         raise typer.Exit(1)

@@ -138,7 +138,9 @@ def regions_command(
     axes: Optional[str] = typer.Option(None, "--axes", help="One or two free exponents, e.g. 'a,c' (default: the pack's)."),
     box: Optional[str] = typer.Option(None, "--box", help="Drawing window, e.g. 'a=1:2,c=0:1'."),
     domain: Optional[list[str]] = typer.Option(None, "--domain", help="Extra constraint, e.g. 'a <= 1.5' (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write the phase diagram (.png or .pdf)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the phase diagram (.pdf, .svg or .png), cut to the drawing."),
+    line: Optional[list[str]] = typer.Option(
+        None, "--line", help="Draw an experiment line on the diagram, e.g. 'N=V**1.5, L=V**0.5' (repeatable; needs --out)."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (RegionDiagram.to_dict)."),
 ) -> None:
     """Exact phase regions: where each noise term dominates and the parameter count it requires."""
@@ -146,19 +148,25 @@ def regions_command(
     from recallkit.theory.errors import InputError
 
     pack = theory.load_pack(pack_name)
-    if out is not None and out.suffix.lower() not in (".png", ".pdf"):
-        raise InputError(f"--out: expected a .png or .pdf file name, got {str(out)!r}")
+    if out is not None and out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise InputError(f"--out: expected a .pdf, .svg or .png file name, got {str(out)!r}")
+    if line and out is None:
+        raise InputError("--line: draws on the figure; give --out FILE.pdf|.svg|.png too")
     if scaling is None and pack.default_scaling is None:
         raise InputError(f"--scaling: pack {pack.name} has no [defaults] scaling; give one, e.g. 'N=V**a, L=V**c'")
     diagram = theory.compute_regions(pack, scaling, axes, box=theory.parse_box(box) if box else None,
                                      domain=domain or ())
     document = diagram.to_dict()
     if out is not None:
+        from recallkit.pipeline import line_points
+        from recallkit.reports.paper import save_paper_figure
         from recallkit.reports.phase import draw_phase_diagram
 
-        figure = draw_phase_diagram(document)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(out, dpi=150)
+        lines, notes = line_points(pack, diagram, [(text, text) for text in line or ()])
+        if notes:  # a line the diagram cannot show is a mistake in the command, not a footnote
+            raise InputError(f"--line: {notes[0]}")
+        figure = draw_phase_diagram(document, lines=lines)
+        save_paper_figure(figure, out)
         typer.echo(f"wrote {out}", err=True)
     if json_output:
         _echo_json(document)

@@ -16,7 +16,6 @@ message is printed), so a long run is never lost to one bad file.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import sys
 import time
@@ -43,6 +42,9 @@ class ReportSettings:
     device: str | None = None
     threads: int | None = 1
     probes: bool = True
+    png: bool = False  # also each page as PNG under figures/
+    jobs: int | None = None  # processes drawing pages (None: one per free core)
+    redraw: bool = False  # draw every page even when the previous report in out_dir has it unchanged
     log: TextIO = field(default=sys.stderr)
 
 
@@ -97,10 +99,31 @@ def runner_for(path: Path) -> tuple[Any, str] | None:
 
 
 # ----------------------------------------------------------------------------- theory pieces
+_REGIONS: dict[str, Any] = {}
+
+
+def _regions(pack_name: str, pack) -> Any:
+    """The pack's default phase diagram, computed once per process: several experiments of one report
+    share a pack, and the symbolic computation took a second or more each time."""
+    from recallkit import theory
+
+    path = Path(str(getattr(pack, "path", "") or ""))
+    # keyed by the file and its modification time: an edited pack is computed again
+    key = f"{pack_name}\0{path}\0{path.stat().st_mtime_ns if path.is_file() else ''}"
+    if key not in _REGIONS:
+        try:
+            _REGIONS[key] = theory.compute_regions(pack)
+        except RecallkitError as exc:
+            _REGIONS[key] = exc
+    found = _REGIONS[key]
+    if isinstance(found, RecallkitError):
+        raise found
+    return found
+
+
 def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
     """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it."""
     from recallkit import theory
-    from recallkit.theory.scaling import to_monomial
 
     if not pack_name:
         return {}
@@ -112,11 +135,25 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
         "lower_bounds": [lb.to_dict() for lb in pack.lower_bounds],
     }
     try:
-        diagram = theory.compute_regions(pack)
+        diagram = _regions(pack_name, pack)
     except RecallkitError as exc:
         pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
         return pieces
     pieces["regions"] = diagram.to_dict()
+    phase_lines, notes = line_points(pack, diagram, line_scalings)
+    if notes:
+        pieces.setdefault("notes", []).extend(notes)
+    if phase_lines:
+        pieces["phase_lines"] = phase_lines
+    return pieces
+
+
+def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
+    """Where each experiment line (label, scaling such as "N=V**1.5, L=V**0.5") sits on a phase diagram:
+    ``[{"label", "point": [exponent per axis]}]``, and a note for each line that cannot be placed."""
+    from recallkit import theory
+    from recallkit.theory.scaling import to_monomial
+
     axes = list(diagram.axes)
     # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c".
     axis_variable: dict[str, str] = {}
@@ -124,7 +161,7 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
         for symbol in expr.free_symbols:
             if symbol.name in axes:
                 axis_variable[symbol.name] = variable
-    phase_lines = []
+    phase_lines, notes = [], []
     for label, scaling_text in line_scalings:
         try:
             line = dict(theory.parse_scaling(scaling_text).entries)
@@ -137,14 +174,14 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
                 point.append(float(exponent))
             phase_lines.append({"label": label, "point": point})
         except RecallkitError as exc:
-            pieces.setdefault("notes", []).append(f"line {label!r} not drawn on the phase diagram: {exc}")
-    if phase_lines:
-        pieces["phase_lines"] = phase_lines
-    return pieces
+            notes.append(f"line {label!r} not drawn on the phase diagram: {exc}")
+    return phase_lines, notes
 
 
 # ----------------------------------------------------------------------------- experiment steps
-def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path) -> dict:
+def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path, run: bool = True) -> dict:
+    """The summary entry of a search experiment: sweep (``run=False``: replay the store, train nothing),
+    fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts."""
     from recallkit.assertions import fit_experiment
     from recallkit.empirics.experiment import load_experiment
     from recallkit.empirics.search import replay
@@ -152,10 +189,10 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     from recallkit.reports.pdf import experiment_entry
 
     loaded = load_experiment(path, preset=settings.preset)
-    fitted = fit_experiment(path, store=store_path, preset=settings.preset, run=True, executor=executor,
-                            progress=True, log=settings.log)
-    print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}",
-          file=settings.log)
+    fitted = fit_experiment(path, store=store_path, preset=settings.preset, run=run, executor=executor,
+                            progress=run, log=settings.log)
+    print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}"
+          + (f" / missing {fitted.sweep['missing']}" if fitted.sweep.get("missing") else ""), file=settings.log)
     with ResultStore(store_path, readonly=True) as store:
         sweep = replay(loaded, store)
     lines = []
@@ -189,6 +226,23 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     return entry
 
 
+def search_entry(experiment: str | Path, store: str | Path | None = None, preset: str = "quick",
+                 log: TextIO | None = None) -> dict:
+    """The report's entry of one search experiment from what the store holds (nothing is trained): what
+    ``recallkit figures`` draws."""
+    from recallkit.compare.assertions import default_store_path
+
+    path = resolve_experiment(experiment)
+    if runner_for(path) is not None:
+        raise InputError(f"{path.name}: not a search experiment (its system draws its own report pages); "
+                         "recallkit figures draws search experiments")
+    store_path = Path(store) if store is not None else Path(default_store_path())
+    if not store_path.is_file():
+        raise InputError(f"--store {store_path}: no such results store (run 'recallkit sweep' or 'recallkit report' first)")
+    settings = ReportSettings(experiments=[path], preset=preset, store=store_path, log=log or sys.stderr)
+    return _search_entry(path, settings, None, store_path, run=False)
+
+
 def json_default(value: Any) -> Any:
     try:
         import numpy as np
@@ -200,6 +254,42 @@ def json_default(value: Any) -> Any:
     except ImportError:  # pragma: no cover
         pass
     return str(value)
+
+
+# ----------------------------------------------------------------------------- --fail-on
+FAIL_ON_CHOICES = ("inconsistent", "inconclusive")
+
+
+def fail_on_verdicts(values) -> tuple[str, ...]:
+    """``--fail-on`` values (repeatable, each may be comma-separated) as a tuple of verdict names."""
+    wanted: list[str] = []
+    for value in values or ():
+        for name in str(value).split(","):
+            name = name.strip()
+            if name not in FAIL_ON_CHOICES:
+                raise InputError(f"--fail-on: expected {' or '.join(FAIL_ON_CHOICES)} (comma-separated or repeated), "
+                                 f"got {name!r}")
+            if name not in wanted:
+                wanted.append(name)
+    return tuple(wanted)
+
+
+def verdicts_matching(rows, wanted) -> str | None:
+    """One line naming the checks whose verdict is in ``wanted`` (None if there are none): what a CI job
+    prints before it exits 1. ``rows``: summary entries or fit dicts (``experiment``, ``line``,
+    ``threshold``, ``verdict``)."""
+    hits = [r for r in rows if r.get("verdict") in wanted]
+    if not hits:
+        return None
+
+    def name(r):
+        thr = r.get("threshold")
+        return f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}" if thr is not None else "") + "]"
+
+    counts = ", ".join(f"{sum(r.get('verdict') == v for r in hits)} {v}" for v in wanted if any(r.get("verdict") == v for r in hits))
+    shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:3])
+    more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
+    return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"
 
 
 # ----------------------------------------------------------------------------- the job
@@ -227,7 +317,7 @@ def run_report(settings: ReportSettings) -> Path:
 
     from recallkit.empirics.executors import make_executor
     from recallkit.empirics.store import DEFAULT_STORE
-    from recallkit.reports.pdf import build_report
+    from recallkit.reports.pdf import ReportBuilder
 
     if settings.threads:
         torch.set_num_threads(settings.threads)
@@ -279,34 +369,41 @@ def run_report(settings: ReportSettings) -> Path:
     context = StepContext(settings, store_path, executor)
     entries: list[dict] = []
     started = time.perf_counter()
-    try:
-        bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
-        for path in bar:
-            bar.set_postfix_str(path.stem)
-            try:
-                if runners[path] is not None:
-                    entries.append(registry.load_object(runners[path][1])(path, context))
-                else:
-                    entries.append(_search_entry(path, settings, executor, store_path))
-            except RecallkitError as exc:
-                _failed(failures, path.name, exc, settings.log)
-        for system in registry.systems():
-            for step in system.report_steps:
-                entry = registry.load_object(step)(context)
-                if entry is not None:
-                    entries.append(entry)
-    finally:
-        executor.close()
-    summary = {
-        "schema": "recallkit.summary/1",
-        "title": "recallkit report",
-        "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
-        "provenance": _provenance(settings, entries),
-        "experiments": entries,
-        "failures": failures,
-        "run_wall_time_s": round(time.perf_counter() - started, 1),
-    }
-    pdf = build_report(summary, settings.out_dir)
+    # each experiment's pages are drawn (in worker processes) while the next experiment is computed
+    with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
+        try:
+            bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
+            for path in bar:
+                bar.set_postfix_str(path.stem)
+                try:
+                    if runners[path] is not None:
+                        entries.append(registry.load_object(runners[path][1])(path, context))
+                    else:
+                        entries.append(_search_entry(path, settings, executor, store_path))
+                except RecallkitError as exc:
+                    _failed(failures, path.name, exc, settings.log)
+                    continue
+                builder.add(entries[-1])
+            for system in registry.systems():
+                for step in system.report_steps:
+                    entry = registry.load_object(step)(context)
+                    if entry is not None:
+                        entries.append(entry)
+                        builder.add(entry)
+        finally:
+            executor.close()
+        summary = {
+            "schema": "recallkit.summary/1",
+            "title": "recallkit report",
+            "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
+            "provenance": _provenance(settings, entries),
+            "experiments": entries,
+            "failures": failures,
+            "run_wall_time_s": round(time.perf_counter() - started, 1),
+        }
+        stats: dict = {}
+        pdf = builder.finish(summary, stats=stats)
+    print(stats["line"], file=settings.log)
     return pdf
 
 

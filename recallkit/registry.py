@@ -75,8 +75,10 @@ class Task:
 class PageKind:
     """A kind of summary entry whose pages a system draws.
 
-    ``pages``: ``"module:function"`` with signature ``(entry, head, experiments) -> [(stem, builder)]``,
-    where ``experiments`` are all entries of the report (a page may draw what another produced);
+    ``pages``: ``"module:function"`` with signature ``(entry, head, experiments) -> [(stem, builder, label)]``
+    (``label``, the page's line in the PDF outline and contents, may be left out: the stem stands in),
+    where ``experiments`` are all entries of the report (a page may draw what another produced; such a
+    page is redrawn whenever any entry changes, the others only when their own entry does);
     ``rows``: ``(entry) -> [verdict rows]`` for the summary table; ``compared``: what is compared, for
     the title page; ``intro_reasons``: put each verdict's reason on the section's first page;
     ``own_intro``: the system's first page replaces the generic section page.

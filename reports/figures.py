@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from matplotlib import patheffects
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from recallkit.reports.style import (
     VERDICT_COLOURS,
@@ -25,17 +26,20 @@ from recallkit.reports.style import (
     PALETTE,
     new_figure,
     save_figure,
+    cut_lines,
     style_context,
     wrap_title,
 )
 from recallkit.theory.errors import InputError
 
-__all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label"]
+__all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label",
+           "tested_prediction", "prediction_label", "short_reason"]
 
 # Marker colours for thresholds drawn over the cividis heatmap (dark blue .. yellow): these stay
 # visible over both ends, and each also gets its own marker shape so colour is never the only cue.
 THRESHOLD_COLOURS = [PALETTE["vermillion"], "#FFFFFF", PALETTE["purple"], PALETTE["sky"], PALETTE["orange"]]
 _OUTLINE = [patheffects.withStroke(linewidth=3.2, foreground="black")]
+UNPROBED_GREY = "0.85"  # heatmap background: cells the search never trained
 
 
 def _require(d: dict, key: str, where: str):
@@ -159,46 +163,59 @@ def fit_plot(fit: dict, title: str | None = None, size=FIG_SINGLE, y_label: str 
     """
     with style_context():
         fig = new_figure(size)
-        draw_fit(fig.add_subplot(), fit, title=title, y_label=y_label)
+        draw_fit(fig.add_subplot(), fit, title=title, y_label=y_label, legend_fontsize=7.5, box_fontsize=8)
         _caption(fig, fit)
     return fig
 
 
 def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
              y_label: str = "parameter count") -> Figure:
-    """The fits of one line side by side (one panel per threshold), verdict reasons underneath."""
+    """The fits of one line side by side (one panel per threshold, three per row), one legend for all
+    panels, each panel's numbers in its verdict box, and each verdict's reason (two lines; in full in
+    the report's appendix) underneath.
+
+    Placed by hand, not by a layout engine: the page's size is known, and constrained layout spent
+    half of the page's drawing time (and squashed the panels when a label was long)."""
     if not fits:
         raise InputError("fit grid: expected at least one fit dict")
     n = len(fits)
     rows, cols = (1, n) if n <= 3 else ((n + 2) // 3, 3)
+    width_in, height_in = fig_size = tuple(size)
     with style_context():
-        fig = new_figure(size)
-        axes = fig.subplots(rows, cols, squeeze=False).ravel()
+        fig = new_figure(fig_size, layout=None)
+        line_h = 8 * 1.25 / 72 / height_in  # one 8 pt text line, in figure height
+        wrapped_title = wrap_title(title, width_in * 0.95, 14) if title else ""
+        top = 0.975 - (wrapped_title.count("\n") + 1) * 14 * 1.3 / 72 / height_in if title else 0.97
+        if title:
+            fig.text(0.5, 0.975, wrapped_title, ha="center", va="top", fontsize=14)
+        chars = int(width_in * 15)
+        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}: {fit['verdict_reason']}", fit, chars)
+                   for i, fit in enumerate(fits) if fit.get("verdict_reason")]
+        reason_text = "\n".join(reasons)
+        reason_h = (reason_text.count("\n") + 1) * line_h if reasons else 0.0
+        if reasons:
+            fig.text(0.01, 0.012, reason_text, fontsize=8, ha="left", va="bottom", color="0.2", linespacing=1.25)
+        legend_h = 0.06
+        bottom = 0.012 + reason_h + 0.085
+        grid = fig.add_gridspec(rows, cols, left=0.075, right=0.985, top=top - legend_h, bottom=bottom,
+                                wspace=0.2, hspace=0.42 if rows > 1 else 0.2)
+        axes = [fig.add_subplot(grid[i // cols, i % cols]) for i in range(n)]
         several_lines = len({str(f.get("line")) for f in fits}) > 1
         for i, (ax, fit) in enumerate(zip(axes, fits)):
             thr = fit.get("threshold")
             panel = f"({i + 1})" + (f" {fit.get('line')}," if several_lines else "")
             panel += f" threshold {threshold_label(fit)}" if thr is not None else ""
-            draw_fit(ax, fit, title=panel,
-                     y_label=y_label if i % cols == 0 else "", legend_fontsize=7, box_fontsize=7)
-        for ax in axes[n:]:
-            ax.axis("off")
-        reasons = [f"({i + 1}) {fit.get('verdict', 'n/a')}: {fit['verdict_reason']}"
-                   for i, fit in enumerate(fits) if fit.get("verdict_reason")]
-        if reasons:
-            import textwrap
-
-            width = int(fig.get_figwidth() * 15)
-            fig.supxlabel("\n".join(textwrap.fill(r, width) for r in reasons), fontsize=8, ha="left", x=0.01,
-                          color="0.2")
-        if title:
-            fig.suptitle(wrap_title(title, fig.get_figwidth() * 0.95, 14))
+            draw_fit(ax, fit, title=panel, y_label=y_label if i % cols == 0 else "", box_fontsize=7.5, legend=False,
+                     x_label=i >= n - cols)
+        handles: dict = {}
+        for ax in axes:  # one entry per kind of element drawn on any panel
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        if handles:
+            fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(len(handles), 5),
+                       bbox_to_anchor=(0.5, top + 0.01), fontsize=8, frameon=False, columnspacing=1.2,
+                       handlelength=1.6)
     return fig
-
-
-def _prediction_kind(fit: dict) -> str:
-    compared = fit.get("prediction_compared")
-    return f" ({compared})" if compared else ""
 
 
 def threshold_label(fit: dict) -> str:
@@ -211,8 +228,10 @@ def threshold_label(fit: dict) -> str:
 
 
 def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter count",
-             legend_fontsize: float | None = None, box_fontsize: float = 9) -> None:
-    """Draw one fit dict on ``ax`` (see :func:`fit_plot`)."""
+             legend_fontsize: float | None = None, box_fontsize: float = 9, legend: bool = True,
+             x_label: bool = True) -> None:
+    """Draw one fit dict on ``ax`` (see :func:`fit_plot`). ``legend=False``: the caller draws one legend
+    for several panels, so the labels name the kind of element and the numbers go in the verdict box."""
     where = f"fit '{fit.get('experiment', '?')}'"
     slope = fit.get("slope")
     intercept = fit.get("intercept")
@@ -240,56 +259,107 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
         ax.scatter(np.exp(xs) * _seed_jitter(seeds, 0.04), np.exp(ys), s=22, alpha=0.6,
                    color=PALETTE["blue"], edgecolors="none", zorder=3,
                    label=(f"boundaries of the {fit.get('n_seeds')}-seed mean curves" if curve
-                          else f"boundary points ({len(set(seeds))} seeds, jittered)"))
+                          else f"boundary points ({len(set(seeds))} seeds, jittered)" if legend
+                          else "boundary points (seeds jittered)"))
+    interval = "seed-curve" if curve else "HC3"
     if have_fit:
         ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
-                label=f"fit: slope {slope:.2f}, {'seed-curve' if curve else 'HC3'} CI {_fmt_ci(fit.get('slope_ci'))}")
-    pred = fit.get("predicted_slope")
-    if pred is not None and xs.size:
+                label=f"fit: slope {slope:.2f}, {interval} CI {_fmt_ci(fit.get('slope_ci'))}" if legend
+                else "fitted line (numbers in the box)")
+    tested, asymptotic = tested_prediction(fit)
+    if tested is not None and xs.size:
         y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
-        ax.plot(np.exp(grid), np.exp(y_centre + float(pred) * (grid - x_centre)), color=PALETTE["black"],
-                ls="--", lw=1.5, label=f"theory{_prediction_kind(fit)}: slope {float(pred):.2f} (through data centre)")
-    asymptotic = fit.get("predicted_slope_asymptotic")
-    if asymptotic is not None and xs.size and abs(float(asymptotic) - float(pred or 0)) > 1e-9:
-        y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
-        ax.plot(np.exp(grid), np.exp(y_centre + float(asymptotic) * (grid - x_centre)), color=PALETTE["black"],
-                ls=":", lw=1.2, label=f"theory, asymptotic: slope {float(asymptotic):.2f}")
+        ax.plot(np.exp(grid), np.exp(y_centre + tested * (grid - x_centre)), color=PALETTE["black"],
+                ls="--", lw=1.5, label=prediction_label(fit) if legend
+                else "tested prediction, through the data centre")
+        if asymptotic is not None and abs(asymptotic - tested) > 5e-4:
+            ax.plot(np.exp(grid), np.exp(y_centre + asymptotic * (grid - x_centre)), color=PALETTE["black"],
+                    ls=":", lw=1.2, label=f"asymptotic prediction: slope {asymptotic:.2f}" if legend
+                    else "asymptotic prediction (not tested)")
     _draw_censored(ax, cens, PALETTE["vermillion"], "censored: beyond the searched range")
     ax.set_xscale("log")
     ax.set_yscale("log")
     _limit_y_to_data(ax, np.exp(np.concatenate([ys, [c[1] for c in cens]])))
-    ax.set_xlabel(regressor_label(fit.get("x")))
+    if x_label:
+        ax.set_xlabel(regressor_label(fit.get("x")))
     ax.set_ylabel(y_label)
-    ax.legend(loc="upper left", fontsize=legend_fontsize)
+    if legend:
+        ax.legend(loc="upper left", fontsize=legend_fontsize)
     _major_labels_only(ax)
-    _verdict_box(ax, fit, fontsize=box_fontsize)
+    _verdict_box(ax, fit, fontsize=box_fontsize, numbers=not legend)
+
+
+def short_reason(text: str, fit: dict, width: int, lines: int = 2) -> str:
+    """A verdict reason cut to ``lines`` lines for a page; the full text is in the report's appendix
+    (check number ``fit["check"]`` when the report numbered it) and in summary.json."""
+    where = f"appendix, check {fit['check']}" if fit.get("check") else "the appendix and summary.json"
+    return cut_lines(str(text), width, max_lines=lines, more=f" ... [in full: {where}]")
 
 
 def _caption(fig: Figure, fit: dict) -> None:
     reason = fit.get("verdict_reason")
     if reason:
-        import textwrap
-
         width = int(fig.get_figwidth() * 13)
         fig.get_layout_engine().set(h_pad=0.1)
-        fig.supxlabel(textwrap.fill(str(reason), width), fontsize=8, ha="center", color="0.25")
+        fig.supxlabel(short_reason(reason, fit, width), fontsize=8, ha="center", color="0.25")
 
 
-def _verdict_box(ax, fit: dict, fontsize: float = 9) -> None:
+def tested_prediction(fit: dict) -> tuple[float | None, float | None]:
+    """(the slope the verdict tested, the asymptotic slope) of a fit dict. With a log factor in the
+    prediction, compare tests its finite-range (secant) slope over the fitted x range
+    (``predicted_slope_finite_range``), not the asymptotic power; without one the two are equal."""
+    asymptotic = fit.get("predicted_slope_asymptotic")
+    if asymptotic is None:  # without a finite-size or realised-grid prediction, predicted_slope is the asymptotic one
+        asymptotic = fit.get("predicted_slope")
+    tested = fit.get("predicted_slope_finite_range")
+    if tested is None:
+        tested = fit.get("predicted_slope")
+    return (None if tested is None else float(tested)), (None if asymptotic is None else float(asymptotic))
+
+
+def _log_power_text(fit: dict) -> str:
+    power = fit.get("log_power")
+    return "" if power in (None, "") else f", log power {power}"
+
+
+def prediction_label(fit: dict, digits: int = 3) -> str:
+    """"tested prediction: slope 1.695 (finite-range; asymptotic 1.500, log power 1)" - the one
+    prediction the plot, the tables and the verdict share."""
+    tested, asymptotic = tested_prediction(fit)
+    if tested is None:
+        return "no prediction"
+    text = f"tested prediction: slope {tested:.{digits}f}"
+    if asymptotic is not None and abs(tested - asymptotic) > 5e-4:
+        kind = fit.get("prediction_compared") or "finite-range"
+        text += f" ({kind}; asymptotic {asymptotic:.{digits}f}{_log_power_text(fit)})"
+    return text
+
+
+def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False) -> None:
+    """The verdict and what it rests on, in the verdict's colour; ``numbers``: also the fitted slope
+    (when the legend does not give it)."""
     verdict = fit.get("verdict")
     if not verdict:
         return
     lines = [f"verdict: {verdict}"]
+    if numbers and fit.get("slope") is not None:
+        interval = "seed-curve" if fit.get("method") == "curve" else "HC3"
+        lines.append(f"fitted slope {float(fit['slope']):.3f}, {interval} CI {_fmt_ci(fit.get('slope_ci'))}")
+    tested, asymptotic = tested_prediction(fit)
+    if tested is not None:
+        lines.append(f"tested prediction {tested:.3f} +- {fit.get('delta', 0.25):g}")
+        if asymptotic is not None and abs(tested - asymptotic) > 5e-4:
+            lines.append(f"(finite-range; asymptotic {asymptotic:.3f}{_log_power_text(fit)})")
+    band = fit.get("band")  # the equivalence band tested prediction +- delta
+    if band and band[0] is not None:
+        lines.append(f"equivalence band {_fmt_ci(band)}, alpha = {fit.get('alpha', 0.05):g}")
+    if fit.get("p_tost") is not None:
+        lines.append(f"TOST p = {fit['p_tost']:.3g}")
     boot = fit.get("slope_ci_bootstrap")
     if boot:
         lines.append(f"bootstrap CI {_fmt_ci(boot)}")
-    if fit.get("delta") is not None:
-        lines.append(f"delta = {fit['delta']:g}, alpha = {fit.get('alpha', 0.05):g}")
-    band = fit.get("band")  # the equivalence band pred +- delta
-    if band and band[0] is not None:
-        lines.append(f"equivalence band {_fmt_ci(band)}")
     if fit.get("r2") is not None:
-        lines.append(f"R$^2$ = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
+        lines.append(f"R² = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
     from recallkit.reports.style import VERDICT_COLOURS
 
     ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=fontsize,
@@ -339,8 +409,12 @@ def _size_from_params(points: list[dict], size_key: str = "d") -> tuple[float, f
 
 def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fits: Sequence[dict] = (),
                      title: str | None = None, size=FIG_SINGLE, x_key: str = "V", y_key: str = "d",
-                     metric: str = "accuracy") -> Figure:
-    """Accuracy over (V, d) on log axes, minimal-d points per threshold and the fitted line per threshold.
+                     metric: str = "accuracy", search: str | None = None) -> Figure:
+    """Accuracy over (V, d) on log axes, the searched boundary per threshold and the fitted line per threshold.
+
+    ``search``: the experiment kind. A min-size search (default) finds the smallest ``y_key`` at each
+    ``x_key`` and draws the fit; a capacity search (``"max_capacity"``) finds the largest ``x_key`` at each
+    ``y_key`` (tiles run along x; its fit, against log(N ln N), is on the capacity page).
 
     ``cells``: ``[{"V", "d", "accuracy"}]`` (several entries for one cell, e.g. seeds, are averaged;
     each probed d fills its V column up to halfway, in log, to the next probed d);
@@ -367,64 +441,89 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
     thresholds = sorted({float(p["threshold"]) for p in boundary_points if p.get("threshold") is not None}
                         | {float(f["threshold"]) for f in fits if f.get("threshold") is not None})
     u, w = _size_from_params(list(boundary_points), y_key)
+    # a min-size search probes sizes (y) at each base value (x); a capacity search probes the number of
+    # facts (x) at each size (y): tiles and points follow the searched direction
+    capacity = search in ("max_capacity", "capacity")
+    names = {"V": "vocabulary size V", "d": "embedding dimension d", "N": "number of facts N"}
     with style_context():
         fig = new_figure(size)
         ax = fig.add_subplot()
-        ax.set_facecolor("0.85")  # cells never trained show as plain grey, not as accuracy 0
+        ax.set_facecolor(UNPROBED_GREY)  # cells never trained show as plain grey, not as accuracy 0
         vmax = max(max(mean.values()), 1e-9)
-        x_edges = _log_edges(Vs)
-        y_lo, y_hi = math.inf, 0.0
-        # one column per V with its own cell edges: a bisection probes different d at each V, and a
-        # shared d grid would cut every column into slivers with gaps between the probed sizes
-        for j, V in enumerate(Vs):
-            col = np.array(sorted(d for (v, d) in mean if v == V))
-            y_edges = _log_edges(col)
-            y_lo, y_hi = min(y_lo, y_edges[0]), max(y_hi, y_edges[-1])
-            mesh = ax.pcolormesh(x_edges[j:j + 2], y_edges, np.array([[mean[(V, d)]] for d in col]),
-                                 cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
+        fixed = np.array(sorted({k[1 if capacity else 0] for k in acc_sum}))
+        fixed_edges = _log_edges(fixed)
+        lo, hi = math.inf, 0.0
+        # one strip per fixed value with its own cell edges: a bisection probes different sizes at each
+        # value, and a shared grid would cut every strip into slivers with gaps between the probed sizes
+        for j, value in enumerate(fixed):
+            if capacity:
+                probed = np.array(sorted(x for (x, y) in mean if y == value))
+                edges = _log_edges(probed)
+                mesh = ax.pcolormesh(edges, fixed_edges[j:j + 2], np.array([[mean[(x, value)] for x in probed]]),
+                                     cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
+            else:
+                probed = np.array(sorted(y for (x, y) in mean if x == value))
+                edges = _log_edges(probed)
+                mesh = ax.pcolormesh(fixed_edges[j:j + 2], edges, np.array([[mean[(value, y)]] for y in probed]),
+                                     cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
+            lo, hi = min(lo, edges[0]), max(hi, edges[-1])
         cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
         cbar.set_label("accuracy on fresh samples" if metric == "accuracy" else metric)
+        searched, other = (x_key, y_key) if capacity else (y_key, x_key)
+        word = "largest" if capacity else "smallest"
+        drawn_fit = False
         for i, thr in enumerate(thresholds):
             colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]
             marker = MARKERS[i % len(MARKERS)]
             pts = [p for p in boundary_points if p.get("threshold") is not None and float(p["threshold"]) == thr]
             ok = [p for p in pts if not p.get("censored")]
-            by_V: dict = defaultdict(list)
+            found: dict = defaultdict(list)
             for p in ok:
-                by_V[float(p[x_key])].append(float(p[y_key]))
-            if by_V:
-                vv = np.array(sorted(by_V))
-                med = np.array([np.median(by_V[v]) for v in vv])
-                ax.plot(vv, med, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
-                        label=f"min d reaching acc {thr:g} (median of seeds)")
+                found[float(p[other])].append(float(p[searched]))
+            if found:
+                keys = np.array(sorted(found))
+                med = np.array([np.median(found[k]) for k in keys])
+                xs_, ys_ = (med, keys) if capacity else (keys, med)
+                ax.plot(xs_, ys_, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
+                        label=f"{word} {searched} with accuracy >= {thr:g} at each {other} (median of seeds)")
             cens = [p for p in pts if p.get("censored")]
             for p in cens:
                 X, Y = float(p[x_key]), float(p[y_key])
                 ax.plot([X], [Y], ls="none", marker=marker, ms=7, mfc="none", mec=colour, mew=1.5, zorder=4)
-                ax.annotate("", xy=(X, Y * 1.3), xytext=(X, Y),
+                ax.annotate("", xy=(X * 1.3, Y) if capacity else (X, Y * 1.3), xytext=(X, Y),
                             arrowprops=dict(arrowstyle="->", color=colour, lw=1.3), zorder=4)
             fit = next((f for f in fits if f.get("threshold") is not None and float(f["threshold"]) == thr), None)
-            if fit is not None:
-                lv = np.linspace(np.log(Vs[0]), np.log(Vs[-1]), 50)
+            if fit is not None and not capacity and fit.get("slope") is not None and fit.get("intercept") is not None:
+                lv = np.linspace(np.log(fixed[0]), np.log(fixed[-1]), 50)
                 log_d = u + w * (fit["intercept"] + fit["slope"] * lv)
                 ax.plot(np.exp(lv), np.exp(log_d), color=colour, lw=1.8, path_effects=_OUTLINE, zorder=3,
-                        label=f"fit, acc {thr:g}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
+                        label=f"fit, accuracy {thr:g}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
+                drawn_fit = True
         if any(p.get("censored") for p in boundary_points):
-            ax.plot([], [], ls="none", marker="o", mfc="none", mec="0.3", label="censored (above search range)")
+            ax.plot([], [], ls="none", marker="o", mfc="none", mec="0.3",
+                    label=f"censored: no {searched} in the searched range reached the accuracy (arrow: beyond)")
+        from matplotlib.patches import Patch
+
+        ax.add_artist(ax.legend(handles=[Patch(facecolor=UNPROBED_GREY, edgecolor="0.5",
+                                               label="grey: not trained (the search never probed there)")],
+                                loc="lower right", fontsize=7.5, framealpha=0.9))
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlim(_log_edges(Vs)[0], _log_edges(Vs)[-1])
-        ax.set_ylim(y_lo, y_hi)
+        if capacity:
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(fixed_edges[0], fixed_edges[-1])
+        else:
+            ax.set_xlim(fixed_edges[0], fixed_edges[-1])
+            ax.set_ylim(lo, hi)
         _major_labels_only(ax)
-        names = {"V": "vocabulary size V", "d": "embedding dimension d", "N": "number of facts N"}
         ax.set_xlabel(names.get(x_key, x_key))
         ax.set_ylabel(names.get(y_key, y_key))
         ax.set_title(wrap_title(title or "accuracy over (V, d)", fig.get_figwidth() * 0.75, 12))
         if thresholds:
             # outside the axes: over the heatmap a legend would hide the cells that matter
             fig.legend(loc="outside lower center", ncol=2, fontsize=8,
-                       title=f"slope = fitted slope of log(parameter count) against log {x_key}, 95% CI (HC3)",
-                       title_fontsize=8)
+                       title=(f"slope = fitted slope of log(parameter count) against log {x_key}, 95% CI (HC3)"
+                              if drawn_fit else None), title_fontsize=8)
     return fig
 
 
@@ -586,6 +685,8 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
                                         lw=0)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
+            for axis in (ax.xaxis, ax.yaxis):  # plain numbers: 2^k in mathtext cost a parse per label
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ys = [float(p[size_key]) for p in pts if p.get(size_key)]
             y_lo = min(y_lo, min(ys) / 1.5)
             y_hi = max(y_hi, max(ys) * 1.5)  # a fit far off the data is cut, not the data

@@ -7,30 +7,32 @@ summary's own date), the Creator is fixed and figures carry no wall-clock metada
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
 import re
 import shutil
 import tempfile
-import textwrap
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 
-from recallkit.reports import figures, tables
+from recallkit.reports import figures, render, tables
 from recallkit.reports.style import (
     PAGE_LANDSCAPE,
     PALETTE,
     VERDICT_COLOURS,
+    cut_lines,
+    fill,
     new_figure,
     pdf_metadata,
-    save_figure,
     source_date,
     style_context,
+    wrap_lines,
     wrap_title,
 )
 from recallkit import registry
@@ -133,12 +135,29 @@ def _dominant_of(exp: dict) -> dict:
     return out
 
 
+def _log_power_of(exp: dict) -> dict:
+    """line label -> the log power of its prediction (a string such as "1" or "1/2")."""
+    out = {label: pred.get("log_power") for label, pred in (exp.get("predictions") or {}).items()
+           if isinstance(pred, dict) and pred.get("log_power") is not None}
+    for line in exp.get("lines", []):
+        pred = line.get("prediction") or {}
+        if line.get("name") and pred.get("log_power") is not None:
+            out[line["name"]] = pred["log_power"]
+    return out
+
+
 def summary_entries(summary: dict) -> list[dict]:
-    """One flat row per (experiment, line, threshold): the numbers each verdict rests on."""
+    """One flat row per (experiment, line, threshold): the numbers each verdict rests on.
+
+    ``predicted_slope`` is the asymptotic slope of the prediction; ``predicted_slope_tested`` is the one
+    the verdict compared (its finite-range slope over the fitted range when the prediction has a log
+    factor, ``log_power``), and ``band`` is that slope +- delta."""
     rows = []
     for exp in summary.get("experiments", []):
         dominant = _dominant_of(exp)
+        log_powers = _log_power_of(exp)
         for fit in exp.get("fits", []):
+            tested = fit.get("predicted_slope_finite_range")
             rows.append({
                 "experiment": exp["name"],
                 "line": fit.get("line"),
@@ -149,6 +168,10 @@ def summary_entries(summary: dict) -> list[dict]:
                 "slope_ci": fit.get("slope_ci"),
                 "slope_ci_bootstrap": fit.get("slope_ci_bootstrap"),
                 "predicted_slope": fit.get("predicted_slope"),
+                "predicted_slope_tested": fit.get("predicted_slope") if tested is None else tested,
+                "log_power": fit.get("log_power", log_powers.get(fit.get("line"))),
+                "band": fit.get("band"),
+                "p_tost": fit.get("p_tost"),
                 "delta": fit.get("delta"),
                 "alpha": fit.get("alpha"),
                 "dominant": fit.get("dominant") or dominant.get(fit.get("line"), ""),
@@ -268,7 +291,7 @@ def _title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
         failures = [str(f) for f in summary.get("failures") or []]
         fail_text = ""
         if failures:
-            fail_text = "\n".join(textwrap.fill(f"- {f}", 150, subsequent_indent="  ") for f in failures[:8])
+            fail_text = "\n".join(fill(f"- {f}", 150, subsequent_indent="  ") for f in failures[:8])
             if len(failures) > 8:
                 fail_text += f"\n... and {len(failures) - 8} more (summary.json: failures)"
         fail_h = 0.0 if not fail_text else 0.05 + 0.022 * (fail_text.count("\n") + 1)
@@ -311,7 +334,7 @@ def _write_text(fig: Figure, title: str, paragraphs: Sequence[str], bottom: floa
     fig.text(0.04, 0.96, wrapped_title, fontsize=16, fontweight="bold", va="top")
     y = 0.96 - (wrapped_title.count("\n") + 1) * 16 * 1.3 / 72 / PAGE_LANDSCAPE[1] - 0.03
     for k, para in enumerate(paragraphs):
-        wrapped = textwrap.fill(str(para), 120)
+        wrapped = fill(str(para), 120)
         height = _PARA_LINE * (wrapped.count("\n") + 1)
         if y - height < bottom:
             fig.text(0.04, y, f"... {len(paragraphs) - k} more paragraph(s) (notes) in summary.json",
@@ -376,6 +399,16 @@ def _heatmap_axes(exp: dict, cells: list[dict]) -> tuple[str, str]:
     return base, exp.get("size") or "d"
 
 
+def _phase_page(regions: dict, phase_lines: list, head: str) -> Figure:
+    from recallkit.reports.phase import draw_phase_diagram
+
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE)
+        draw_phase_diagram(regions, lines=phase_lines, ax=fig.add_subplot())
+        fig.suptitle(wrap_title(f"{head}: phase diagram with the experiment's lines", 10.5, 14))
+    return fig
+
+
 def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
     """One row per (region, lower bound): the required parameter-count exponent (upper bound), the
     lower bound's exponent and the gap between them, each as base^(exponent) log(base)^(power)."""
@@ -398,7 +431,7 @@ def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
         fig.suptitle(wrap_title(title, 10.5, 14), x=0.04, ha="left")
-        fig.text(0.04, 0.90, textwrap.fill(
+        fig.text(0.04, 0.90, fill(
             f"Exponents in the free exponents of the scaling {diagram.get('scaling', '')}. required: the "
             f"parameter count {diagram.get('param_count', '')} that signal >= noise needs where that noise "
             "term dominates (upper bound); gap = required / lower bound. A zero gap means the bound is tight "
@@ -411,17 +444,46 @@ def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
     return fig
 
 
+def _as_pages(items, section: str, default_data: Any) -> list[render.Page]:
+    """A system's page list (``(stem, builder)``, ``(stem, builder, label)`` or :class:`render.Page`) as
+    Pages of ``section``; a page that names no data of its own is keyed by ``default_data``."""
+    out = []
+    for item in items:
+        if isinstance(item, render.Page):
+            out.append(item if item.section else render.Page(item.stem, item.build, item.label, section,
+                                                             item.data if item.data is not None else default_data,
+                                                             item.cacheable))
+            continue
+        stem, build, *rest = item
+        label = rest[0] if rest else str(stem).replace("-", " ")
+        out.append(render.Page(stem, build, label, section, default_data))
+    return out
+
+
+def _cut_reason(reason: str | None, check: int | None, width: int, lines: int = 2) -> str:
+    """A verdict reason cut to ``lines`` lines on a page; the full text is in the appendix and summary.json."""
+    where = f" [in full: appendix, check {check}]" if check else " [in full: appendix and summary.json]"
+    return cut_lines(str(reason or ""), width, max_lines=lines, more=" ..." + where)
+
+
 def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
-                      terms_shown_in: int | None = None) -> list[tuple[str, Callable[[], Figure]]]:
-    """(stem, builder) for each page of one experiment's section, in reading order.
+                      terms_shown_in: int | None = None, rows: Sequence[dict] | None = None,
+                      experiments_digest: str = "", system_pages: bool = True) -> list[render.Page]:
+    """The pages of one experiment's section, in reading order.
 
     ``experiments``: every entry of the report, handed to a system's pages (one may draw what another
-    produced). ``terms_shown_in``: the section that already showed this pack's terms (not repeated)."""
+    produced). ``terms_shown_in``: the section that already showed this pack's terms (not repeated).
+    ``rows``: this experiment's rows of the summary table (numbered by ``check``); made here if not given.
+    ``system_pages=False``: leave out the pages a system draws (they may read every entry of the report)."""
     page_kind = _page_kinds().get(exp.get("kind", ""))
     system_kinds = entry_page_kinds(exp)
     name = exp["name"]
     head = f"{index}. {exp.get('title') or name}"
-    pages: list[tuple[str, Callable[[], Figure]]] = []
+    section = head
+    pages: list[render.Page] = []
+
+    def page(stem: str, build: Callable[[], Figure], label: str, data: Any) -> None:
+        pages.append(render.Page(stem, build, label, section, [head, data]))
 
     intro = [f"experiment: {name}   kind: {exp.get('kind', 'min_size')}"
              + (f"   pack: {exp['pack']}" if exp.get("pack") else "")
@@ -437,110 +499,451 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
             intro.append(f"line {line.get('name')}: no prediction ({pred['error']})")
         elif pred:
             intro.append(f"line {line.get('name')}: predicted slope {pred.get('slope_exact', pred.get('slope'))}"
-                         f" (dominant: {pred.get('dominant', 'n/a')}, log power {pred.get('log_power', '0')})")
+                         f" (dominant: {pred.get('dominant', 'n/a')}, log power {pred.get('log_power', '0')})"
+                         + ("; tested over the fitted range as its finite-range slope (see the fits)"
+                            if str(pred.get("log_power", "0")) not in ("0", "0.0") else ""))
     if exp.get("config_hashes"):
         intro.append("config hashes: " + ", ".join(exp["config_hashes"][:12])
                      + (" ..." if len(exp["config_hashes"]) > 12 else ""))
     intro += list(exp.get("notes", []))
-    rows = summary_entries({"experiments": [exp]})
+    if rows is None:
+        rows = [dict(r, check=None) for r in summary_entries({"experiments": [exp]})]
+    rows = list(rows)
     if any(k.intro_reasons for k in system_kinds):  # verdicts that rest on numbers in words
-        intro += [f"verdict on '{r['line']}': {r['verdict']}. {r.get('verdict_reason') or ''}" for r in rows]
+        intro += [f"verdict on '{r['line']}': {r['verdict']}. " + _cut_reason(r.get("verdict_reason"), r.get("check"), 120)
+                  for r in rows]
     if terms_shown_in:
         intro.append(f"theory terms of pack {exp.get('pack')}: see section {terms_shown_in}")
     if not (page_kind is not None and page_kind.own_intro):  # else the system's first page introduces it
-        pages.append(("summary", lambda: _section_page(head, intro, rows)))
+        page("summary", partial(_section_page, head, intro, rows), "overview and verdicts", [intro, rows])
 
     if exp.get("regions"):
-        def phase() -> Figure:
-            from recallkit.reports.phase import draw_phase_diagram
-
-            with style_context():
-                fig = new_figure(PAGE_LANDSCAPE)
-                draw_phase_diagram(exp["regions"], lines=exp.get("phase_lines") or [], ax=fig.add_subplot())
-                fig.suptitle(wrap_title(f"{head}: phase diagram with the experiment's lines", 10.5, 14))
-            return fig
-        pages.append(("phase", phase))
+        page("phase", partial(_phase_page, exp["regions"], exp.get("phase_lines") or [], head), "phase diagram",
+             [exp["regions"], exp.get("phase_lines")])
         if any(region.get("lower_bound_gaps") for region in exp["regions"].get("regions", [])):
-            pages.append(("bounds", lambda: lower_bound_gap_page(exp["regions"], f"{head}: required count against the lower bounds")))
+            page("bounds", partial(lower_bound_gap_page, exp["regions"], f"{head}: required count against the lower bounds"),
+                 "required count against the lower bounds", exp["regions"])
     terms = [] if terms_shown_in else exp.get("terms") or []
     # two-level fractions need about a tenth of a landscape page each; pages balanced, no lone last row
     per_page = -(-len(terms) // -(-len(terms) // 11)) if terms else 1
     for k in range(0, len(terms), per_page):
         part = f" ({k // per_page + 1} of {-(-len(terms) // per_page)})" if len(terms) > per_page else ""
-        pages.append(("terms" + (f"-{k // per_page + 1}" if k else ""),
-                      lambda chunk=terms[k:k + per_page], part=part:
-                      tables.term_table(chunk, title=f"{head}: theory terms{part}")))
+        page("terms" + (f"-{k // per_page + 1}" if k else ""),
+             partial(tables.term_table, terms[k:k + per_page], title=f"{head}: theory terms{part}"),
+             f"theory terms{part}", [terms[k:k + per_page], part])
 
-    fits = exp.get("fits", [])
-    if exp.get("kind") in ("capacity", "max_capacity") and fits:
-        labels = [str(f.get("line") or f.get("experiment")) for f in fits]
-        pages.append(("capacity", lambda: figures.capacity_plot(fits, labels=labels, size=PAGE_LANDSCAPE,
-                                                                title=f"{head}: capacity")))
+    # each fit carries its check number: its reason is cut on the page and given in full in the appendix
+    fits = [dict(f, check=r.get("check")) for f, r in zip(exp.get("fits", []), rows)]
+    predictions = {line.get("name"): line.get("prediction") for line in lines if line.get("prediction")}
+    for f in fits:
+        pred = predictions.get(f.get("line")) or {}
+        if f.get("log_power") is None and pred.get("log_power") is not None:
+            f["log_power"] = pred.get("log_power")
     capacity = exp.get("kind") in ("capacity", "max_capacity")
-    if capacity and fits:  # one series per line: all on one page
-        pages.append(("fits", lambda: figures.fit_grid(fits, title=f"{head}: fits", size=PAGE_LANDSCAPE)))
+    if capacity and fits:
+        labels = [str(f.get("line") or f.get("experiment")) for f in fits]
+        page("capacity", partial(figures.capacity_plot, fits, labels=labels, size=PAGE_LANDSCAPE, title=f"{head}: capacity"),
+             "capacity", [fits, labels])
+        # one series per line: all on one page
+        page("fits", partial(figures.fit_grid, fits, title=f"{head}: fits", size=PAGE_LANDSCAPE), "fits", fits)
     for j, line in enumerate(lines):
         lname = line.get("name", f"line {j + 1}")
         line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
         if line.get("heatmap"):
             x_key, y_key = _heatmap_axes(exp, line["heatmap"])
-            pages.append((f"heatmap-{_slug(lname)}", lambda line=line, lf=line_fits, lname=lname, x_key=x_key,
-                          y_key=y_key:
-                          figures.accuracy_heatmap(line["heatmap"], line.get("boundary_points") or [], lf,
-                                                   x_key=x_key, y_key=y_key,
-                                                   title=f"{head}: accuracy, {lname}", size=PAGE_LANDSCAPE)))
+            page(f"heatmap-{_slug(lname)}",
+                 partial(figures.accuracy_heatmap, line["heatmap"], line.get("boundary_points") or [], line_fits,
+                         x_key=x_key, y_key=y_key, title=f"{head}: accuracy, {lname}", size=PAGE_LANDSCAPE,
+                         search=exp.get("kind")),
+                 f"accuracy heatmap, {lname}", [line, line_fits, x_key, y_key, exp.get("kind")])
         if line_fits:
-            pages.append((f"fits-{_slug(lname)}", lambda lf=line_fits, lname=lname:
-                          figures.fit_grid(lf, title=f"{head}: fits along {lname}", size=PAGE_LANDSCAPE)))
+            page(f"fits-{_slug(lname)}", partial(figures.fit_grid, line_fits, title=f"{head}: fits along {lname}",
+                                                 size=PAGE_LANDSCAPE),
+                 f"fits along {lname}", [line_fits, lname])
     if exp.get("dmin"):
-        pages.append(("dmin", lambda: figures.dmin_plot(exp["dmin"], size=PAGE_LANDSCAPE,
-                                                        title=f"{head}: d_min, solid = a + b log2 N, "
-                                                              f"dashed = c N$^p$")))
-    for kind in system_kinds:
-        pages += registry.load_object(kind.pages)(exp, head, experiments)
-    return [(f"{index:02d}-{_slug(name)}-{stem}", build) for stem, build in pages]
+        page("dmin", partial(figures.dmin_plot, exp["dmin"], size=PAGE_LANDSCAPE,
+                             title=f"{head}: d_min, solid = a + b log2 N, dashed = c N$^p$"),
+             "d_min: log against power", exp["dmin"])
+    if system_pages:
+        # a system's page may read any entry of the report: keyed by all of them
+        for kind in system_kinds:
+            pages += _as_pages(registry.load_object(kind.pages)(exp, head, experiments), section,
+                               [head, exp, experiments_digest])
+    return [dataclasses.replace(p, stem=f"{index:02d}-{_slug(name)}-{p.stem}") for p in pages]
 
 
-def _number(fig: Figure, page: int, total: int, title: str) -> None:
-    fig.text(0.995, 0.004, f"{title} - page {page} of {total}", ha="right", va="bottom", fontsize=7, color="0.5")
+# ----------------------------------------------------------------------------- contents and appendix
+_CONTENTS_FONT = 8.5
+_CONTENTS_LINE = _CONTENTS_FONT * 1.35  # points per line
+_CONTENTS_TOP, _CONTENTS_BOTTOM = 0.90, 0.05  # figure fractions
+_CONTENTS_COLUMNS = ((0.04, 0.47), (0.53, 0.96))  # (left, right) of each column
 
 
-def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary: bool = True) -> Path:
-    """Write the PDF report (and each page alone, and summary.json) under ``out_dir``; return the PDF path.
+def _contents_lines_per_column() -> int:
+    return int((_CONTENTS_TOP - _CONTENTS_BOTTOM) * PAGE_LANDSCAPE[1] * 72 / _CONTENTS_LINE)
 
-    Atomic: everything is drawn into a staging folder inside ``out_dir`` and moved into place with
-    ``os.replace`` only once every page is drawn, so an interrupted or killed build leaves the previous
-    complete report (PDF, figures, summary.json) untouched."""
-    validate_summary(summary)
-    out_dir = Path(out_dir)
-    check_output_dir(out_dir)
-    rows = summary_entries(summary)
-    title = summary.get("title") or "recallkit report"
 
-    pages: list[tuple[str, Callable[[], Figure]]] = [("00-title", lambda: _title_page(summary, rows, max_title_rows))]
+def contents_entries(pages: Sequence[render.Page], first_page: int = 1) -> list[dict]:
+    """The lines of the contents: each section (level 0) and each page of a section (level 1), with the
+    page number (1-based) it starts on."""
+    out: list[dict] = []
+    current = None
+    for n, p in enumerate(pages, start=first_page):
+        if not p.section:
+            out.append({"level": 0, "label": p.label, "page": n})
+            current = None
+            continue
+        if p.section != current:
+            out.append({"level": 0, "label": p.section, "page": n})
+            current = p.section
+        out.append({"level": 1, "label": p.label, "page": n})
+    return out
+
+
+def _contents_layout(entries: Sequence[dict]) -> list[list[list[dict]]]:
+    """Entries split into pages of columns; a section heading never ends a column."""
+    per_column = _contents_lines_per_column()
+    columns: list[list[dict]] = [[]]
+    for k, e in enumerate(entries):
+        col = columns[-1]
+        heading_last = e["level"] == 0 and k + 1 < len(entries) and entries[k + 1]["level"] == 1
+        if len(col) >= per_column or (heading_last and len(col) >= per_column - 1):
+            columns.append([])
+        columns[-1].append(e)
+    n_cols = len(_CONTENTS_COLUMNS)
+    return [columns[i:i + n_cols] for i in range(0, len(columns), n_cols)]
+
+
+def contents_page_count(n_entries: int) -> int:
+    # a heading may move to the next column: count generously, then lay out exactly (build_report checks)
+    per_page = _contents_lines_per_column() * len(_CONTENTS_COLUMNS)
+    return max(1, -(-int(n_entries * 1.05 + 1) // per_page))
+
+
+def _contents_page(columns: list[list[dict]], part: str) -> Figure:
+    """Sections and their pages with page numbers, in columns (each line links to its page in the PDF)."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.04, 0.96, f"Contents{part}", fontsize=16, fontweight="bold", va="top")
+        for (left, right), column in zip(_CONTENTS_COLUMNS, columns):
+            for level in (0, 1):  # one text block per level and column: cheap to lay out
+                labels = "\n".join(cut_lines(e["label"], 70 if level else 64, max_lines=1) if e["level"] == level else ""
+                                   for e in column)
+                numbers = "\n".join(str(e["page"]) if e["level"] == level else "" for e in column)
+                weight = "bold" if level == 0 else "normal"
+                fig.text(left + 0.015 * level, _CONTENTS_TOP, labels, fontsize=_CONTENTS_FONT, va="top",
+                         fontweight=weight, linespacing=1.35, color="black" if level == 0 else "0.15")
+                fig.text(right, _CONTENTS_TOP, numbers, fontsize=_CONTENTS_FONT, va="top", ha="right",
+                         fontweight=weight, linespacing=1.35)
+        fig.text(0.04, 0.02, "Each line links to its page; the PDF's outline (bookmarks) holds the same entries.",
+                 fontsize=8, color="0.4")
+    return fig
+
+
+def contents_links(columns: list[list[dict]]) -> list[tuple[tuple[float, float, float, float], int]]:
+    """(rectangle in PDF points, 0-based target page) of each contents line, as :func:`_contents_page` draws it."""
+    width, height = PAGE_LANDSCAPE[0] * 72, PAGE_LANDSCAPE[1] * 72
+    out = []
+    for (left, right), column in zip(_CONTENTS_COLUMNS, columns):
+        for k, e in enumerate(column):
+            top = _CONTENTS_TOP * height - k * _CONTENTS_LINE
+            out.append(((left * width, top - _CONTENTS_LINE, right * width, top), e["page"] - 1))
+    return out
+
+
+_APPENDIX_FONT = 7.5
+_APPENDIX_WIDTH = 205  # characters per line of the appendix (a landscape page holds about 220 at 7.5 pt)
+_APPENDIX_LINES = 53  # (0.92 - 0.03) of the page at 7.5 pt x 1.3
+
+
+def appendix_items(rows: Sequence[dict], section_of: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """(heading, wrapped reason lines) of every check with a reason, numbered as in the summary table."""
+    items = []
+    for r in rows:
+        reasons = []
+        if r.get("verdict_reason"):
+            reasons.append(f"{r.get('verdict')}: {r['verdict_reason']}")
+        if r.get("verdict_reason_drift_corrected"):
+            reasons.append(f"drift-corrected, {r.get('verdict_drift_corrected')}: {r['verdict_reason_drift_corrected']}")
+        if not reasons:
+            continue
+        thr = r.get("threshold")
+        head = (f"[{r.get('check')}] {section_of.get(r['experiment'], r['experiment'])}: {r.get('line') or ''}"
+                + (f", threshold {float(thr):g}" if thr is not None else ""))
+        body = [line for text in reasons for line in wrap_lines(text, _APPENDIX_WIDTH, initial_indent="    ",
+                                                                 subsequent_indent="    ")]
+        items.append((cut_lines(head, _APPENDIX_WIDTH - 10, max_lines=1), body))
+    return items
+
+
+def _appendix_chunks(items: list[tuple[str, list[str]]]) -> list[list[tuple[str, list[str]]]]:
+    chunks: list[list] = [[]]
+    used = 0
+    for head, body in items:
+        cost = 1 + len(body) + 0.4
+        if chunks[-1] and used + cost > _APPENDIX_LINES:
+            chunks.append([])
+            used = 0
+        chunks[-1].append((head, body))
+        used += cost
+    return [c for c in chunks if c]
+
+
+def _appendix_page(chunk: list[tuple[str, list[str]]], title: str) -> Figure:
+    """Every verdict's reason in full: one heading line (check number, section, what is checked) and the
+    reason under it. Headings in bold, drawn as one text block per style (cheap to lay out)."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.03, 0.965, title, fontsize=13, fontweight="bold", va="top")
+        heads, bodies = [], []
+        for head, body in chunk:
+            heads += [head] + [""] * len(body)
+            bodies += [""] + body
+        top = 0.92
+        for text, weight in (("\n".join(heads), "bold"), ("\n".join(bodies), "normal")):
+            fig.text(0.03, top, text, fontsize=_APPENDIX_FONT, va="top", fontweight=weight, linespacing=1.3,
+                     family="DejaVu Sans")
+    return fig
+
+
+# ----------------------------------------------------------------------------- the report
+def report_pages(summary: dict, rows: list[dict], max_title_rows: int = 16) -> list[render.Page]:
+    """Every page of the report in order: title, contents, summary of verdicts, one section per
+    experiment, the appendix of verdict reasons. ``rows``: :func:`summary_entries`, numbered (``check``)."""
+    body: list[render.Page] = []
     chunks = tables.chunk_rows(rows, budget=tables.slope_table_budget(tables.SLOPE_TABLE_AXES[3] * PAGE_LANDSCAPE[1]))
     for k, chunk in enumerate(chunks, start=1):
         part = f" ({k} of {len(chunks)})" if len(chunks) > 1 else ""
-        pages.append((f"00-summary-{k}", lambda chunk=chunk, part=part: tables.slope_table(
-            chunk, title=f"Summary of verdicts{part}: one row per check; reasons in summary.json (entries)",
-            max_rows=len(chunk))))
+        body.append(render.Page(f"00-summary-{k}", partial(
+            tables.slope_table, chunk, title=f"Summary of verdicts{part}: one row per check; every reason in full in "
+                                             "the appendix and in summary.json (entries)", max_rows=len(chunk)),
+            f"part {k} of {len(chunks)}" if len(chunks) > 1 else "all checks", "Summary of verdicts", [chunk, part]))
+    experiments = summary["experiments"]
+    digest = render.data_digest(experiments)
     terms_section: dict[str, int] = {}  # pack -> first section that shows its terms
-    for i, exp in enumerate(summary["experiments"], start=1):
+    section_of = {}
+    for i, exp in enumerate(experiments, start=1):
         pack = exp.get("pack")
         shown = terms_section.get(pack) if pack else None
         if pack and exp.get("terms") and shown is None:
             terms_section[pack] = i
-        pages += _experiment_pages(exp, i, summary["experiments"], terms_shown_in=shown)
+        section_of[exp["name"]] = f"{i}. {exp.get('title') or exp['name']}"
+        mine = [r for r in rows if r.get("experiment") == exp["name"]]
+        body += _experiment_pages(exp, i, experiments, terms_shown_in=shown, rows=mine, experiments_digest=digest)
+    appendix = _appendix_chunks(appendix_items(rows, section_of))
+    for k, chunk in enumerate(appendix, start=1):
+        part = f" ({k} of {len(appendix)})" if len(appendix) > 1 else ""
+        title = f"Appendix: every verdict's reason in full{part} (numbered as the checks in the summary of verdicts)"
+        body.append(render.Page(f"99-appendix-{k}", partial(_appendix_page, chunk, title),
+                                f"part {k} of {len(appendix)}" if len(appendix) > 1 else "all reasons",
+                                "Appendix: verdict reasons", [chunk, title]))
 
-    for old in out_dir.glob(f"{STAGING_PREFIX}*"):  # left by a build that was killed
-        shutil.rmtree(old, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
-    try:
-        _draw_pages(pages, staging, title, _summary_date(summary), summary, rows, write_summary)
-        _move_into_place(staging, out_dir, {stem for stem, _ in pages}, write_summary)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out_dir / REPORT_NAME
+    title_page = render.Page("00-title", partial(_title_page, summary, rows, max_title_rows), "Title page and overview",
+                             "", [{k: v for k, v in summary.items() if k not in ("experiments", "entries", "run_wall_time_s")},
+                                  overview_rows(summary, rows), [r.get("verdict") for r in rows], max_title_rows,
+                                  str(source_date() or "")])
+    # the contents come second and count themselves: find how many pages they take, then number
+    n_contents = 1
+    while True:
+        contents_pages = [render.Page(f"00-contents-{k + 1}", _contents_page, "Contents") for k in range(n_contents)]
+        entries = contents_entries([title_page, *contents_pages, *body])
+        layout = _contents_layout(entries)
+        if len(layout) <= n_contents:
+            break
+        n_contents = len(layout)
+    layout += [[] for _ in range(n_contents - len(layout))]
+    contents = []
+    for k, columns in enumerate(layout):
+        part = f" ({k + 1} of {n_contents})" if n_contents > 1 else ""
+        contents.append(render.Page(f"00-contents-{k + 1}", partial(_contents_page, columns, part),
+                                    "Contents" + part, "", [columns, part]))
+    return [title_page, *contents, *body]
+
+
+def _number(page, n: int, total: int, title: str) -> None:
+    """The footer "title - page n of total", stamped on the joined page (the page files stay free of it,
+    so a page that only moved is reused as it is)."""
+    text = f"{title} - page {n} of {total}".encode("latin-1", "replace")
+    text = text.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
+    size = 7.0
+    x = float(page.mediabox.width) * 0.995 - 0.6 * size * len(text)  # Courier: every glyph is 0.6 em wide
+    _append_content(page, b"q BT /RkFooter %.1f Tf 0.5 g 1 0 0 1 %.2f 3.00 Tm (%s) Tj ET Q" % (size, x, text))
+
+
+def _append_content(page, data: bytes) -> None:
+    """Draw ``data`` (PDF content operators; font /RkFooter = Courier) over ``page``, which must already
+    belong to a PdfWriter. The page's own drawing is wrapped in q/Q so its graphics state cannot leak."""
+    from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = page.indirect_reference.pdf
+
+    def stream(content: bytes):
+        obj = DecodedStreamObject()
+        obj.set_data(content)
+        return writer._add_object(obj)
+
+    contents = page["/Contents"]
+    parts = list(contents.get_object()) if isinstance(contents.get_object(), ArrayObject) else [contents]
+    page[NameObject("/Contents")] = ArrayObject([stream(b"q"), *parts, stream(b"Q " + data)])
+    resources = page["/Resources"].get_object()
+    if "/Font" not in resources:
+        resources[NameObject("/Font")] = DictionaryObject()
+    fonts = resources["/Font"].get_object()
+    font = getattr(writer, "_recallkit_footer_font", None)
+    if font is None:
+        font = writer._add_object(DictionaryObject({
+            NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Courier"), NameObject("/Encoding"): NameObject("/WinAnsiEncoding")}))
+        writer._recallkit_footer_font = font
+    fonts[NameObject("/RkFooter")] = font
+
+
+def _pdf_date(when: _dt.datetime | None) -> str | None:
+    return None if when is None else when.astimezone(_dt.timezone.utc).strftime("D:%Y%m%d%H%M%SZ")
+
+
+def _join(pages: Sequence[render.Page], folder: Path, path: Path, title: str, fallback_date) -> None:
+    """One PDF from the page files in ``folder``, in order, with the footer on each page, an outline entry
+    for every section and page, links from the contents lines, and metadata that depends only on the
+    inputs (dates from SOURCE_DATE_EPOCH, else the summary's own date)."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.annotations import Link
+
+    writer = PdfWriter()
+    total = len(pages)
+    for n, page in enumerate(pages, start=1):
+        writer.add_page(PdfReader(folder / f"{page.stem}.pdf").pages[0])
+        _number(writer.pages[-1], n, total, title)
+    # outline: top-level pages and sections; a section's pages under it
+    parents: dict[str, Any] = {}
+    for n, page in enumerate(pages):
+        if not page.section:
+            writer.add_outline_item(title=page.label, page_number=n)
+            continue
+        if page.section not in parents:
+            parents[page.section] = writer.add_outline_item(title=page.section, page_number=n)
+        writer.add_outline_item(title=page.label, page_number=n, parent=parents[page.section])
+    for n, page in enumerate(pages):
+        columns = page.data[0] if page.stem.startswith("00-contents-") else None
+        for rect, target in contents_links(columns) if columns else ():
+            if 0 <= target < total:
+                writer.add_annotation(n, Link(rect=rect, target_page_index=target))
+    meta = pdf_metadata(title=title, fallback_date=fallback_date)
+    info = {"/Title": title, "/Creator": meta["Creator"], "/Producer": meta["Producer"]}
+    when = _pdf_date(meta.get("CreationDate"))
+    if when:
+        info.update({"/CreationDate": when, "/ModDate": when})
+    writer.add_metadata(info)
+    writer.page_mode = "/UseOutlines"  # open with the bookmarks shown
+    with open(path, "wb") as fh:
+        writer.write(fh)
+
+
+def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary: bool = True, png: bool = False,
+                 jobs: int | None = None, reuse: bool = True, stats: dict | None = None) -> Path:
+    """Write the PDF report (each page also alone under ``figures/``, and summary.json) under ``out_dir``;
+    return the PDF path.
+
+    Each page is drawn once, into its own PDF (and PNG only when ``png``), by ``jobs`` worker processes
+    (default: one per core, none for a handful of pages); a page whose input and code are unchanged
+    since the previous build in ``out_dir`` is reused, not redrawn (``reuse=False`` redraws all). The
+    pages are joined with an outline (bookmarks) and a contents page. ``stats``, when given, is filled
+    with the counts (pages, drawn, reused, workers, seconds, line).
+
+    Atomic: everything is drawn into a staging folder inside ``out_dir`` and moved into place with
+    ``os.replace`` only once every page is drawn, so an interrupted or killed build leaves the previous
+    complete report (PDF, figures, summary.json) untouched. :class:`ReportBuilder` does the same while
+    the job still computes, drawing each experiment's pages as soon as the experiment is done."""
+    builder = ReportBuilder(out_dir, png=png, jobs=jobs, reuse=reuse, max_title_rows=max_title_rows,
+                            incremental=False)
+    return builder.finish(summary, write_summary=write_summary, stats=stats)
+
+
+class ReportBuilder:
+    """The report, built while the job runs: :meth:`add` each experiment entry as soon as it is computed
+    (its section's pages start drawing in worker processes while the job goes on), then :meth:`finish`
+    with the whole summary. What :meth:`finish` writes depends on the summary alone: pages drawn early
+    from an entry that then changed are not used (each page file is named by the hash of its input).
+    Use as a context manager, or call :meth:`close`, so an error or Ctrl-C stops the workers and removes
+    the staging folder."""
+
+    def __init__(self, out_dir, png: bool = False, jobs: int | None = None, reuse: bool = True,
+                 max_title_rows: int = 16, incremental: bool = True) -> None:
+        self.out_dir = Path(out_dir)
+        check_output_dir(self.out_dir)
+        self.png, self.max_title_rows = png, max_title_rows
+        for old in self.out_dir.glob(f"{STAGING_PREFIX}*"):  # left by a build that was killed
+            shutil.rmtree(old, ignore_errors=True)
+        self.staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.out_dir))
+        self.drawer = render.Drawer(self.staging / "figures", self.out_dir / "figures", png, _error_page, jobs=jobs,
+                                    reuse=reuse)
+        self.incremental = incremental
+        self._entries: list[dict] = []
+        self._n_rows = 0
+        self._terms_section: dict[str, int] = {}
+
+    def __enter__(self) -> "ReportBuilder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def add(self, entry: dict) -> None:
+        """Start drawing the pages of the experiment ``entry`` (the next section) that depend on it alone.
+
+        Speculative: :meth:`finish` decides what the report holds, so an entry that cannot be drawn here
+        is left for it (it says what is wrong, on an error page or as an InputError)."""
+        index = len(self._entries) + 1
+        self._entries.append(entry)
+        if not self.incremental:
+            return
+        try:
+            rows = summary_entries({"experiments": [entry]})
+            rows = [dict(r, check=self._n_rows + k) for k, r in enumerate(rows, start=1)]
+            self._n_rows += len(rows)
+            pack = entry.get("pack")
+            shown = self._terms_section.get(pack) if pack else None
+            if pack and entry.get("terms") and shown is None:
+                self._terms_section[pack] = index
+            pages = _experiment_pages(entry, index, terms_shown_in=shown, rows=rows, system_pages=False)
+            self.drawer.submit(pages)  # (a page that cannot go to a worker waits for finish)
+        except Exception:  # noqa: BLE001 - speculation only; finish() validates and reports
+            self.incremental = False
+
+    def finish(self, summary: dict, write_summary: bool = True, stats: dict | None = None) -> Path:
+        """Draw what is not drawn yet, join the pages, write summary.json and move it all into place."""
+        try:
+            validate_summary(summary)
+            rows = [dict(r, check=k) for k, r in enumerate(summary_entries(summary), start=1)]
+            title = summary.get("title") or "recallkit report"
+            pages = report_pages(summary, rows, self.max_title_rows)
+            _, drawn = self.drawer.finish(pages)
+            for error in drawn.errors:
+                warnings.warn(f"report page {error.split(':')[0]} could not be drawn: {error}", stacklevel=3)
+            _join(pages, self.staging / "figures", self.staging / REPORT_NAME, title, _summary_date(summary))
+            if write_summary:
+                doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
+                if drawn.errors:
+                    doc["page_errors"] = drawn.errors
+                (self.staging / "summary.json").write_text(
+                    json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
+            _move_into_place(self.staging, self.out_dir, {p.stem for p in pages}, write_summary, self.png)
+        finally:
+            self.close()
+        if stats is not None:
+            stats.update(pages=drawn.pages, drawn=drawn.drawn, reused=drawn.reused, wasted=drawn.wasted,
+                         workers=drawn.workers, seconds=round(drawn.seconds, 2), line=drawn.line())
+        return self.out_dir / REPORT_NAME
+
+    def close(self) -> None:
+        """Stop the workers and remove the staging folder (the previous report stays as it was)."""
+        self.drawer.close()
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _error_page(stem: str, message: str) -> Figure:
+    return _text_page(f"page {stem} could not be drawn", [message, "The numbers are in summary.json; this is a bug in "
+                      "the report or a field missing from the summary, please report it."])
 
 
 STAGING_PREFIX = ".recallkit-staging-"
@@ -558,45 +961,25 @@ def check_output_dir(out_dir: Path) -> None:
         raise InputError(f"--out {out_dir}: cannot write the report there ({exc.strerror or exc})") from None
 
 
-def _draw_pages(pages, staging: Path, title: str, fallback_date, summary: dict, rows: list[dict],
-                write_summary: bool) -> None:
-    import matplotlib.pyplot as plt
-
-    meta = pdf_metadata(title=title, fallback_date=fallback_date)
-    page_errors: list[str] = []
-    with style_context(), PdfPages(staging / REPORT_NAME, metadata=meta) as pdf:
-        for n, (stem, build) in enumerate(pages, start=1):
-            try:
-                fig = build()
-            except (InputError, KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
-                # one page that cannot be drawn must not cost the whole report: say so on its page
-                page_errors.append(f"{stem}: {type(exc).__name__}: {exc}")
-                warnings.warn(f"report page {stem} could not be drawn: {exc}", stacklevel=2)
-                fig = _text_page(f"page {stem} could not be drawn", [f"{type(exc).__name__}: {exc}",
-                                 "The numbers are in summary.json; this is a bug in the report or a field "
-                                 "missing from the summary, please report it."])
-            save_figure(fig, staging / "figures" / stem)
-            _number(fig, n, len(pages), title)
-            pdf.savefig(fig)
-            plt.close(fig)
-    if write_summary:
-        doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
-        if page_errors:
-            doc["page_errors"] = page_errors
-        (staging / "summary.json").write_text(json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
+_PAGE_FILE = re.compile(r"\d\d-[a-z0-9-]+")
 
 
-def _move_into_place(staging: Path, out_dir: Path, current: set[str], write_summary: bool) -> None:
+def _move_into_place(staging: Path, out_dir: Path, current: set[str], write_summary: bool, png: bool) -> None:
     """Move the finished build over the previous one: figures first, then summary.json, the PDF last.
     Pages of an earlier build that this one does not write would be mistaken for current results:
-    they are removed (only files named like our pages, "NN-....png|pdf")."""
+    they are removed (only files named like our pages, "NN-....png|pdf"), and so are the PNGs of an
+    earlier ``--png`` build when this one draws none."""
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
+    manifest = staging / "figures" / render.MANIFEST
     for new in sorted((staging / "figures").iterdir()):
-        os.replace(new, fig_dir / new.name)
+        if new != manifest:
+            os.replace(new, fig_dir / new.name)
     for old in fig_dir.iterdir():
-        if old.suffix in (".png", ".pdf") and re.fullmatch(r"\d\d-[a-z0-9-]+", old.stem) and old.stem not in current:
+        if old.suffix in (".png", ".pdf") and _PAGE_FILE.fullmatch(old.stem) and (
+                old.stem not in current or (old.suffix == ".png" and not png)):
             old.unlink()
+    os.replace(manifest, fig_dir / render.MANIFEST)  # after the pages it describes
     if write_summary:
         os.replace(staging / "summary.json", out_dir / "summary.json")
     os.replace(staging / REPORT_NAME, out_dir / REPORT_NAME)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
+import re
+import textwrap
 from pathlib import Path
 from typing import Iterator
 
@@ -136,15 +138,57 @@ def new_figure(size: tuple[float, float] = FIG_SINGLE, layout: str | None = "con
         return Figure(figsize=size, layout=layout, **kwargs)
 
 
+class _NameWrapper(textwrap.TextWrapper):
+    """A TextWrapper that breaks between words, and inside a name only after an underscore, hyphen,
+    slash, comma or '=' (``geo_dmin_learned_`` / ``vs_frozen``), never in the middle of a word. A name
+    that fits on a line is kept whole; one longer than the line with no such place overruns the line
+    instead of being cut."""
+
+    _inside = re.compile(r"(?<=[_/,=])(?=[^\s])|(?<=[A-Za-z]-)(?=[A-Za-z])")
+
+    def _split(self, text: str) -> list[str]:
+        chunks = []
+        for chunk in super()._split(text):
+            if chunk.isspace() or len(chunk) <= self.width:  # a name that fits on a line stays whole
+                chunks.append(chunk)
+            else:
+                chunks.extend(piece for piece in self._inside.split(chunk) if piece)
+        return chunks
+
+
+def wrap_lines(text: str, width: int, **kwargs) -> list[str]:
+    """``text`` as lines of at most ``width`` characters, broken only at word or name boundaries
+    (see :class:`_NameWrapper`); keyword arguments as for ``textwrap.TextWrapper``."""
+    wrapper = _NameWrapper(width=max(int(width), 1), break_long_words=False, break_on_hyphens=False, **kwargs)
+    out: list[str] = []
+    for paragraph in str(text).split("\n"):  # explicit line breaks are kept
+        out.extend(wrapper.wrap(paragraph) or [""])
+    return out
+
+
+def fill(text: str, width: int, **kwargs) -> str:
+    """:func:`wrap_lines` joined with newlines: the one way report text is wrapped."""
+    return "\n".join(wrap_lines(text, width, **kwargs))
+
+
+def cut_lines(text: str, width: int, max_lines: int = 2, more: str = " ...") -> str:
+    """``text`` wrapped to ``width`` characters and cut after ``max_lines`` lines, the last ending in ``more``
+    (for a reason whose full text is elsewhere: say where in ``more``)."""
+    lines = wrap_lines(text, width)
+    if len(lines) <= max_lines:
+        return "\n".join(lines)
+    kept = lines[:max_lines]
+    last = kept[-1]
+    while last and len(last) + len(more) > width:
+        cut = max(last.rfind(" "), 0)
+        last = last[:cut].rstrip()
+    kept[-1] = last.rstrip(" ,;:") + more
+    return "\n".join(kept)
+
+
 def wrap_title(text: str, width_in: float, fontsize: float = 14, max_lines: int = 2, bold: bool = False) -> str:
     """``text`` wrapped to a ``width_in``-inch line at ``fontsize`` (DejaVu Sans averages ~0.56 em per
     character, bold ~0.64), cut with " ..." after ``max_lines`` lines: a long experiment or line name
-    never runs off the page."""
-    import textwrap
-
+    never runs off the page, and is never broken in the middle of a word."""
     chars = max(int(width_in * 72 / ((0.64 if bold else 0.56) * fontsize)), 20)
-    lines = textwrap.wrap(str(text), chars)
-    if len(lines) > max_lines:
-        lines = lines[:max_lines]
-        lines[-1] = textwrap.shorten(lines[-1] + " ...", chars, placeholder=" ...")
-    return "\n".join(lines)
+    return cut_lines(text, chars, max_lines=max_lines)

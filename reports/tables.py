@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import re
-import textwrap
 from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context, wrap_title
+from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, fill, new_figure, style_context, wrap_title
 from recallkit.theory.errors import InputError
 
 __all__ = ["slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain", "slope_rows"]
@@ -38,6 +37,7 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
             "slope_ci": f.get("slope_ci"),
             "slope_ci_bootstrap": f.get("slope_ci_bootstrap"),
             "predicted_slope": f.get("predicted_slope"),
+            "predicted_slope_tested": f.get("predicted_slope_finite_range", f.get("predicted_slope")),
             "dominant": f.get("dominant") or dominant_of.get(line) or dominant_of.get(f.get("experiment"), ""),
             "verdict": f.get("verdict") or "n/a",
         })
@@ -45,9 +45,9 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
 
 
 _HEADER = ["experiment", "line", "thr.", "fitted\nslope", "95% CI\n(HC3)", "95% CI\n(bootstrap)",
-           "predicted\nslope", "dominant\nterm", "verdict"]
-_WRAP = [22, 26, 6, 8, 14, 14, 9, 18, 13]
-_WIDTHS = [0.16, 0.19, 0.05, 0.07, 0.11, 0.11, 0.08, 0.11, 0.12]
+           "tested\nprediction", "dominant\nterm", "verdict"]
+_WRAP = [23, 25, 6, 8, 14, 14, 15, 16, 13]
+_WIDTHS = [0.165, 0.18, 0.05, 0.07, 0.11, 0.11, 0.095, 0.10, 0.12]
 
 
 def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slopes",
@@ -61,7 +61,7 @@ def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slo
         # placed by hand: row heights are computed from the axes' height, which a layout engine would
         # change afterwards (the table then ran off the page)
         fig = new_figure(size, layout=None)
-        fig.text(0.03, 0.975, textwrap.fill(title, 100), fontsize=13, va="top")
+        fig.text(0.03, 0.975, fill(title, 100), fontsize=13, va="top")
         ax = fig.add_axes(SLOPE_TABLE_AXES)
         draw_slope_table(ax, list(rows)[:max_rows])
         if len(rows) > max_rows:
@@ -75,8 +75,21 @@ def _slope_cells(r: dict) -> list[str]:
     shown = "" if thr is None else f"{float(thr):g}" + (" x ceil." if r.get("threshold_relative") else "")
     raw = [r.get("experiment", ""), r.get("line") or "", shown,
            _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
-           _num(r.get("predicted_slope")), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
-    return [textwrap.fill(str(v), w) for v, w in zip(raw, _WRAP)]
+           _predicted(r), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
+    return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
+
+
+def _predicted(r: dict) -> str:
+    """The prediction the verdict tested (finite-range with a log factor), and the asymptotic slope
+    under it when the two differ: "1.695\n(asympt. 1.50)"."""
+    asymptotic = r.get("predicted_slope")
+    tested = r.get("predicted_slope_tested", r.get("predicted_slope_finite_range"))
+    if tested is None:
+        return _num(asymptotic)
+    text = _num(tested, ".3f")
+    if asymptotic is not None and abs(float(tested) - float(asymptotic)) > 5e-4:
+        text += f"\n(asympt. {float(asymptotic):.2f})"
+    return text
 
 
 def slope_row_lines(row: dict) -> int:
@@ -146,7 +159,7 @@ def draw_table(ax, header: Sequence[str], cells: Sequence[Sequence[str]], widths
         ax.text(0.5, 0.5, "no rows", ha="center", va="center", transform=ax.transAxes)
         return
     if wrap:
-        cells = [[textwrap.fill(str(v), w) if w else str(v) for v, w in zip(row, wrap)] for row in cells]
+        cells = [[fill(str(v), w) if w else str(v) for v, w in zip(row, wrap)] for row in cells]
     table = ax.table(cellText=[list(map(str, r)) for r in cells], colLabels=list(header), colWidths=list(widths),
                      loc="upper center", cellLoc="left", colLoc="left")
     table.auto_set_font_size(False)
@@ -254,7 +267,7 @@ def term_table(terms: Sequence[dict], title: str = "Theory terms", size=PAGE_LAN
             else:
                 formula, ok = plain, True
             fallback |= not ok
-            fig.text(cols[0], y, textwrap.fill(str(t["name"]), 20), fontsize=10, va="center")
+            fig.text(cols[0], y, fill(str(t["name"]), 20), fontsize=10, va="center")
             fig.text(cols[1], y, str(t["role"]), fontsize=10, va="center")
             fig.text(cols[2], y, formula, fontsize=15 if ok and latex else 10, va="center")
             prov = str(t["provenance"])
@@ -262,7 +275,7 @@ def term_table(terms: Sequence[dict], title: str = "Theory terms", size=PAGE_LAN
                      bbox=dict(boxstyle="round,pad=0.25", facecolor=_PROV_COLOURS.get(prov, "white"),
                                edgecolor="0.6"))
             ref = str(t.get("reference") or "")
-            fig.text(cols[4], y, textwrap.fill(ref, 40, break_long_words=False), fontsize=8, va="center")
+            fig.text(cols[4], y, fill(ref, 40), fontsize=8, va="center")
             y -= row_h
         notes = ["Provenance: paper-verbatim = copied from the source; paper-reported = stated there in words; "
                  "anchor = earlier established result; derived-here = this project's derivation."]

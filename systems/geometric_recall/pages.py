@@ -15,14 +15,14 @@ it) go on every page; the d_min(N) log-versus-power page is ``reports.figures.dm
 from __future__ import annotations
 
 import math
-import textwrap
 from collections import defaultdict
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from recallkit.reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, new_figure, style_context, wrap_title
+from recallkit.reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context, wrap_title
 from recallkit.reports.tables import draw_table
 from recallkit.theory.errors import InputError
 
@@ -63,12 +63,14 @@ def _median(values):
 
 
 def _verdict_caption(fig: Figure, result: dict, width: int = 150) -> None:
-    """The verdict and the numbers behind it, under the figure, in the verdict's colour."""
+    """The verdict and the numbers behind it, under the figure, in the verdict's colour: at most two
+    lines; the reason in full is in the report's appendix of verdict reasons and in summary.json."""
     verdict = result.get("verdict")
     if not verdict:
         return
     text = f"verdict: {verdict}. " + str(result.get("verdict_reason") or "")
-    fig.text(0.015, 0.012, textwrap.fill(text, width), fontsize=8.5, ha="left", va="bottom",
+    fig.text(0.015, 0.012, cut_lines(text, width, max_lines=2, more=" ... [in full: appendix and summary.json]"),
+             fontsize=8.5, ha="left", va="bottom",
              bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5"))
 
 
@@ -126,7 +128,7 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
     Rs = sorted({r["R"] for r in rows})
     with style_context():
         fig, y_text = _page(title or "Geometric-recall construction against the counting bound")
-        fig.text(0.03, y_text, textwrap.fill(
+        fig.text(0.03, y_text, fill(
             "Dimension of the subject blocks (R k; the construction's R relation coordinates are not counted, as in "
             "the bound) at the smallest k where the construction gets all N R facts right, median over seeds (bars: "
             "seed range). Bound: N d p >= R log2(N!) with p = 1 bit per coordinate and no other parameters."
@@ -205,7 +207,7 @@ def probe_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE) ->
     chance = rows[0].get("chance")
     with style_context():
         fig, y_text = _page(title or "Readout probes")
-        fig.text(0.03, y_text, textwrap.fill(
+        fig.text(0.03, y_text, fill(
             "Per relation r, an affine map from subject embeddings, fitted on training subjects (>= 8 d of them, "
             "ridge by 5-fold cross-validation) and scored on held-out subjects. Linear: to the attribute vectors "
             "U_pi_r(s), read out as the nearest one. Logits: to the model's residual output h(s, r), read out "
@@ -273,7 +275,7 @@ def _linear_probe_figure(result: dict, title: str | None = None, size=PAGE_LANDS
               "held-out range\nover seeds", "probe accuracy,\ntraining subjects", "chance (1/N)"]
     with style_context():
         fig, y_text = _page(title or "Linear readout probes")
-        fig.text(0.03, y_text, textwrap.fill(
+        fig.text(0.03, y_text, fill(
             "Per relation r, a linear map W_r from subject embeddings to attribute vectors (unembedding rows) "
             "fitted by least squares on the training subjects; readout = nearest attribute vector to E_s W_r. "
             + _settings_line(result), 145), fontsize=8.5, va="top", color="0.25")
@@ -327,7 +329,7 @@ def zero_shot_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE
                           mean("accuracy_no_training_without_mlp"), mean("accuracy_after")])
     with style_context():
         fig, y_text = _page(title or "Zero-shot transfer to new bijections")
-        fig.text(0.03, y_text, textwrap.fill(
+        fig.text(0.03, y_text, fill(
             "The trained MLP, relation embeddings and unembedding are frozen; R new random bijections; new subject "
             "embeddings start 'smart' (e = [U_a1 ... U_aR] pinv([W_1 ... W_R]), W_r the per-relation linear readouts "
             "fitted on the trained subjects), as the plain sum of the new attributes' vectors, or random; then only "
@@ -380,7 +382,7 @@ def multi_hop_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE
     R = settings.get("R")
     with style_context():
         fig, y_text = _page(title or "Multi-hop chains: with and without chain-of-thought")
-        fig.text(0.03, y_text, textwrap.fill(
+        fig.text(0.03, y_text, fill(
             "No CoT: one model answers each k-hop query in one pass (R^k composite relations). CoT: the one-hop "
             "model applied k times, each intermediate entity emitted; a chain counts only if every hop is right. "
             "d_min = smallest d on the grid reaching 100% of the N R^k chains. " + _settings_line(result), 145),
@@ -438,8 +440,8 @@ def multi_hop_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE
 
 
 # ----------------------------------------------------------------------------- dispatch
-def geometric_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> list[tuple[str, Callable[[], Figure]]]:
-    """(stem, builder) pages of one summary entry of kind "geometric". ``experiments``: every entry of the
+def geometric_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> list[tuple[str, Callable[[], Figure], str]]:
+    """(stem, builder, label) pages of one summary entry of kind "geometric". ``experiments``: every entry of the
     report; the construction page draws the trained d_min of any d_min experiment among them."""
     result = exp.get("geometric") or {}
     if not result:
@@ -447,15 +449,17 @@ def geometric_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> l
     trained = [p for other in experiments for p in trained_dmin_points(other.get("dmin"))]
     kind = geometric_kind(result)
     if kind == "construction":
-        return [("construction", lambda: construction_figure(
-            result, trained, title=f"{head}: against trained d_min and the counting bound"
-            if trained else f"{head}: against the counting bound"))]
+        return [("construction", partial(construction_figure, result, trained,
+                                          title=f"{head}: against trained d_min and the counting bound"
+                                          if trained else f"{head}: against the counting bound"),
+                 "construction against the counting bound")]
     if kind == "probes":
-        return [("probes", lambda: probe_figure(result, title=head))]
+        return [("probes", partial(probe_figure, result, title=head), "linear readout probes")]
     if kind == "zero_shot":
-        return [("zero-shot", lambda: zero_shot_figure(result, title=head))]
+        return [("zero-shot", partial(zero_shot_figure, result, title=head), "zero-shot transfer")]
     if kind == "multi_hop":
-        return [("multi-hop", lambda: multi_hop_figure(result, title=f"{head}: with and without chain-of-thought"))]
+        return [("multi-hop", partial(multi_hop_figure, result, title=f"{head}: with and without chain-of-thought"),
+                 "multi-hop: with and without chain-of-thought")]
     return []  # d_min results are drawn from the entry's "dmin" key by reports.figures.dmin_plot
 
 
@@ -530,7 +534,7 @@ def capacity_figure(capacity: dict, title: str | None = None, size=PAGE_LANDSCAP
     names = _capacity_models(capacity)
     with style_context():
         fig, y_text = _page(title or "Capacity N_max(d): log against power")
-        fig.text(0.03, y_text, textwrap.fill(
+        fig.text(0.03, y_text, fill(
             "N_max = largest N (on a 2^(1/4) grid) whose N R facts the trained model gets 100% right, per seed. "
             "Solid: log2 N_max = a + b d (d = O(log N), predicted for learned embeddings); dashed: log2 N_max = "
             "a + b log2 d (a power law, predicted for frozen random embeddings). A form is preferred when its AIC is "

@@ -5,21 +5,21 @@ Drawn from the ``compare.probe_fits.run_probe`` document (= ``recallkit probe --
 
 - :func:`probe_table_pages`: the table term, variable, predicted exponent, fitted exponent with its
   interval, verdict (raw and drift-corrected), verdict cells coloured like the slope table, split
-  over pages; then the verdict reasons (the numbers each verdict rests on) and the notes;
+  over pages; then the notes on the verdicts (each verdict's reason is in the report's appendix);
 - :func:`summary_rows`: the same verdicts as rows of the summary's flat ``entries`` table.
 """
 from __future__ import annotations
 
-import textwrap
+from functools import partial
 from typing import Callable
 
 from matplotlib.figure import Figure
 
-from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, new_figure, style_context
+from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, fill, new_figure, style_context, wrap_lines
 from recallkit.reports.tables import draw_table
 from recallkit.theory.errors import InputError
 
-__all__ = ["probe_table_figure", "probe_reasons_figure", "probe_table_pages", "summary_rows"]
+__all__ = ["probe_table_figure", "probe_reasons_figure", "probe_notes_figure", "probe_table_pages", "summary_rows"]
 
 ROWS_PER_PAGE = 24
 REASON_WIDTH = 165  # characters per line of the 7.5 pt reason pages (a landscape page holds ~170)
@@ -133,10 +133,10 @@ def probe_table_figure(doc: dict, entries: list[dict] | None = None, title: str 
                                      None, None, VERDICT_COLOURS.get(c.get("verdict")), None])
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
-        fig.text(0.03, 0.975, textwrap.fill(title, 95), fontsize=14, fontweight="bold", va="top")
+        fig.text(0.03, 0.975, fill(title, 95), fontsize=14, fontweight="bold", va="top")
         top = 0.92
         if describe:
-            text = textwrap.fill(_describe(doc), 175)
+            text = fill(_describe(doc), 150)
             fig.text(0.03, top, text, fontsize=8.5, va="top", color="0.25")
             top -= 0.022 * (text.count("\n") + 1) + 0.02
         ax = fig.add_axes((0.03, 0.04, 0.94, top - 0.05))
@@ -153,88 +153,64 @@ def probe_reasons_figure(doc: dict, entries: list[dict], title: str, first: int 
     for i, e in enumerate(entries, start=first):
         i = e.get("_index", i)
         c = e.get("drift_corrected") or {}
-        lines.append(textwrap.fill(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}",
+        lines.append(fill(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}",
                                    REASON_WIDTH, subsequent_indent="      "))
         f = e.get("finite_size") or {}
         if f.get("verdict") and f["verdict"] != "consistent":
-            lines.append(textwrap.fill(f"finite-size: {f['verdict']}: {f.get('verdict_reason', '')}", REASON_WIDTH - 6,
+            lines.append(fill(f"finite-size: {f['verdict']}: {f.get('verdict_reason', '')}", REASON_WIDTH - 6,
                                        initial_indent="      ", subsequent_indent="      "))
         if c.get("verdict"):
-            lines.append(textwrap.fill(f"drift-corrected: {c['verdict']}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6,
+            lines.append(fill(f"drift-corrected: {c['verdict']}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6,
                                        initial_indent="      ", subsequent_indent="      "))
     if notes:
         lines.append("")
-        lines.append("Consistent rows are not repeated here: their interval lies inside the band and TOST p < alpha "
-                     "(table). Every reason is in summary.json (experiments[].probes.table[].verdict_reason).")
+        lines.append("Which rows these notes concern is in each row's reason: the report's appendix of reasons and "
+                     "summary.json (experiments[].probes.table[].notes and verdict_reason).")
     for note in notes or []:
-        lines.append(textwrap.fill(f"note: {note}", REASON_WIDTH, subsequent_indent="      "))
+        lines.append(fill(f"note: {note}", REASON_WIDTH, subsequent_indent="      "))
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
-        fig.text(0.03, 0.975, textwrap.fill(title, 95), fontsize=14, fontweight="bold", va="top")
+        fig.text(0.03, 0.975, fill(title, 95), fontsize=14, fontweight="bold", va="top")
         fig.text(0.03, 0.92, "\n".join(lines), fontsize=7.5, va="top", family="DejaVu Sans")
     return fig
 
 
-def _needs_reason(e: dict) -> bool:
-    """Rows whose reason goes on the reason pages: a verdict (raw or drift-corrected) other than
-    consistent. A consistent row is fully described by its table row (interval inside the band, TOST p)."""
-    return (e["verdict"] != "consistent" or (e.get("drift_corrected") or {}).get("verdict") not in (None, "consistent")
-            or (e.get("finite_size") or {}).get("verdict") not in (None, "consistent"))
+def probe_notes_figure(notes: list[str], title: str) -> Figure:
+    """The notes the probe fits attach to their rows (which terms cannot be told apart, which log factors
+    are compared without), once each."""
+    text = "\n".join(fill(f"- {note}", 140, subsequent_indent="  ") for note in notes)
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.03, 0.975, fill(title, 95), fontsize=14, fontweight="bold", va="top")
+        fig.text(0.03, 0.90, text, fontsize=10, va="top", linespacing=1.4)
+        fig.text(0.03, 0.90 - (text.count("\n") + 2) * 14 / 72 / PAGE_LANDSCAPE[1],
+                 fill("Which rows each note concerns is in that row's reason: the report's appendix of verdict "
+                      "reasons, and summary.json (experiments[].probes.table[].notes).", 140),
+                 fontsize=9, va="top", color="0.3")
+    return fig
 
 
-def _reason_chunks(doc: dict, max_lines: int = 58) -> list[tuple[int, list[dict], list[str]]]:
-    """Split the rows that need a reason (and the notes, last) into pages of at most ``max_lines`` lines.
-    Each chunk is (first table number, rows, notes); rows keep their table numbers in ``_index``."""
+def probe_table_pages(doc: dict, head: str) -> list[tuple[str, Callable[[], Figure], str]]:
+    """(stem, builder, label) pages: the table (split every ``ROWS_PER_PAGE`` rows), then the notes on the
+    verdicts, if any. Each verdict's reason (raw and drift-corrected) is in the report's appendix of
+    reasons and in summary.json; a page of them here repeated what the table already shows."""
     table = _table(doc)
-    notes = sorted({n for e in table for n in e.get("notes", [])})
-    chunks, current, start, used = [], [], 1, 0
-    for i, e in enumerate(table, start=1):
-        if not _needs_reason(e):
-            continue
-        e = {**e, "_index": i}
-        c = e.get("drift_corrected") or {}
-        n = len(textwrap.wrap(f"[{i}] {e['term']} in {e['variable']}: {e['verdict']}: {e.get('verdict_reason', '')}", REASON_WIDTH))
-        n += len(textwrap.wrap(f"drift-corrected: {c.get('verdict')}: {c.get('verdict_reason', '')}", REASON_WIDTH - 6)) if c.get("verdict") else 0
-        f = e.get("finite_size") or {}
-        n += len(textwrap.wrap(f"finite-size: {f.get('verdict')}: {f.get('verdict_reason', '')}", REASON_WIDTH - 6)) \
-            if f.get("verdict") not in (None, "consistent") else 0
-        if current and used + n > max_lines:
-            chunks.append((start, current, []))
-            current, start, used = [], i, 0
-        current.append(e)
-        used += n
-    note_lines = 3 + sum(len(textwrap.wrap(f"note: {n}", REASON_WIDTH)) for n in notes)
-    if current and used + note_lines <= max_lines:
-        chunks.append((start, current, notes))
-    else:
-        if current:
-            chunks.append((start, current, []))
-        if notes:
-            chunks.append((len(table) + 1, [], notes))
-    return chunks
-
-
-def probe_table_pages(doc: dict, head: str) -> list[tuple[str, Callable[[], Figure]]]:
-    """(stem, builder) pages: the table (split every ``ROWS_PER_PAGE`` rows), then the verdict reasons."""
-    table = _table(doc)
-    pages: list[tuple[str, Callable[[], Figure]]] = []
+    pages: list[tuple[str, Callable[[], Figure], str]] = []
     n_pages = max(1, -(-len(table) // ROWS_PER_PAGE))
     for k in range(n_pages):
         chunk = table[k * ROWS_PER_PAGE:(k + 1) * ROWS_PER_PAGE]
         part = f" ({k + 1} of {n_pages})" if n_pages > 1 else ""
-        pages.append((f"probe-table-{k + 1}", lambda chunk=chunk, k=k, part=part: probe_table_figure(
-            doc, chunk, title=f"{head}: fitted against predicted exponents{part}", first=k * ROWS_PER_PAGE + 1,
-            describe=k == 0)))
-    chunks = _reason_chunks(doc)
-    for j, (first, entries, notes) in enumerate(chunks):
-        part = f" ({j + 1} of {len(chunks)})" if len(chunks) > 1 else ""
-        pages.append((f"probe-reasons-{j + 1}", lambda first=first, entries=entries, notes=notes, part=part:
-                      probe_reasons_figure(doc, entries, title=f"{head}: why the verdicts that are not 'consistent' are what they are{part}",
-                                           first=first, notes=notes)))
+        pages.append((f"probe-table-{k + 1}", partial(
+            probe_table_figure, doc, chunk, title=f"{head}: fitted against predicted exponents{part}",
+            first=k * ROWS_PER_PAGE + 1, describe=k == 0), f"probe table{part}"))
+    notes = sorted({n for e in table for n in e.get("notes", [])})
+    if notes:
+        pages.append(("probe-notes", partial(probe_notes_figure, notes, title=f"{head}: notes on the verdicts"),
+                      "notes on the verdicts"))
     return pages
 
 
-def probe_pages(exp: dict, head: str, experiments=()) -> list[tuple[str, Callable[[], Figure]]]:
+def probe_pages(exp: dict, head: str, experiments=()) -> list[tuple[str, Callable[[], Figure], str]]:
     """(stem, builder) pages of one summary entry of kind "term_probes" (the registry's page hook)."""
     return probe_table_pages(exp["probes"], head) if exp.get("probes") else []
 

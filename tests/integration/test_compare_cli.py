@@ -58,7 +58,7 @@ def test_fit_table_shows_slope_intervals_prediction_c_and_reason(calls):
     result = CliRunner().invoke(app, ["fit", "x.toml", "--no-run", "--preset", "paper", "--threshold", "0.99"])
     assert result.exit_code == 0, result.output
     out = result.stdout
-    for column in ("slope", "95% CI (HC3)", "95% CI (bootstrap)", "predicted", "C 95% CI", "verdict"):
+    for column in ("slope", "95% CI (HC3)", "95% CI (bootstrap)", "tested prediction", "C 95% CI", "verdict"):
         assert column in out
     row = next(line for line in out.splitlines() if line.startswith("m=d"))
     assert "12 (+1 cens.)" in row and "1.000 +- 0.25" in row and "consistent" in row

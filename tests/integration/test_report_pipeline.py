@@ -114,7 +114,8 @@ def test_report_writes_pdf_figures_and_summary(two_runs):
     pdf = out / "recallkit-report.pdf"
     assert pdf.read_bytes().startswith(b"%PDF")
     assert f"report: {pdf}" in first.stdout.replace(str(Path.cwd()) + os.sep, "")
-    assert len(list((out / "figures").glob("*.png"))) >= 4
+    assert len(list((out / "figures").glob("*.pdf"))) >= 4  # each page alone (PNG only with --png)
+    assert not list((out / "figures").glob("*.png"))
     summary = json.loads((out / "summary.json").read_text())
     names = [e["name"] for e in summary["experiments"]]
     assert names == ["tiny_linear_memory", "tiny_construction", "tiny_probes"]

@@ -107,7 +107,7 @@ def test_a_search_entry_gets_the_capacity_page_and_rows_through_page_kinds(capac
     assert [(r["line"], r["verdict"]) for r in rows] == [("learned, R = 4: log2 N_max vs d", "consistent"),
                                                          ("frozen, R = 4: log2 N_max vs log2 d", "consistent")]
     build_report(summary, tmp_path / "out")
-    assert (tmp_path / "out" / "figures" / "01-geo-capacity-capacity-forms.png").exists()
+    assert (tmp_path / "out" / "figures" / "01-geo-capacity-capacity-forms.pdf").exists()
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert [e["verdict"] for e in written["entries"]] == ["consistent", "consistent"]
     with pytest.raises(InputError, match=r"summary.experiments\[0\].page_kinds: expected a list of registered"):

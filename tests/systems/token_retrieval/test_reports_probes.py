@@ -47,19 +47,22 @@ def test_predicted_shows_exact_exponent_and_finite_range(doc):
     assert probes._predicted(dict(e, predicted_slope_finite_range=-0.5)) == "-1/2"
 
 
-def test_pages_split_the_table_and_give_reasons_only_for_non_consistent(doc, monkeypatch):
+def test_pages_split_the_table_then_give_the_notes_once(doc, monkeypatch):
     monkeypatch.setattr(probes, "ROWS_PER_PAGE", 4)
     pages = probes.probe_table_pages(doc, "6. probes")
-    stems = [stem for stem, _ in pages]
-    assert stems[:3] == ["probe-table-1", "probe-table-2", "probe-table-3"]
-    reasons = [build for stem, build in pages if stem.startswith("probe-reasons")]
-    text = "\n".join(t.get_text() for build in reasons for t in build().findobj(Text))
-    needing = [i for i, e in enumerate(doc["table"], start=1) if probes._needs_reason(e)]
-    assert needing == [4, 5, 6, 7, 8, 9]  # rows 1-3 are consistent raw and drift-corrected
-    for i in needing:
-        assert f"[{i}] " in text
-    assert "[1] " not in text
-    assert doc["table"][6]["verdict_reason"][:40] in text.replace("\n", " ").replace("      ", " ")
+    stems = [stem for stem, _, _ in pages]
+    # every reason, raw and drift-corrected, is in the report's appendix (built from summary_rows): a
+    # page of them here repeated the table; the notes the rows share are given once
+    assert stems == ["probe-table-1", "probe-table-2", "probe-table-3", "probe-notes"]
+    assert [label for _, _, label in pages][:2] == ["probe table (1 of 3)", "probe table (2 of 3)"]
+    text = "\n".join(t.get_text() for t in pages[-1][1]().findobj(Text))
+    notes = sorted({n for e in doc["table"] for n in e.get("notes", [])})
+    for note in notes:
+        assert " ".join(note.split()) in " ".join(text.replace("- ", "").split())
+    rows = probes.summary_rows({"name": "tr_probes", "probes": doc})
+    assert [r["verdict_reason"] for r in rows] == [e["verdict_reason"] for e in doc["table"]]
+    assert [r["verdict_reason_drift_corrected"] for r in rows] == [e["drift_corrected"]["verdict_reason"]
+                                                                   for e in doc["table"]]
 
 
 def test_probe_rows_for_the_summary(doc):

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import sympy
 
+from matplotlib.legend import Legend
+
 from recallkit.compare import results as fits_mod
 from recallkit.reports import figures, tables
 from recallkit.reports.style import save_figure
@@ -152,7 +154,10 @@ def test_heatmap_draws_cells_markers_and_fit_lines(tmp_path):
     labels = [t.get_text() for t in fig.legends[0].get_texts()]  # legend sits outside the axes
     # one marker series and one fitted line per threshold, the slope in the fit's label
     for thr, fit in zip(THRESHOLDS, fits):
-        assert any(f"acc {thr:g}" in lab and f"slope {fit['slope']:.2f}" in lab for lab in labels), labels
+        assert any(f"accuracy {thr:g}" in lab and f"slope {fit['slope']:.2f}" in lab for lab in labels), labels
+    # each element drawn has its legend entry, and the grey of the cells never trained is explained
+    assert any(lab.startswith("smallest d with accuracy >= 0.1") for lab in labels), labels
+    assert any("not trained" in t.get_text() for legend in ax.findobj(Legend) for t in legend.get_texts())
     assert _n_cells(ax) == 5 * 9  # every (V, d) cell present
     _look(fig, tmp_path, "heatmap")
 
@@ -161,7 +166,7 @@ def test_heatmap_fit_line_passes_through_boundary_points(tmp_path):
     # param = d^2, so the fitted param-count line maps to d = sqrt(exp(intercept) V^slope)
     cells, points, fits = synthetic_line(censor_last=False)
     fig = figures.accuracy_heatmap(cells, points, fits)
-    line = next(l for l in fig.axes[0].lines if "fit, acc 0.1" in l.get_label())
+    line = next(l for l in fig.axes[0].lines if "fit, accuracy 0.1" in l.get_label())
     V, d = line.get_data()
     expected = np.sqrt(np.exp(fits[0]["intercept"]) * np.asarray(V) ** fits[0]["slope"])
     np.testing.assert_allclose(d, expected, rtol=1e-6)
@@ -178,7 +183,7 @@ def test_fit_plot_has_band_prediction_and_censored(tmp_path):
     fig = figures.fit_plot(fit)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert any("theory: slope 1.50" in lab for lab in labels)
+    assert any(lab.startswith("tested prediction: slope 1.500") for lab in labels), labels
     assert any(lab.startswith("fit: slope") for lab in labels)
     assert any("censored" in lab for lab in labels)
     assert any("CI" in lab and "pivot" in lab for lab in labels)  # no confidence_band given -> slope band
@@ -188,6 +193,34 @@ def test_fit_plot_has_band_prediction_and_censored(tmp_path):
     open_pts = [c for c in ax.collections if "censored" in str(c.get_label())][0].get_offsets()
     np.testing.assert_allclose(open_pts[0], [1024, 128 * 128])
     _look(fig, tmp_path, "fit")
+
+
+def test_fit_plot_draws_the_tested_prediction_not_the_asymptotic_one():
+    # with a log factor compare tests the finite-range slope: the dashed line, the legend and the box
+    # must all show that number, with the asymptotic slope beside it and labelled so
+    _, _, fits = synthetic_line()
+    fit = dict(fits[0], predicted_slope=1.5, predicted_slope_finite_range=1.695, log_power="1",
+               band=[1.445, 1.945], delta=0.25)
+    fig = figures.fit_plot(fit)
+    ax = fig.axes[0]
+    dashed = next(l for l in ax.lines if l.get_label().startswith("tested prediction"))
+    x, y = (np.log(np.asarray(v, dtype=float)) for v in dashed.get_data())
+    assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(1.695)
+    assert dashed.get_label() == "tested prediction: slope 1.695 (finite-range; asymptotic 1.500, log power 1)"
+    box = "\n".join(t.get_text() for t in ax.texts)
+    assert "tested prediction 1.695 +- 0.25" in box and "asymptotic 1.500" in box
+    assert "equivalence band [1.45, 1.95]" in box  # the band is around the tested slope
+
+
+def test_fit_grid_cuts_reasons_to_two_lines_and_points_to_the_appendix():
+    _, _, fits = synthetic_line()
+    long = "the 90% interval is not inside the band " * 30
+    fig = figures.fit_grid([dict(f, verdict_reason=long, check=7 + i) for i, f in enumerate(fits)], title="t")
+    text = next(t.get_text() for t in fig.texts if t.get_text().startswith("(1)"))
+    assert len(text.splitlines()) == 2 * len(fits)
+    assert "[in full: appendix, check 7]" in text and "[in full: appendix, check 9]" in text
+    assert not fig.get_layout_engine()  # placed by hand: no layout engine pass
+    assert len(fig.legends) == 1  # one legend for all panels
 
 
 def test_fit_plot_without_slope_shows_reason():

@@ -96,30 +96,125 @@ def built(tmp_path_factory):
 def test_report_writes_pdf_figures_and_summary(built):
     out, path = built
     assert path == out / REPORT_NAME and path.read_bytes().startswith(b"%PDF")
-    pngs = sorted(p.name for p in (out / "figures").glob("*.png"))
     pdfs = sorted(p.name for p in (out / "figures").glob("*.pdf"))
-    assert len(pngs) == len(pdfs) >= 10
-    for stem in ("00-title", "01-tr-fig2-attn-terms", "01-tr-fig2-attn-summary", "02-assoc-linear-capacity",
-                 "03-geo-dmin-dmin"):
-        assert f"{stem}.png" in pngs, pngs
-    assert any(n.startswith("01-tr-fig2-attn-heatmap-") for n in pngs)
+    assert not list((out / "figures").glob("*.png"))  # PDF only, unless asked for PNG
+    assert len(pdfs) >= 10
+    for stem in ("00-title", "00-contents-1", "01-tr-fig2-attn-terms", "01-tr-fig2-attn-summary",
+                 "02-assoc-linear-capacity", "03-geo-dmin-dmin", "99-appendix-1"):
+        assert f"{stem}.pdf" in pdfs, pdfs
+    assert any(n.startswith("01-tr-fig2-attn-heatmap-") for n in pdfs)
     doc = json.loads((out / "summary.json").read_text())
     assert doc["schema"] == "recallkit.summary/1"
     assert len(doc["entries"]) == 3 + 2 + 4  # 3 thresholds, 2 capacity series, 2 kinds x 2 R groups
-    assert {"slope", "slope_ci", "slope_ci_bootstrap", "predicted_slope", "verdict"} <= set(doc["entries"][0])
-    assert b"/Creator (recallkit)" in path.read_bytes()
-    assert b"D:20251130" in path.read_bytes()  # CreationDate from SOURCE_DATE_EPOCH (2025-11-30 09:00 UTC)
+    assert {"slope", "slope_ci", "slope_ci_bootstrap", "predicted_slope", "predicted_slope_tested", "verdict",
+            "check"} <= set(doc["entries"][0])
+    assert [e["check"] for e in doc["entries"]] == list(range(1, 10))
+    pypdf = pytest.importorskip("pypdf")
+    meta = pypdf.PdfReader(path).metadata
+    assert meta["/Creator"] == "recallkit"
+    assert meta["/CreationDate"] == "D:20251130090000Z"  # from SOURCE_DATE_EPOCH (2025-11-30 09:00 UTC)
 
 
 def test_report_is_byte_reproducible(built, tmp_path, monkeypatch):
     _, first = built
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
-    second = build_report(full_summary(), tmp_path)
+    # drawn afresh (another folder: nothing to reuse), in two worker processes instead of one
+    second = build_report(full_summary(), tmp_path, jobs=2)
     assert first.read_bytes() == second.read_bytes()
-    a = (first.parent / "figures" / "00-title.png").read_bytes()
-    assert a == (tmp_path / "figures" / "00-title.png").read_bytes()
+    a = (first.parent / "figures" / "00-title.pdf").read_bytes()
+    assert a == (tmp_path / "figures" / "00-title.pdf").read_bytes()
 
 
+def test_png_pages_only_when_asked_and_byte_reproducible(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    s = make_summary(with_dmin=False)
+    build_report(s, tmp_path / "a", png=True)
+    build_report(s, tmp_path / "b", png=True)
+    pngs = sorted(p.name for p in (tmp_path / "a" / "figures").glob("*.png"))
+    pdfs = sorted(p.name for p in (tmp_path / "a" / "figures").glob("*.pdf"))
+    assert [p[:-4] for p in pngs] == [p[:-4] for p in pdfs]
+    for name in pngs:
+        assert (tmp_path / "a" / "figures" / name).read_bytes() == (tmp_path / "b" / "figures" / name).read_bytes()
+    # the next build without --png removes the PNGs it did not redraw: a stale PNG would pass for current
+    build_report(s, tmp_path / "a")
+    assert not list((tmp_path / "a" / "figures").glob("*.png"))
+
+
+def test_unchanged_report_redraws_nothing_and_a_change_redraws_only_its_pages(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    s = make_summary()
+    first, second, third = {}, {}, {}
+    path = build_report(s, tmp_path, stats=first)
+    before = path.read_bytes()
+    build_report(s, tmp_path, stats=second)
+    assert first["drawn"] == first["pages"] and first["reused"] == 0
+    assert second["drawn"] == 0 and second["reused"] == second["pages"]
+    assert path.read_bytes() == before  # reused pages give the same document, byte for byte
+    changed = make_summary()
+    changed["experiments"][1]["fits"][0]["slope"] += 0.01  # one capacity fit of section 2
+    build_report(changed, tmp_path, stats=third)
+    drawn = {p.stem for p in (tmp_path / "figures").glob("*.pdf")}
+    assert 0 < third["drawn"] < third["pages"] // 2, third
+    assert path.read_bytes() != before
+    assert drawn  # every page is still there
+    # the redraw flag draws everything again
+    fourth = {}
+    build_report(changed, tmp_path, stats=fourth, reuse=False)
+    assert fourth["drawn"] == fourth["pages"]
+
+
+def test_outline_has_every_section_and_page(built):
+    pypdf = pytest.importorskip("pypdf")
+    out, path = built
+    reader = pypdf.PdfReader(path)
+    assert reader.trailer["/Root"]["/PageMode"] == "/UseOutlines"
+
+    def walk(items, depth=0):
+        for item in items:
+            if isinstance(item, list):
+                yield from walk(item, depth + 1)
+            else:
+                yield depth, item.title, reader.get_destination_page_number(item)
+
+    outline = list(walk(reader.outline))
+    top = [(title, page) for depth, title, page in outline if depth == 0]
+    assert top[:3] == [("Title page and overview", 0), ("Contents", 1), ("Summary of verdicts", 2)]
+    sections = [title for title, _ in top]
+    assert sections[3:6] == ["1. Token retrieval, attention-only (Fig 2)", "2. Associative memory (anchor)",
+                             "3. Geometric recall: d_min"]
+    assert sections[-1] == "Appendix: verdict reasons"
+    # every page of the document has an entry that points at it
+    assert {page for _, _, page in outline} == set(range(len(reader.pages)))
+    children = [title for depth, title, _ in outline if depth == 1]
+    assert "phase diagram" in children and "overview and verdicts" in children and "d_min: log against power" in children
+
+
+def test_contents_page_lists_every_section_with_its_page_and_links_to_it(built):
+    pypdf = pytest.importorskip("pypdf")
+    _, path = built
+    reader = pypdf.PdfReader(path)
+    text = reader.pages[1].extract_text()
+    assert "Contents" in text
+    for line in ("1. Token retrieval, attention-only (Fig 2)", "2. Associative memory (anchor)", "Appendix: verdict reasons"):
+        assert line in text, text
+    links = [a.get_object() for a in reader.pages[1].get("/Annots", [])]
+    assert len(links) >= len(reader.pages) - 1
+    page_of = {page.indirect_reference.idnum: i for i, page in enumerate(reader.pages)}
+    targets = {page_of[link["/Dest"][0].idnum] for link in links}
+    assert targets == set(range(len(reader.pages)))
+
+
+def test_appendix_has_every_reason_in_full_and_pages_cut_them(built):
+    pypdf = pytest.importorskip("pypdf")
+    out, path = built
+    doc = json.loads((out / "summary.json").read_text())
+    reader = pypdf.PdfReader(path)
+    appendix = " ".join(" ".join(page.extract_text().split()) for page in reader.pages
+                        if "Appendix: every verdict's reason in full" in page.extract_text())
+    for entry in doc["entries"]:
+        if entry.get("verdict_reason"):
+            assert f"[{entry['check']}]" in appendix
+            assert " ".join(entry["verdict_reason"].split())[-60:] in appendix
 def test_report_bytes_change_with_the_date(tmp_path, monkeypatch):
     # the reproducibility test can fail: a different SOURCE_DATE_EPOCH must give different bytes
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
@@ -136,7 +231,7 @@ def test_pdf_page_count_and_render(built, tmp_path):
     out, path = built
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     pages = int(next(l for l in info.splitlines() if l.startswith("Pages:")).split()[1])
-    assert pages == len(list((out / "figures").glob("*.pdf")))
+    assert pages == len(list((out / "figures").glob("*.pdf")))  # one file per page
     subprocess.run(["pdftoppm", "-r", "20", "-png", "-f", "1", "-l", "2", str(path), str(tmp_path / "p")], check=True)
     assert len(list(tmp_path.glob("p-*.png"))) == 2
 
@@ -151,8 +246,8 @@ def real_theory_parts():
 
 def test_report_with_real_phase_diagram_and_terms(built):
     out, _ = built
-    assert (out / "figures" / "01-tr-fig2-attn-phase.png").exists()
-    assert (out / "figures" / "01-tr-fig2-attn-terms.png").exists()
+    assert (out / "figures" / "01-tr-fig2-attn-phase.pdf").exists()
+    assert (out / "figures" / "01-tr-fig2-attn-terms.pdf").exists()
 
 
 def test_experiment_entry_from_compare_fit_experiment():
@@ -221,7 +316,7 @@ def built_geometric(tmp_path_factory):
     mp.setattr(geometric_mod, "construction_figure", recording)
     try:
         with pytest.warns(UserWarning, match="could not be drawn"):
-            path = build_report(geometric_summary(), out)
+            path = build_report(geometric_summary(), out, jobs=1)  # in this process: the recording sees the call
     finally:
         mp.undo()
     return out, path, seen
@@ -229,9 +324,9 @@ def built_geometric(tmp_path_factory):
 
 def test_geometric_and_probe_sections(built_geometric):
     out, path, seen = built_geometric
-    stems = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    stems = sorted(p.stem for p in (out / "figures").glob("*.pdf"))
     for stem in ("01-geo-dmin-dmin", "02-geometric-construction-construction", "03-geometric-multi-hop-multi-hop",
-                 "04-token-retrieval-probes-probe-table-1", "04-token-retrieval-probes-probe-reasons-1"):
+                 "04-token-retrieval-probes-probe-table-1", "04-token-retrieval-probes-probe-notes"):
         assert stem in stems, stems
     assert "04-token-retrieval-probes-summary" not in stems  # the probe table introduces its own section
     assert "02-geometric-construction-terms" not in stems  # the pack's terms are shown once, in section 1
@@ -312,7 +407,67 @@ def test_rebuild_removes_stale_pages_only(tmp_path, monkeypatch):
     figs = tmp_path / "figures"
     figs.mkdir()
     (figs / "07-old-experiment-fits.png").write_bytes(b"stale")
+    (figs / "07-old-experiment-fits.pdf").write_bytes(b"stale")
     (figs / "my-notes.png").write_bytes(b"keep")  # not named like a report page: left alone
     build_report({"title": "t", "experiments": []}, tmp_path)
     names = sorted(p.name for p in figs.iterdir())
-    assert "07-old-experiment-fits.png" not in names and "my-notes.png" in names and "00-title.png" in names
+    assert "07-old-experiment-fits.png" not in names and "07-old-experiment-fits.pdf" not in names
+    assert "my-notes.png" in names and "00-title.pdf" in names
+
+
+def test_builder_draws_sections_early_and_the_result_depends_on_the_summary_alone(tmp_path, monkeypatch):
+    # the main job adds each experiment as it is computed; pages drawn from an entry that changes before the
+    # end are not used, and the report is byte for byte the one build_report makes from the final summary
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    summary = make_summary()
+    stats = {}
+    with pdf_mod.ReportBuilder(tmp_path / "early", jobs=2) as builder:
+        for exp in summary["experiments"]:
+            builder.add(json.loads(json.dumps(exp)))
+        builder._entries[0]["fits"][0]["slope"] += 0.05  # changed after its pages were handed over
+        final = json.loads(json.dumps(summary))
+        final["experiments"][0]["fits"][0]["slope"] += 0.05
+        path = builder.finish(final, stats=stats)
+    assert stats["wasted"] >= 1 and stats["drawn"] == stats["pages"], stats
+    assert not list((tmp_path / "early").glob(".recallkit-staging-*"))
+    fresh = build_report(final, tmp_path / "fresh", jobs=1)
+    assert path.read_bytes() == fresh.read_bytes()
+    early = sorted(p.name for p in (tmp_path / "early" / "figures").iterdir())
+    assert early == sorted(p.name for p in (tmp_path / "fresh" / "figures").iterdir())
+
+
+def test_builder_closed_before_finish_keeps_the_previous_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    previous = build_report({"title": "t", "experiments": []}, tmp_path).read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        with pdf_mod.ReportBuilder(tmp_path, jobs=2) as builder:
+            builder.add(make_summary()["experiments"][0])
+            raise KeyboardInterrupt  # Ctrl-C while the job computes the next experiment
+    assert (tmp_path / REPORT_NAME).read_bytes() == previous
+    assert not list(tmp_path.glob(".recallkit-staging-*"))
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["00-contents-1.pdf", "00-title.pdf", "pages.json"]
+
+
+def test_fit_page_shows_the_tested_prediction_of_summary_json(tmp_path, monkeypatch):
+    # the prediction has a log factor: the verdict tests its finite-range slope, and the fit page (box,
+    # legend), the summary table and summary.json must all give that number, the asymptotic one beside it
+    pypdf = pytest.importorskip("pypdf")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    s = make_summary(with_dmin=False)
+    s["experiments"] = s["experiments"][:1]
+    for fit in s["experiments"][0]["fits"]:
+        fit.update(predicted_slope=1.5, predicted_slope_finite_range=1.695, band=[1.445, 1.945])
+    build_report(s, tmp_path, jobs=1)
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    entry = doc["entries"][0]
+    assert entry["predicted_slope"] == 1.5 and entry["predicted_slope_tested"] == 1.695 and entry["log_power"] == "1"
+    (page,) = (tmp_path / "figures").glob("01-tr-fig2-attn-fits-*.pdf")
+    text = " ".join(pypdf.PdfReader(page).pages[0].extract_text().split())
+    assert f"tested prediction {entry['predicted_slope_tested']:.3f} +- {entry['delta']:g}" in text
+    assert f"asymptotic {entry['predicted_slope']:.3f}, log power {entry['log_power']}" in text
+    assert f"equivalence band [{entry['band'][0]:.2f}, {entry['band'][1]:.2f}]" in text
+    assert f"fitted slope {entry['slope']:.3f}" in text
+    assert "1.500 +- 0.25" not in text  # the untested asymptotic slope is never shown as the prediction
+    (table,) = (tmp_path / "figures").glob("00-summary-1.pdf")
+    table_text = " ".join(pypdf.PdfReader(table).pages[0].extract_text().split())
+    assert "1.695 (asympt. 1.50)" in table_text and "tested prediction" in table_text

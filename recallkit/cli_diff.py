@@ -1,0 +1,31 @@
+"""``recallkit diff STORE_A STORE_B``: the slopes, intervals and verdicts that differ between two stores."""
+from __future__ import annotations
+
+import json
+from typing import List, Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("diff")(diff)
+
+
+def diff(
+    store_a: str = typer.Argument(..., metavar="STORE_A", help="Results store (SQLite), e.g. from an earlier code version."),
+    store_b: str = typer.Argument(..., metavar="STORE_B", help="Results store to compare with it."),
+    experiments: Optional[List[str]] = typer.Option(
+        None, "--exp", help="Experiment file or shipped name (repeatable); default: the main job's search experiments."),
+    preset: str = typer.Option("quick", "--preset", help="Preset whose fits are compared."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+) -> None:
+    """Fit both stores as they stand (nothing is trained) and print each check (experiment, line,
+    threshold) whose slope, 95% interval, tested prediction or verdict differs, or that only one store
+    has; then the count of changed and unchanged checks. Each store's code versions head the output."""
+    from recallkit.diff import diff_stores, format_diff
+
+    doc = diff_stores(store_a, store_b, experiments or [], preset=preset)
+    if as_json:
+        typer.echo(json.dumps(doc, allow_nan=False, default=str))
+    else:
+        typer.echo(format_diff(doc))

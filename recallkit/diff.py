@@ -1,0 +1,121 @@
+"""``recallkit diff STORE_A STORE_B``: what changed between two results stores, check by check.
+
+Each store is fitted and judged as it stands (``compare.fit_experiment``: nothing is trained), for the
+main job's search experiments or those named; a check (experiment, line, threshold) is listed when its
+slope, its interval or its verdict differs, or when only one store has it. Every stored row records its
+``code_version``, so the two stores' versions are printed too: comparing a store made by one version of
+the code with one made by another is how a change to the code is seen in the numbers.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+from recallkit.theory.errors import InputError
+
+__all__ = ["diff_stores", "format_diff", "search_experiments"]
+
+TOLERANCE = 5e-4  # slopes and interval ends are printed to 3 decimals; smaller differences are not changes
+
+
+def search_experiments() -> list[Path]:
+    """The main job's experiments that are searches (they have fits); the others are judged by their system."""
+    from recallkit.pipeline import default_experiments, runner_for
+
+    return [path for path in default_experiments() if runner_for(path) is None]
+
+
+def _fits(path: Path, store: Path, preset: str) -> tuple[list[dict], dict]:
+    from recallkit.compare.assertions import fit_experiment
+    from recallkit.empirics.experiment import load_experiment
+    from recallkit.frames import fit_rows
+
+    if load_experiment(path, preset=preset).kind == "grid":
+        return [], {}
+    doc = fit_experiment(path, store=str(store), preset=preset).to_dict()
+    return fit_rows(doc), doc.get("sweep", {}).get("stored_code_versions") or doc.get("sweep", {}).get("code_versions") or {}
+
+
+def _differs(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    if isinstance(a, float) or isinstance(b, float):
+        return not (math.isclose(float(a), float(b), abs_tol=TOLERANCE))
+    return a != b
+
+
+COMPARED = ("slope", "slope_ci_lo", "slope_ci_hi", "predicted_slope_tested", "verdict")
+
+
+def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[str | Path] = (),
+                preset: str = "quick") -> dict:
+    """Fit both stores and compare check by check. Returns ``{"store_a", "store_b", "code_versions":
+    {"a", "b"}, "checks": n, "changed": [{"experiment", "line", "threshold", "a": row|None, "b": row|None,
+    "fields": [...]}], "experiments": [...]}`` with rows as :func:`recallkit.frames.fit_rows` gives them."""
+    from recallkit.empirics.experiment import resolve_experiment
+
+    stores = []
+    for flag, store in (("STORE_A", store_a), ("STORE_B", store_b)):
+        path = Path(store)
+        if not path.is_file():
+            raise InputError(f"{flag} {path}: no such results store")
+        stores.append(path)
+    paths = [resolve_experiment(e) for e in experiments] or search_experiments()
+    changed, checks, names = [], 0, []
+    versions: dict[str, dict] = {"a": {}, "b": {}}
+    for path in paths:
+        rows_a, versions_a = _fits(path, stores[0], preset)
+        rows_b, versions_b = _fits(path, stores[1], preset)
+        for side, found in (("a", versions_a), ("b", versions_b)):
+            for version, n in (found or {}).items():
+                versions[side][version] = versions[side].get(version, 0) + n
+        names.append(path.stem)
+        key = lambda r: (r["line"], r["threshold"])  # noqa: E731
+        by_a, by_b = {key(r): r for r in rows_a}, {key(r): r for r in rows_b}
+        for k in list(by_a) + [k for k in by_b if k not in by_a]:
+            checks += 1
+            a, b = by_a.get(k), by_b.get(k)
+            fields = list(COMPARED) if a is None or b is None else [f for f in COMPARED if _differs(a[f], b[f])]
+            if fields:
+                changed.append({"experiment": (a or b)["experiment"], "line": k[0], "threshold": k[1], "a": a, "b": b,
+                                "fields": fields})
+    return {"store_a": str(stores[0]), "store_b": str(stores[1]), "preset": preset, "experiments": names,
+            "code_versions": versions, "checks": checks, "changed": changed}
+
+
+def _num(v: Any) -> str:
+    return "-" if v is None else f"{float(v):.3f}"
+
+
+def _side(row: dict | None) -> str:
+    if row is None:
+        return "(not in this store)"
+    return f"{_num(row['slope'])} [{_num(row['slope_ci_lo'])}, {_num(row['slope_ci_hi'])}] {row['verdict']}"
+
+
+def format_diff(doc: dict) -> str:
+    """The changed checks as an aligned table, A then B, and one line of counts."""
+    lines = [f"A: {doc['store_a']}  code versions: "
+             + (", ".join(f"{v} ({n} rows)" for v, n in doc["code_versions"]["a"].items()) or "none"),
+             f"B: {doc['store_b']}  code versions: "
+             + (", ".join(f"{v} ({n} rows)" for v, n in doc["code_versions"]["b"].items()) or "none")]
+    header = ["experiment", "line", "thr.", "tested", "A: slope [95% CI] verdict", "B: slope [95% CI] verdict", "changed"]
+    names = {"slope": "slope", "slope_ci_lo": "CI", "slope_ci_hi": "CI", "predicted_slope_tested": "prediction",
+             "verdict": "verdict"}
+    rows = []
+    for c in doc["changed"]:
+        tested = (c["b"] or c["a"])["predicted_slope_tested"]
+        what = "only in " + ("B" if c["a"] is None else "A") if c["a"] is None or c["b"] is None else \
+            ", ".join(dict.fromkeys(names[f] for f in c["fields"]))
+        rows.append([c["experiment"], str(c["line"]), "-" if c["threshold"] is None else f"{c['threshold']:g}",
+                     _num(tested), _side(c["a"]), _side(c["b"]), what])
+    if rows:
+        widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        lines.append("  ".join("-" * w for w in widths))
+        lines.extend("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
+    n_verdicts = sum("verdict" in c["fields"] for c in doc["changed"])
+    lines.append(f"{doc['checks']} checks in {len(doc['experiments'])} experiments ({doc['preset']} preset): "
+                 f"{len(doc['changed'])} changed ({n_verdicts} verdicts), {doc['checks'] - len(doc['changed'])} the same")
+    return "\n".join(lines)

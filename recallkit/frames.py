@@ -1,0 +1,100 @@
+"""Results and fits as pandas DataFrames, for notebooks: ``recallkit.results(...)`` and ``recallkit.fits(...)``.
+
+Both read the results store only; nothing is trained (``recallkit.fit_experiment`` trains what is missing,
+``recallkit sweep`` too). pandas is the ``export`` extra (``pip install 'recallkit[export]'``): the toolkit
+itself needs no DataFrame, so pandas stays out of the core dependencies.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from recallkit.theory.errors import InputError
+
+__all__ = ["results", "fits", "fit_rows"]
+
+
+def _pandas(what: str):
+    try:
+        import pandas as pd
+    except ImportError:
+        raise InputError(f"recallkit.{what}: needs pandas (pip install 'recallkit[export]')") from None
+    return pd
+
+
+def _store_path(store: str | Path | None) -> str:
+    from recallkit.compare.assertions import default_store_path
+
+    path = Path(store) if store is not None else Path(default_store_path())
+    if not path.is_file():
+        raise InputError(f"store {path}: no such results store (run 'recallkit sweep' or 'recallkit report' first)")
+    return str(path)
+
+
+def results(experiment: str | Path, store: str | Path | None = None, preset: str = "quick",
+            points: bool = False) -> Any:
+    """The stored runs of ``experiment`` (a shipped name such as ``"tr_fig2_attention_only"`` or a path) as a
+    DataFrame: one row per run, with its provenance (``config_hash``, ``code_version``, ``device``,
+    ``threads``, ...) and its config and metrics flattened into ``config.*`` / ``metrics.*`` columns.
+
+    ``points=True``: the search's boundary points instead (one row per line, threshold, seed and grid
+    value: the numbers the fits use), replayed from the store for ``preset``."""
+    pd = _pandas("results")
+    from recallkit.empirics.experiment import load_experiment
+    from recallkit.empirics.store import ResultStore, flatten_row
+
+    loaded = load_experiment(experiment, preset=preset)
+    with ResultStore(_store_path(store), readonly=True) as opened:
+        if points:
+            from recallkit.empirics.search import replay
+
+            return pd.DataFrame(replay(loaded, opened).points)
+        return pd.DataFrame([flatten_row(r) for r in opened.rows(loaded.name)])
+
+
+FIT_COLUMNS = ["experiment", "line", "threshold", "x", "slope", "slope_ci_lo", "slope_ci_hi",
+               "slope_ci_bootstrap_lo", "slope_ci_bootstrap_hi", "predicted_slope", "log_power",
+               "predicted_slope_tested", "delta", "band_lo", "band_hi", "p_tost", "verdict", "verdict_reason",
+               "n_points", "n_censored", "n_seeds", "r2", "C", "C_ci_lo", "C_ci_hi"]
+
+
+def _pair(value, i: int):
+    return value[i] if isinstance(value, (list, tuple)) and len(value) == 2 else None
+
+
+def fit_rows(doc: dict) -> list[dict]:
+    """Flat rows (:data:`FIT_COLUMNS`) of ``compare.fit_experiment(...).to_dict()``: intervals split into
+    ``_lo`` / ``_hi``; ``predicted_slope_tested`` is the slope the verdict compared (the finite-range slope
+    over the fitted range when the prediction has a log factor), ``predicted_slope`` the asymptotic one."""
+    predictions = doc.get("predictions") or {}
+    out = []
+    for f in doc.get("fits", []):
+        tested = f.get("predicted_slope_finite_range")
+        out.append({
+            "experiment": f.get("experiment") or doc.get("experiment"), "line": f.get("line"),
+            "threshold": f.get("threshold"), "x": f.get("x"), "slope": f.get("slope"),
+            "slope_ci_lo": _pair(f.get("slope_ci"), 0), "slope_ci_hi": _pair(f.get("slope_ci"), 1),
+            "slope_ci_bootstrap_lo": _pair(f.get("slope_ci_bootstrap"), 0),
+            "slope_ci_bootstrap_hi": _pair(f.get("slope_ci_bootstrap"), 1),
+            "predicted_slope": f.get("predicted_slope"),
+            "log_power": (predictions.get(f.get("line")) or {}).get("log_power"),
+            "predicted_slope_tested": f.get("predicted_slope") if tested is None else tested,
+            "delta": f.get("delta"), "band_lo": _pair(f.get("band"), 0), "band_hi": _pair(f.get("band"), 1),
+            "p_tost": f.get("p_tost"), "verdict": f.get("verdict"), "verdict_reason": f.get("verdict_reason"),
+            "n_points": f.get("n_points"), "n_censored": len(f.get("censored") or []), "n_seeds": f.get("n_seeds"),
+            "r2": f.get("r2"), "C": f.get("C"), "C_ci_lo": _pair(f.get("C_ci"), 0), "C_ci_hi": _pair(f.get("C_ci"), 1),
+        })
+    return out
+
+
+def fits(experiment: str | Path, store: str | Path | None = None, preset: str = "quick",
+         delta: float | None = None, alpha: float | None = None,
+         thresholds: Iterable[float] | None = None) -> Any:
+    """The fits and verdicts of ``experiment`` from what the store holds, as a DataFrame: one row per
+    (line, threshold), columns :data:`FIT_COLUMNS` (the same numbers as ``recallkit fit --json``)."""
+    pd = _pandas("fits")
+    from recallkit.compare.assertions import fit_experiment
+
+    doc = fit_experiment(experiment, store=_store_path(store), preset=preset, delta=delta, alpha=alpha,
+                         thresholds=thresholds).to_dict()
+    return pd.DataFrame(fit_rows(doc), columns=FIT_COLUMNS)

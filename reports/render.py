@@ -1,0 +1,357 @@
+"""Drawing the report's pages: each page drawn once, in worker processes when cores are free, and not
+at all when the previous build already drew it from the same input with the same code.
+
+Why a module of its own: a warm report spent most of its time drawing every page three times (PNG,
+per-page PDF, combined PDF). Here each page is drawn once into its own PDF (PNG only when asked);
+``reports.pdf`` joins those files. A page is identified by a key: the SHA-256 of its input (the plain
+data it is drawn from), its file stem, its label and the *code fingerprint* (a hash of every source file
+of the installed ``recallkit`` namespace and the matplotlib version), so an edit to any code, even
+uncommitted, redraws everything, and an unchanged report redraws nothing. The keys of the pages in
+``figures/`` are kept in ``figures/pages.json``; a page whose key matches is copied from there.
+
+Per-page PDFs carry no date (the date is the joined document's, set by ``reports.pdf``), so a page drawn
+yesterday is byte-identical to one drawn today and can be reused.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import multiprocessing
+import os
+import pickle
+import shutil
+import signal
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import matplotlib
+
+from recallkit.reports.style import CREATOR, png_metadata, style_context
+
+__all__ = ["Page", "Drawer", "code_fingerprint", "page_keys", "draw_pages", "DrawStats", "MANIFEST", "default_jobs"]
+
+MANIFEST = "pages.json"  # in figures/: stem -> {"key", "png"} of the pages drawn there
+# the errors a page's builder may raise on a summary field it does not expect: the page is replaced by
+# an error page and the report goes on (anything else is a bug that should stop the build)
+PAGE_ERRORS = (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the report.
+
+    ``stem``: its file name under ``figures/`` (``NN-experiment-what``); ``build``: draws it and returns
+    the Figure; ``label``: its entry in the outline and on the contents page; ``section``: the outline
+    entry it sits under ("" = top level); ``data``: the plain data it is drawn from (JSON-able; what its
+    cache key hashes); ``cacheable``: False for a page whose drawing depends on more than ``data``."""
+
+    stem: str
+    build: Callable[[], Any]
+    label: str
+    section: str = ""
+    data: Any = None
+    cacheable: bool = True
+
+
+@dataclass
+class DrawStats:
+    pages: int = 0
+    drawn: int = 0
+    reused: int = 0
+    wasted: int = 0  # drawn early from data that changed before the end
+    workers: int = 1
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"report pages: {self.pages} ({self.drawn} drawn, {self.reused} reused from the previous build; "
+                f"{self.workers} worker process{'es' if self.workers > 1 else ''}"
+                + (f"; {self.wasted} drawn early and not used" if self.wasted else "")
+                + f") in the last {self.seconds:.1f} s")
+
+
+_FINGERPRINT: str | None = None
+
+
+def code_fingerprint() -> str:
+    """SHA-256 over every ``.py`` file of the installed ``recallkit`` namespace (stages, systems,
+    orchestration) and the matplotlib version: what a page's drawing can depend on besides its data."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import importlib.util
+
+        digest = hashlib.sha256(f"matplotlib {matplotlib.__version__}\n".encode())
+        roots = []
+        for name in ("recallkit", "recallkit.theory", "recallkit.empirics", "recallkit.compare",
+                     "recallkit.reports", "recallkit.systems"):
+            spec = importlib.util.find_spec(name)
+            roots += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+        seen = set()
+        for root in roots:
+            for path in sorted(root.rglob("*.py")):
+                if path in seen:
+                    continue
+                seen.add(path)
+                digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
+        _FINGERPRINT = digest.hexdigest()
+    return _FINGERPRINT
+
+
+def _json_default(value):
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return repr(value)
+
+
+def data_digest(data: Any) -> str:
+    """SHA-256 of ``data`` as canonical JSON (sorted keys): equal data, equal digest."""
+    text = json.dumps(data, sort_keys=True, default=_json_default, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def page_keys(pages: Sequence[Page], extra: str = "") -> list[str | None]:
+    """The cache key of each page (None for a page that is not cacheable)."""
+    code = code_fingerprint()
+    keys: list[str | None] = []
+    for page in pages:
+        if not page.cacheable:
+            keys.append(None)
+            continue
+        head = f"{code}\n{extra}\n{page.stem}\n{page.label}\n"
+        keys.append(hashlib.sha256(head.encode() + data_digest(page.data).encode()).hexdigest())
+    return keys
+
+
+def default_jobs(n_pages: int) -> int:
+    """Worker processes for ``n_pages`` pages: one per core this process may run on
+    (``$RECALLKIT_REPORT_JOBS`` overrides), and none for a handful of pages, where starting workers
+    costs more than it saves."""
+    return _env_jobs() or max(1, min(_cores(), n_pages // 4))
+
+
+def page_pdf_metadata(stem: str) -> dict:
+    """A page file's metadata: no dates (the page is reused across days; the report carries the date)."""
+    return {"Creator": CREATOR, "Producer": f"{CREATOR} via matplotlib {matplotlib.__version__}",
+            "CreationDate": None, "ModDate": None, "Title": stem}
+
+
+def draw_one(stem: str, build: Callable[[], Any], pdf_path: Path, png: bool,
+             error_page: Callable[[str, str], Any]) -> str | None:
+    """Draw one page into ``pdf_path`` (and the same name ``.png``); returns the error text if its builder
+    failed (an error page is drawn in its place, so one bad field does not cost the whole report)."""
+    import matplotlib.pyplot as plt
+
+    from recallkit.theory.errors import RecallkitError
+
+    error = None
+    try:
+        fig = build()
+    except (RecallkitError, *PAGE_ERRORS) as exc:
+        error = f"{stem}: {type(exc).__name__}: {exc}"
+        fig = error_page(stem, f"{type(exc).__name__}: {exc}")
+    with style_context():
+        fig.savefig(pdf_path, metadata=page_pdf_metadata(stem))
+        if png:
+            fig.savefig(pdf_path.with_suffix(".png"), metadata=png_metadata())
+    plt.close(fig)
+    return error
+
+
+def _worker_init() -> None:
+    # Ctrl-C is the parent's to handle: it stops the pool and keeps the previous report
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _picklable(build: Callable) -> bool:
+    """Whether a builder can be sent to a worker process (a functools.partial of module functions and
+    plain data can; a lambda or a closure cannot, and is drawn in this process instead)."""
+    try:
+        pickle.dumps(build, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # PicklingError, AttributeError, TypeError: whatever pickle says, draw it here
+        return False
+    return True
+
+
+def read_manifest(figures: Path) -> dict:
+    try:
+        doc = json.loads((figures / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc.get("pages", {}) if isinstance(doc, dict) else {}
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+class Drawer:
+    """Draws pages into ``folder``, each once, as soon as it is handed over (:meth:`submit`), in worker
+    processes when there are cores for them, or reuses the file the previous build left in ``previous``
+    (its ``figures/``) when the page's key is the same. Pages may be handed over early, while the job
+    still computes the rest (their files are named by key, so a page drawn from data that then changed
+    is simply not used); :meth:`finish` takes the final list, draws what is missing, waits, and names
+    the files by page stem.
+
+    ``jobs``: worker processes (None: one per core this process may use; 1: draw here)."""
+
+    def __init__(self, folder: Path, previous: Path | None, png: bool, error_page: Callable[[str, str], Any],
+                 jobs: int | None = None, reuse: bool = True, key_extra: str = "") -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.previous = Path(previous) if previous is not None else None
+        self.old = read_manifest(self.previous) if (self.previous is not None and reuse) else {}
+        self.png, self.error_page, self.jobs, self.key_extra = png, error_page, jobs, key_extra
+        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.workers = 1
+        self.pending: dict[str, concurrent.futures.Future] = {}  # file name (key) -> drawing in a worker
+        self.errors: dict[str, str | None] = {}  # file name -> error text (None: drawn fine)
+        self.reused: set[str] = set()
+        self.drawn: set[str] = set()
+        self.started: float | None = None  # when the first page was handed over
+
+    def _name(self, page: Page, key: str | None) -> str:
+        return key if key is not None else f"uncached-{page.stem}"
+
+    def _get_pool(self, n_pages: int | None) -> concurrent.futures.ProcessPoolExecutor | None:
+        if self.pool is not None:
+            return self.pool
+        jobs = self.jobs if self.jobs is not None else (default_jobs(n_pages) if n_pages is not None else
+                                                        _env_jobs() or _cores())
+        if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        # fork: the workers start with everything this process has imported (matplotlib, the stages),
+        # so a page costs its drawing only
+        with warnings.catch_warnings():  # "fork with threads running" (tqdm's monitor, torch pools)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.pool = concurrent.futures.ProcessPoolExecutor(
+                jobs, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init)
+        self.workers = jobs
+        return self.pool
+
+    def submit(self, pages: Sequence[Page], total: int | None = None) -> list[Page]:
+        """Start drawing (or reuse) each page not already drawn or being drawn; return the pages that cannot
+        go to a worker (not picklable), which the caller draws with :meth:`draw_here`. ``total``: how
+        many pages the report has, when known (it decides whether workers are worth starting)."""
+        if self.started is None:
+            self.started = time.perf_counter()
+        keys = page_keys(pages, self.key_extra)
+        here: list[Page] = []
+        for page, key in zip(pages, keys):
+            name = self._name(page, key)
+            if name in self.errors or name in self.pending:
+                continue
+            entry = self.old.get(page.stem) or {}
+            source = self.previous / f"{page.stem}.pdf" if self.previous is not None else None
+            if (key is not None and entry.get("key") == key and source is not None and source.is_file()
+                    and (not self.png or source.with_suffix(".png").is_file())):
+                shutil.copyfile(source, self.folder / f"{name}.pdf")
+                if self.png:
+                    shutil.copyfile(source.with_suffix(".png"), self.folder / f"{name}.png")
+                self.errors[name] = None
+                self.reused.add(name)
+                continue
+            pool = self._get_pool(total)
+            if pool is not None and _picklable(page.build):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    self.pending[name] = pool.submit(draw_one, page.stem, page.build, self.folder / f"{name}.pdf",
+                                                     self.png, self.error_page)
+            else:
+                here.append(page)
+        return here
+
+    def draw_here(self, pages: Sequence[Page]) -> None:
+        for page, key in zip(pages, page_keys(pages, self.key_extra)):
+            name = self._name(page, key)
+            if name not in self.errors and name not in self.pending:
+                self.errors[name] = draw_one(page.stem, page.build, self.folder / f"{name}.pdf", self.png,
+                                             self.error_page)
+                self.drawn.add(name)
+
+    def finish(self, pages: Sequence[Page]) -> tuple[dict, DrawStats]:
+        """Draw whatever of ``pages`` is not drawn yet, wait for the workers, and leave exactly one file per
+        page, named ``stem.pdf`` (``.png``). Returns the manifest ({stem: {"key", "png"}}) and the counts."""
+        try:
+            self.draw_here(self.submit(pages, total=len(pages)))  # this process draws too, meanwhile
+            keys = page_keys(pages, self.key_extra)
+            names = [self._name(p, k) for p, k in zip(pages, keys)]
+            for name in names:  # in page order: the same files and messages whatever order they finish in
+                future = self.pending.pop(name, None)
+                if future is not None:
+                    try:
+                        self.errors[name] = future.result()
+                    except concurrent.futures.process.BrokenProcessPool:
+                        self.errors[name] = None
+                        self._broken()
+                    self.drawn.add(name)
+            for page, name in zip(pages, names):
+                if not (self.folder / f"{name}.pdf").is_file():  # a worker died before drawing it
+                    self.errors[name] = draw_one(page.stem, page.build, self.folder / f"{name}.pdf", self.png,
+                                                 self.error_page)
+            # pages handed over early whose data then changed: not needed any more
+            wasted = sum(not future.cancel() for future in self.pending.values())
+            self.pending.clear()
+        finally:
+            self.close()
+        used = set(names)
+        for left in self.folder.iterdir():  # drawn from data that changed before the end: not used
+            if left.stem not in used:
+                left.unlink()
+        manifest: dict = {}
+        stats = DrawStats(pages=len(pages), workers=self.workers)
+        for page, key, name in zip(pages, keys, names):
+            for suffix in (".pdf", ".png") if self.png else (".pdf",):
+                os.replace(self.folder / f"{name}{suffix}", self.folder / f"{page.stem}{suffix}")
+            if self.errors.get(name):
+                stats.errors.append(self.errors[name])
+            elif key is not None:
+                manifest[page.stem] = {"key": key, "png": bool(self.png)}
+        stats.reused = len(self.reused & used)
+        stats.drawn = len(self.drawn & used)
+        stats.wasted = wasted + len(self.drawn - used)
+        stats.seconds = time.perf_counter() - (self.started or time.perf_counter())
+        (self.folder / MANIFEST).write_text(json.dumps({"schema": "recallkit.pages/1", "pages": manifest},
+                                                       indent=1, sort_keys=True) + "\n")
+        return manifest, stats
+
+    def _broken(self) -> None:
+        # a worker died (out of memory, a signal): the rest is drawn here, one by one
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        self.pending.clear()
+        self.jobs = 1
+
+    def close(self) -> None:
+        """Stop the workers (waiting for the pages they are drawing: a second at most)."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _env_jobs() -> int | None:
+    raw = os.environ.get("RECALLKIT_REPORT_JOBS", "").strip()
+    if not raw:
+        return None
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        from recallkit.theory.errors import InputError
+
+        raise InputError(f"RECALLKIT_REPORT_JOBS: expected a positive integer, got {raw!r}") from None
+
+
+def draw_pages(pages: Sequence[Page], folder: Path, previous: Path | None, png: bool,
+               error_page: Callable[[str, str], Any], jobs: int | None = None, reuse: bool = True,
+               key_extra: str = "") -> tuple[dict, DrawStats]:
+    """Draw (or reuse) every page of ``pages`` into ``folder`` as ``stem.pdf``: :class:`Drawer` in one call."""
+    return Drawer(folder, previous, png, error_page, jobs=jobs, reuse=reuse, key_extra=key_extra).finish(pages)
