@@ -139,8 +139,8 @@ def test_report_draws_the_fourth_systems_page_next_to_a_shipped_one(toy):
     assert "page_errors" not in summary
     figures = sorted(p.name for p in (out / "figures").iterdir())
     # pages are named NN-<slug of the experiment>-<stem>: the toy is section 1, the construction section 2
-    assert "01-toy-run-toy-page.png" in figures and "01-toy-run-toy-page.pdf" in figures, figures
-    assert "01-toy-run-summary.png" in figures, figures
+    assert "01-toy-run-toy-page.pdf" in figures and not any(f.endswith(".png") for f in figures), figures
+    assert "01-toy-run-summary.pdf" in figures, figures
     assert any(name.startswith("02-tiny-construction-") for name in figures), figures
     pdf = out / "recallkit-report.pdf"
     assert pdf.read_bytes().startswith(b"%PDF")
