@@ -4,7 +4,9 @@ An executor has ``run(configs) -> list[metrics dict]`` (same order) and ``close(
 driver calls it once per round and alone writes the results store, so a remote worker never
 touches the database.
 
-- :class:`LocalExecutor` (default): the in-process batched engine.
+- :class:`LocalExecutor` (default): the batched engine, in this process, or with ``workers > 1`` in that
+  many single-purpose worker processes on this machine: a round's configs are split into shape groups
+  (each still one batched engine call), the costliest first, and handed to the first free worker.
 - :class:`DaskExecutor`: the round is split into groups of configs that share a shape (so each
   group is still one batched engine call) and the groups are sent to a Dask cluster, given by a
   scheduler address or started here as a LocalCluster of N single-threaded worker processes.
@@ -50,22 +52,106 @@ def shape_group_key(config: dict) -> str:
         return json.dumps(rest, sort_keys=True, default=str)
 
 
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (and keeps every stored result)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _group_cost(configs: list[dict]) -> float:
+    """The FLOPs of a group (each task config's FLOP model), for ordering the work; its size if unknown."""
+    try:
+        from recallkit.empirics.config import parse_config
+
+        total = 0.0
+        for cfg in configs:
+            parsed = parse_config(cfg)
+            total += float(parsed.task_config.train_flops(parsed.trainer_config))
+        return total
+    except Exception:  # an unparsable config fails in the runner, with the runner's message
+        return float(len(configs))
+
+
+def split_work(configs: Sequence[dict], workers: int) -> list[list[int]]:
+    """Indices of ``configs`` in parts for ``workers`` processes, costliest first: one part per shape
+    group (so each part is one batched engine call), the largest groups halved until there are at least
+    as many parts as workers. A config's numbers do not depend on its part (each model's data, weights
+    and minibatches come from its own seeded streams, and the engine gives the same bits alone or
+    batched on one thread), so the split changes nothing stored."""
+    groups: dict[str, list[int]] = {}
+    for index, cfg in enumerate(configs):
+        groups.setdefault(shape_group_key(cfg), []).append(index)
+    parts = list(groups.values())
+    while len(parts) < workers:
+        parts.sort(key=len)
+        largest = parts[-1]
+        if len(largest) < 2:
+            break
+        half = len(largest) // 2
+        parts[-1:] = [largest[:half], largest[half:]]
+    costs = {id(part): _group_cost([configs[i] for i in part]) for part in parts}
+    return sorted(parts, key=lambda part: (-costs[id(part)], part[0]))
+
+
 class LocalExecutor:
     name = "local"
 
-    def __init__(self, runner: Runner | None = None, device=None, threads: int | None = None):
+    def __init__(self, runner: Runner | None = None, device=None, threads: int | None = None, workers: int = 1):
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise InputError(f"--workers: expected a positive integer, got {workers!r}")
         self.runner = runner or default_runner
         self.device = device
         self.threads = threads
+        if workers > 1:
+            from recallkit.empirics.device import resolve_device
+
+            if resolve_device(device).type == "cuda":
+                workers = 1  # one GPU: one process feeds it
+        self.workers = workers
+        self._pool = None
 
     def run(self, configs: Sequence[dict]) -> list[dict]:
-        return run_with_threads(self.runner, list(configs), self.device, self.threads)
+        configs = list(configs)
+        parts = split_work(configs, self.workers) if self.workers > 1 and len(configs) > 1 else []
+        if len(parts) < 2:
+            return run_with_threads(self.runner, configs, self.device, self.threads)
+        if self._pool is None:
+            import multiprocessing
+
+            # spawn, not fork: a forked copy of a process that has run torch's thread pools can hang
+            self._pool = multiprocessing.get_context("spawn").Pool(self.workers, initializer=_ignore_sigint)
+        pending = [self._pool.apply_async(run_with_threads, (self.runner, [configs[i] for i in part], self.device,
+                                                             self.threads)) for part in parts]
+        results: list[dict | None] = [None] * len(configs)
+        try:
+            for part, job in zip(parts, pending):
+                for i, metrics in zip(part, job.get(), strict=True):
+                    results[i] = metrics
+        except BaseException:  # Ctrl-C or a worker's error: stop the others now, not after their work
+            self._pool.terminate()
+            self._pool = None
+            raise
+        return results  # type: ignore[return-value]
 
     def describe(self) -> str:
-        return "local"
+        return "local" if self.workers == 1 else f"local ({self.workers} processes)"
 
     def close(self) -> None:
-        pass
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
 
 
 class DaskExecutor:
@@ -123,11 +209,11 @@ class DaskExecutor:
 
 
 def make_executor(name: str, runner: Runner | None = None, device=None, threads: int | None = None,
-                  scheduler: str | None = None, local_workers: int | None = None):
+                  scheduler: str | None = None, local_workers: int | None = None, workers: int = 1):
     if name == "local":
         if scheduler is not None or local_workers is not None:
             raise InputError("--scheduler/--dask-local: only with --executor dask")
-        return LocalExecutor(runner=runner, device=device, threads=threads)
+        return LocalExecutor(runner=runner, device=device, threads=threads, workers=workers)
     if name == "dask":
         return DaskExecutor(scheduler=scheduler, local_workers=local_workers, runner=runner, device=device,
                             threads=1 if threads is None else threads)

@@ -22,6 +22,8 @@ def report(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address tcp://HOST:PORT."),
     dask_local: Optional[int] = typer.Option(None, "--dask-local", help="Start a Dask LocalCluster with N workers."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or cuda:N (default: cuda when present, else cpu)."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="local executor: processes training at once (default: one per usable core); the numbers do not depend on it."),
     threads: int = typer.Option(1, "--threads", help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
     probes: bool = typer.Option(True, "--probes/--no-probes", help="Include the token-retrieval term probes."),
     png: bool = typer.Option(False, "--png", help="Also write each page as PNG under figures/ (PDF only by default)."),
@@ -47,10 +49,14 @@ def report(
         raise InputError(f"--threads: expected a positive integer, got {threads}")
     if jobs is not None and jobs < 1:
         raise InputError(f"--jobs: expected a positive integer, got {jobs}")
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers: expected a positive integer, got {workers}")
+    if workers is not None and workers > 1 and executor != "local":
+        raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     wanted = fail_on_verdicts(fail_on)
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
-                              device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw)
+                              device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)
     pdf = run_report(settings)
     typer.echo(f"report: {pdf}")
     typer.echo(f"summary: {pdf.parent / 'summary.json'}")

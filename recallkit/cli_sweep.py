@@ -66,6 +66,7 @@ def register(app: typer.Typer) -> None:
         dask_local: Optional[int] = typer.Option(None, "--dask-local", help="start a LocalCluster with N single-threaded worker processes"),
         device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
         max_runs: Optional[int] = typer.Option(None, "--max-runs", help="refuse an experiment that plans more trained models than this (default 200000, or $RECALLKIT_MAX_RUNS)"),
+        workers: int = typer.Option(1, "--workers", help="local executor: processes training at once (each with --threads threads); the numbers do not depend on it"),
         threads: int = typer.Option(1, "--threads", help="torch CPU threads per engine call (default 1, as train and report use, so a stored row does not depend on which command trained it); recorded per row"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress over cells on stderr"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
@@ -78,6 +79,10 @@ def register(app: typer.Typer) -> None:
 
         if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
+        if workers < 1:
+            raise InputError(f"--workers: expected a positive integer, got {workers}")
+        if workers > 1 and executor_name != "local":
+            raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
         if max_runs is not None:
             if max_runs < 1:
                 raise InputError(f"--max-runs: expected a positive integer, got {max_runs}")
@@ -88,7 +93,7 @@ def register(app: typer.Typer) -> None:
 
             resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
         executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
-                                 scheduler=scheduler, local_workers=dask_local)
+                                 scheduler=scheduler, local_workers=dask_local, workers=workers)
         try:
             from recallkit.interrupts import watch_store
 

@@ -44,6 +44,7 @@ class ReportSettings:
     probes: bool = True
     png: bool = False  # also each page as PNG under figures/
     jobs: int | None = None  # processes drawing pages (None: one per free core)
+    workers: int | None = None  # local executor: processes training (None: one per usable core)
     redraw: bool = False  # draw every page even when the previous report in out_dir has it unchanged
     log: TextIO = field(default=sys.stderr)
 
@@ -364,8 +365,11 @@ def run_report(settings: ReportSettings) -> Path:
         except RecallkitError as exc:
             _failed(failures, path.name, exc, settings.log)
     paths = [path for path in paths if path in runners]
+    from recallkit.empirics.executors import usable_cores
+
+    workers = settings.workers if settings.workers is not None else usable_cores() if settings.executor == "local" else 1
     executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
-                             scheduler=settings.scheduler, local_workers=settings.dask_local)
+                             scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
     context = StepContext(settings, store_path, executor)
     entries: list[dict] = []
     started = time.perf_counter()

@@ -1,6 +1,7 @@
 """A stored row does not depend on its batch partners: every row a whole quick preset stores equals, bit for
 bit on one CPU thread, the same config trained alone (``recallkit train`` with the same seed and defaults).
-Covers Adam(W) with per-model early stop, the case where one model stopping must not move the others."""
+Covers Adam(W) with per-model early stop, the case where one model stopping must not move the others, and
+the sweep runs with ``--workers 2``: splitting a round over two processes must not move a number either."""
 from __future__ import annotations
 
 import json
@@ -20,9 +21,10 @@ RECALLKIT = shutil.which("recallkit")
 def store(tmp_path_factory):
     """The whole quick preset of the anchor's linear memory (AdamW, per-model early stop), as sweep stores it."""
     path = tmp_path_factory.mktemp("batch") / "s.db"
-    sweep = subprocess.run([RECALLKIT, "sweep", "assoc_memory_linear", "--store", str(path)], capture_output=True,
-                           text=True, timeout=600)
+    sweep = subprocess.run([RECALLKIT, "sweep", "assoc_memory_linear", "--store", str(path), "--workers", "2"],
+                           capture_output=True, text=True, timeout=600)
     assert sweep.returncode == 0, sweep.stderr
+    assert "local (2 processes)" in sweep.stdout + sweep.stderr
     return path
 
 
