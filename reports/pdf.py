@@ -285,6 +285,10 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
         for extra in entry_page_kinds(exp):
             if extra is not page_kind and extra.compared:
                 compared = f"{compared}; {extra.compared}" if compared else extra.compared
+        judged = [c for c in exp.get("claims") or [] if c.get("verdict") in VERDICT_COLOURS]
+        if judged:
+            what = f"{len(judged)} comparative claim{'s' if len(judged) > 1 else ''} between fitted lines"
+            compared = f"{compared}; {what}" if compared else what
         own = exp.get("config_hashes") or (hashes.get(exp["name"]) if isinstance(hashes, dict) else None) or []
         out.append({"index": i, "experiment": exp.get("title") or exp["name"], "name": exp["name"], "kind": kind,
                     "compared": compared, "checks": len(mine),

@@ -204,7 +204,7 @@ def draw_table(ax, header: Sequence[str], cells: Sequence[Sequence[str]], widths
 _CLAIM_HEADER = ["#", "claim", "side A", "side B", "thr.", "difference\nA - B", "one-sided\ninterval", "p",
                  "verdict", "reason (in full: appendix)"]
 _CLAIM_WIDTHS = [0.03, 0.17, 0.12, 0.12, 0.05, 0.08, 0.09, 0.05, 0.08, 0.21]
-_CLAIM_WRAP = [0, 30, 21, 21, 7, 12, 15, 8, 12, 33]
+_CLAIM_WRAP = [0, 30, 18, 18, 7, 12, 15, 8, 12, 33]
 CLAIM_TABLE_ROWS = 8  # rows one page holds (a row is up to about six text lines)
 
 

@@ -10,7 +10,7 @@ import pytest
 from recallkit.compare.assertions import fit_arrays
 from recallkit.compare.claims import judge_claims
 from recallkit.pipeline import verdicts_matching
-from recallkit.reports.pdf import build_report, summary_entries
+from recallkit.reports.pdf import build_report, overview_rows, summary_entries
 from recallkit.reports.tables import claim_cells
 from tests.unit.reports.test_reports_figures import synthetic_line
 
@@ -57,6 +57,9 @@ def test_claims_are_rows_of_the_summary_and_count_for_fail_on():
         ("claim", "flatter", "consistent"), ("claim", "higher", "inconsistent")]
     assert claim_rows[0]["line"] == "claim flatter: slope(A) < slope(B)" and claim_rows[0]["interval"][0] is None
     assert claim_rows[1]["verdict_reason"] == claims[1]["reason"]
+    (overview,) = overview_rows(summary, rows)
+    assert overview["checks"] == 5 and overview["inconsistent"] == 1 + 1  # a fit and a claim
+    assert overview["compared"].endswith("; 2 comparative claims between fitted lines")
     line = verdicts_matching(rows, ("inconsistent",))
     assert line is not None and "exp_claims [claim higher: level(A) > level(B), threshold 0.1]: inconsistent" in line
 
