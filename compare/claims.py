@@ -9,8 +9,8 @@ A claim names two fitted lines, side A and side B (of one experiment, or of two)
   standard error from that fit's covariance of intercept and slope.
 
 The test is one-sided on the difference D = stat(A) - stat(B) with standard error se = sqrt(se_A^2 + se_B^2)
-(the two fits are treated as independent; lines of one experiment share seeds, which correlates them
-positively in practice and makes this se, and so the test, conservative). Each side's standard error is
+(the two fits are treated as independent; lines trained with the same seeds may be correlated: a positive
+correlation makes this se too large and the test conservative, a negative one would make it too liberal). Each side's standard error is
 the one its fit's verdict uses: HC3 for an OLS fit; for a curve fit (``method = "curve"``), which has only
 its seed-curve bootstrap, the slope's se is derived from that interval (half-width / t quantile at
 n_seeds - 1 df) and the level's from the bootstrap covariance of intercept and slope; for a fit whose only
