@@ -17,6 +17,11 @@ Two ways, both run the experiment's sweep (training only what the results store 
           fits = recallkit_sweep("experiments/x.toml", expect=("consistent", "inconclusive"))
           assert fits.fits[0].fit.n_points >= 6
 
+Comparative claims (an experiment's ``[[claims]]``, ``compare.claims``) the same two ways: the marker
+``@pytest.mark.scaling_claim("my_experiment", claim="fig4c", expect="consistent")`` (``claim``: an id, a list of
+ids, or None for all; also ``preset``, ``store``, ``alpha``) and the fixture ``recallkit_claim`` with the signature
+of :func:`recallkit.assert_claim`; a claim whose verdict is not expected fails with its reason.
+
 Options: ``--recallkit-store PATH`` (default: $RECALLKIT_STORE, else results/recallkit.db),
 ``--recallkit-preset NAME`` (overrides the marker's preset). The experiment is a shipped experiment's
 name (from any directory) or a path, looked up from the current directory, then from pytest's rootdir.
@@ -36,6 +41,7 @@ from typing import Any, Callable
 import pytest
 
 _MARKER_KEYWORDS = {"expect", "preset", "threshold", "store", "delta", "alpha", "predicted"}
+_CLAIM_KEYWORDS = {"claim", "expect", "preset", "store", "alpha"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,6 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "scaling_law(experiment, expect='consistent', preset='quick', threshold=None, store=None, delta=None, "
         "alpha=None): after the test passes, run the experiment's sweep (reusing the results store), fit it "
         "and assert the verdicts (recallkit)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "scaling_claim(experiment, claim=None, expect='consistent', preset='quick', store=None, alpha=None): after "
+        "the test passes, run and fit the experiment (and any other its claims name) and assert the verdicts of "
+        "its comparative claims (recallkit)",
     )
 
 
@@ -82,6 +94,30 @@ def _checker(config: pytest.Config) -> Callable[..., Any]:
     return check
 
 
+def _claim_checker(config: pytest.Config) -> Callable[..., Any]:
+    def check(experiment: Any, claim: Any = None, expect: Any = "consistent", **options: Any) -> Any:
+        from recallkit import assertions  # orchestration: this marker runs the sweeps first
+
+        unknown = set(options) - (_CLAIM_KEYWORDS - {"claim", "expect"})
+        if unknown:
+            raise TypeError(f"recallkit scaling_claim: unknown option(s) {sorted(unknown)}; "
+                            f"allowed: {sorted(_CLAIM_KEYWORDS)}")
+        store = options.pop("store", None) or config.getoption("recallkit_store")
+        preset = config.getoption("recallkit_preset") or options.pop("preset", None) or "quick"
+        options.pop("preset", None)
+        return assertions.assert_claim(_resolve(config, experiment), claim, expect, store=store, preset=preset,
+                                       **options)
+
+    return check
+
+
+@pytest.fixture
+def recallkit_claim(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``recallkit_claim(experiment, claim=None, expect="consistent", *, preset, store, alpha)``: run + fit + judge
+    the experiment's comparative claims and assert their verdicts, returning the claim results."""
+    return _claim_checker(request.config)
+
+
 @pytest.fixture
 def recallkit_sweep(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """``recallkit_sweep(experiment, expect="consistent", *, preset, threshold, store, delta, alpha)``:
@@ -98,4 +134,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
             raise pytest.UsageError(
                 f"{pyfuncitem.nodeid}: scaling_law takes exactly one experiment path, got {marker.args!r}")
         _checker(pyfuncitem.config)(marker.args[0], **marker.kwargs)
+    claim_marker = pyfuncitem.get_closest_marker("scaling_claim")
+    if claim_marker is not None:
+        if len(claim_marker.args) != 1:
+            raise pytest.UsageError(
+                f"{pyfuncitem.nodeid}: scaling_claim takes exactly one experiment path, got {claim_marker.args!r}")
+        _claim_checker(pyfuncitem.config)(claim_marker.args[0], **claim_marker.kwargs)
     return result

@@ -60,6 +60,20 @@ Schema (every key below is checked; an unknown key is an error)::
                                            # (e.g. Adam runs judged against a three-step-GD theory)
     reference_note = "..."                 # optional: why (shown in the fit's reason)
 
+    [[claims]]                             # optional: comparative claims between two fitted lines
+    id = "fig4c-width"                     # identifier, unique in the file
+    text = "m ~ d^3 needs a steeper count than m ~ d^2"   # the claim in words
+    relation = "slope >"                   # slope < | slope > | level < | level > (level: the fitted log
+                                           # parameter count at matched base values, the middle of the
+                                           # common fitted range)
+    a = { line = "N=V**1.5, m=d**3", threshold = 0.25, relative = true }   # side A: a line label of this
+                                           # file; optional threshold (default: the other side's, or every
+                                           # threshold both sides share), relative = true for a fraction of
+                                           # the ceiling, experiment = "other_exp" for a line of another file
+    b = { line = "N=V**1.5, m=d**2" }      # side B, the same keys
+    alpha = 0.05                           # optional: level of the one-sided test (default verdict.alpha)
+    provenance = "paper-reported: Fig 4(c)"   # required: where the claim comes from
+
     [presets.quick]                        # presets override the above; `quick` and `paper` are expected
     V = [128, 256, 512, 1024]              # values of the base variable (key = the base's name), or a
                                            # table of them per line label: V = { "line a" = [...], ... }
@@ -103,7 +117,7 @@ STRING_PARAMS = {"features", "mlp_input"}
 SIZE_LIMITS = {"V": MAX_V, "N": MAX_N, "d": MAX_D, "L": MAX_L, "m": MAX_M, "R": MAX_R}
 _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
-    "thresholds", "relative_thresholds", "lines", "fixed", "search", "verdict", "presets",
+    "thresholds", "relative_thresholds", "lines", "fixed", "search", "verdict", "presets", "claims",
 }
 _LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed", "search"}
 _SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "grid", "budget_factor", "budget_key",
@@ -111,6 +125,9 @@ _SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "grid"
 SEARCH_METHODS = ("bisect", "curve")
 _VERDICT_KEYS = {"delta", "alpha", "reference_only", "reference_note"}
 _PRESET_KEYS = {"seeds", "sizes", "thresholds", "relative_thresholds", "fixed", "search", "lines"}
+CLAIM_RELATIONS = ("slope <", "slope >", "level <", "level >")
+_CLAIM_KEYS = {"id", "text", "relation", "a", "b", "alpha", "provenance"}
+_CLAIM_SIDE_KEYS = {"line", "threshold", "relative", "experiment"}
 
 
 class SafeExpression:
@@ -186,6 +203,41 @@ class SearchSettings:
         return sorted(v for v in values if self.min <= v <= self.max)
 
 
+@dataclass(frozen=True)
+class ClaimSide:
+    """One side of a comparative claim: a fitted line (label) at a threshold, of this experiment or another."""
+
+    line: str
+    threshold: float | None = None  # None: the other side's, or every threshold both sides share
+    relative: bool = False  # a fraction of the instance's ceiling (relative_thresholds)
+    experiment: str | None = None  # None: the experiment that declares the claim; else the other one's name
+    experiment_path: str | None = None  # where that other experiment's file was found
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"line": self.line, "threshold": self.threshold, "relative": self.relative}
+        if self.experiment is not None:
+            out.update(experiment=self.experiment, experiment_path=self.experiment_path)
+        return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A comparative claim declared in ``[[claims]]``: ``relation`` holds between side ``a`` and side ``b``
+    (``"slope <"`` reads slope(a) < slope(b)). compare (``compare.claims``) judges it from the fits."""
+
+    id: str
+    text: str
+    relation: str  # one of CLAIM_RELATIONS
+    a: ClaimSide
+    b: ClaimSide
+    provenance: str
+    alpha: float | None = None  # None: compare's default level
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "relation": self.relation, "a": self.a.to_dict(),
+                "b": self.b.to_dict(), "alpha": self.alpha, "provenance": self.provenance}
+
+
 @dataclass
 class Experiment:
     """A loaded, validated experiment file with one preset applied."""
@@ -212,6 +264,8 @@ class Experiment:
     sizes: list[int]  # kind = "grid" only
     line_base_values: dict[str, list[int]] = field(default_factory=dict)  # per line label, when the preset gives them
     relative_thresholds: list[float] = field(default_factory=list)  # search.method = "curve" only
+    claims: list[Claim] = field(default_factory=list)  # [[claims]]: comparative claims between fitted lines
+    file_lines: list[str] = field(default_factory=list)  # every line label of the file (a preset may run fewer)
 
     def values_of(self, line_index: int) -> list[int]:
         """The base values swept along one line (the preset's list, or that line's own)."""
@@ -287,6 +341,7 @@ class Experiment:
             "verdict": self.verdict, "preset": self.preset, self.base: self.base_values,
             "seeds": self.seeds, "sizes": self.sizes,
             **({f"{self.base}_by_line": self.line_base_values} if self.line_base_values else {}),
+            "claims": [claim.to_dict() for claim in self.claims],
         }
 
 
@@ -597,7 +652,10 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         base_values=base_values, seeds=[int(s) for s in seeds_raw], sizes=sizes,
         line_base_values=line_base_values,
         relative_thresholds=relative_thresholds,
+        file_lines=list(all_labels),
     )
+    if "claims" in raw:
+        experiment.claims = parse_claims(raw["claims"], shown, raw, verdict.get("alpha"))
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
     from recallkit.empirics.config import check_memory, parse_config
@@ -625,6 +683,152 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
                          f"{limit:,}; shrink the preset, or raise the limit with --max-runs N "
                          f"(or RECALLKIT_MAX_RUNS=N)")
     return experiment
+
+
+def _file_line_labels(raw: dict) -> list[str]:
+    """The label of every line of a raw experiment file, as :func:`experiment_from_dict` names them."""
+    labels = []
+    for table in raw.get("lines") or []:
+        if isinstance(table, dict):
+            scaling = table.get("scaling")
+            labels.append(table.get("label") or table.get("theory_scaling") or scaling)
+    return [label for label in labels if isinstance(label, str)]
+
+
+def _file_thresholds(raw: dict, key: str) -> set[float]:
+    """Every value of ``thresholds`` / ``relative_thresholds`` at the top level or in any preset of a raw file."""
+    found: set[float] = set()
+    tables = [raw] + [t for t in (raw.get("presets") or {}).values() if isinstance(t, dict)]
+    for table in tables:
+        values = table.get(key)
+        if isinstance(values, list):
+            found |= {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return found
+
+
+def _other_experiment(name: Any, shown: str, own: dict, where: str) -> tuple[str, str, dict]:
+    """(name, path, raw table) of the experiment a claim side names; InputError naming ``where`` if it cannot be
+    read or cannot be compared with this one (a grid, another base variable)."""
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"{where}: expected the name (or path) of another experiment, got {name!r}")
+    beside = Path(shown).parent / name
+    try:
+        path = beside if beside.is_file() else resolve_experiment(name)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    other = read_experiment_file(path)
+    kind = other.get("kind", "min_size")
+    if kind == "grid":
+        raise InputError(f"{where}: {name!r} is a grid experiment; it has no fitted lines to compare")
+    base = lambda raw: raw.get("base", "d" if raw.get("kind") == "max_capacity" else "V")  # noqa: E731
+    if base(other) != base(own) or (kind == "max_capacity") != (own.get("kind") == "max_capacity"):
+        raise InputError(f"{where}: {name!r} fits against another x ({kind}, base {base(other)}) than this "
+                         f"experiment ({own.get('kind', 'min_size')}, base {base(own)}); the sides must share x")
+    other_name = other.get("name")
+    if not isinstance(other_name, str) or not other_name:
+        raise InputError(f"{where}: {path} has no 'name'")
+    return other_name, str(path), other
+
+
+def _claim_side(table: Any, where: str, shown: str, own: dict, own_labels: list[str]) -> ClaimSide:
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table such as {{ line = \"...\", threshold = 0.1 }}, got {table!r}")
+    _unknown_keys(table, _CLAIM_SIDE_KEYS, where)
+    experiment = path = None
+    raw, labels = own, own_labels
+    if "experiment" in table and table["experiment"] != own.get("name"):
+        experiment, path, raw = _other_experiment(table["experiment"], shown, own, f"{where}.experiment")
+        labels = _file_line_labels(raw)
+    line = table.get("line")
+    if not isinstance(line, str) or not line.strip():
+        raise InputError(f"{where}.line: expected a line label, got {line!r}")
+    if line not in labels:
+        raise InputError(f"{where}.line: no line labelled {line!r} in {experiment or 'this experiment'} "
+                         f"(labels: {', '.join(map(repr, labels))})")
+    relative = table.get("relative", False)
+    if not isinstance(relative, bool):
+        raise InputError(f"{where}.relative: expected true or false, got {relative!r}")
+    threshold = None
+    if "threshold" in table:
+        threshold = _number(table["threshold"], f"{where}.threshold")
+        key = "relative_thresholds" if relative else "thresholds"
+        known = _file_thresholds(raw, key)
+        if threshold not in known:
+            listed = ", ".join(f"{t:g}" for t in sorted(known)) or "none"
+            raise InputError(f"{where}.threshold: {threshold:g} is not one of the {key} of "
+                             f"{experiment or 'this experiment'} (its {key}: {listed})")
+    elif relative:
+        raise InputError(f"{where}.relative: a relative threshold needs 'threshold' (a fraction of the ceiling)")
+    return ClaimSide(line, threshold, relative, experiment, path)
+
+
+def claim_from_dict(table: Any, where: str, shown: str = ".", own: dict | None = None,
+                    labels: list[str] | None = None, default_alpha: float | None = None) -> Claim:
+    """One ``[[claims]]`` table as a :class:`Claim`; every key is checked and a bad one is a one-line InputError
+    naming it. ``own``: the raw experiment file declaring it (its lines and thresholds are checked against
+    it; None: only the shape is checked, for claims given in Python)."""
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table")
+    _unknown_keys(table, _CLAIM_KEYS, where)
+    for key in ("id", "text", "relation", "a", "b", "provenance"):
+        if key not in table:
+            raise InputError(f"{where}.{key}: missing")
+    claim_id = table["id"]
+    if not isinstance(claim_id, str) or not claim_id or not claim_id[0].isalnum() or not all(
+            c.isalnum() or c in "_.-" for c in claim_id):
+        raise InputError(f"{where}.id: expected letters, digits, '_', '.' or '-', got {claim_id!r}")
+    text = _string(table, "text", f"{where}.")
+    provenance = _string(table, "provenance", f"{where}.")
+    relation = table["relation"]
+    normal = " ".join(relation.replace("<", " < ").replace(">", " > ").split()) if isinstance(relation, str) else None
+    if normal not in CLAIM_RELATIONS:
+        raise InputError(f"{where}.relation: expected one of {', '.join(map(repr, CLAIM_RELATIONS))}, got {relation!r}")
+    alpha = default_alpha
+    if "alpha" in table:
+        alpha = _number(table["alpha"], f"{where}.alpha")
+    if alpha is not None and not 0 < alpha < 0.5:
+        shown_alpha = f"{where}.alpha" if "alpha" in table else f"{where}.alpha (the experiment's verdict.alpha)"
+        raise InputError(f"{shown_alpha}: expected a number in (0, 0.5) for a one-sided test, got {alpha:g}")
+    if own is None:
+        sides = []
+        for key in ("a", "b"):
+            side = table[key]
+            if not isinstance(side, dict):
+                raise InputError(f"{where}.{key}: expected a table with 'line'")
+            _unknown_keys(side, _CLAIM_SIDE_KEYS, f"{where}.{key}")
+            if not isinstance(side.get("line"), str) or not side["line"]:
+                raise InputError(f"{where}.{key}.line: expected a line label, got {side.get('line')!r}")
+            threshold = side.get("threshold")
+            if threshold is not None:
+                threshold = _number(threshold, f"{where}.{key}.threshold")
+            relative = side.get("relative", False)
+            if not isinstance(relative, bool):
+                raise InputError(f"{where}.{key}.relative: expected true or false, got {relative!r}")
+            sides.append(ClaimSide(side["line"], threshold, relative, side.get("experiment")))
+        a, b = sides
+    else:
+        a = _claim_side(table["a"], f"{where}.a", shown, own, labels or [])
+        b = _claim_side(table["b"], f"{where}.b", shown, own, labels or [])
+    if (a.experiment, a.line, a.threshold, a.relative) == (b.experiment, b.line, b.threshold, b.relative):
+        raise InputError(f"{where}.b: the same line and threshold as side a; a claim compares two fitted lines")
+    return Claim(claim_id, text, normal, a, b, provenance, alpha)
+
+
+def parse_claims(value: Any, shown: str, raw: dict, default_alpha: float | None = None) -> list[Claim]:
+    """The ``[[claims]]`` of a raw experiment file (see the module docstring), validated against its lines."""
+    where = f"{shown}: claims"
+    if not isinstance(value, list):
+        raise InputError(f"{where}: expected [[claims]] tables")
+    if value and raw.get("kind", "min_size") == "grid":
+        raise InputError(f"{where}: kind = 'grid' has no fitted lines to compare")
+    labels = _file_line_labels(raw)
+    claims: list[Claim] = []
+    for i, table in enumerate(value):
+        claim = claim_from_dict(table, f"{where}[{i}]", shown, raw, labels, default_alpha)
+        if any(c.id == claim.id for c in claims):
+            raise InputError(f"{where}[{i}].id: {claim.id!r} is used by another claim; ids must be unique")
+        claims.append(claim)
+    return claims
 
 
 DEFAULT_MAX_RUNS = 200_000

@@ -5,13 +5,13 @@ Installed, everything lives in this one namespace. Data flows one way:
 -> ``recallkit.reports`` (matplotlib). ``recallkit.systems`` holds one folder per paper's system,
 found through :mod:`recallkit.registry`. This package's own modules are the orchestration on top:
 the command-line interface, the main job (:mod:`recallkit.pipeline`) and the assertions that run a
-sweep and then judge it (:func:`assert_scaling`).
+sweep and then judge it (:func:`assert_scaling`, and :func:`assert_claim` for comparative claims).
 """
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "assert_scaling", "code_version", "fit_experiment", "results", "fits"]
+__all__ = ["__version__", "assert_claim", "assert_scaling", "code_version", "fit_experiment", "results", "fits"]
 
 
 def __getattr__(name: str):
@@ -20,7 +20,7 @@ def __getattr__(name: str):
         from recallkit.empirics.provenance import code_version
 
         return code_version
-    if name in ("assert_scaling", "fit_experiment"):
+    if name in ("assert_scaling", "assert_claim", "fit_experiment"):
         from recallkit import assertions
 
         return getattr(assertions, name)

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 from recallkit.compare.assertions import (ExperimentFits, check_verdicts, default_store_path, expected_verdicts)
 from recallkit.compare.assertions import fit_experiment as fit_stored
 
-__all__ = ["assert_scaling", "fit_experiment"]
+__all__ = ["assert_claim", "assert_scaling", "fit_experiment", "judge_experiment_claims"]
 
 
 def fit_experiment(
@@ -82,3 +82,73 @@ def assert_scaling(
                             alpha=alpha, thresholds=thresholds, predicted=predicted)
     check_verdicts(fitted.fits, wanted, f"scaling law of {fitted.experiment} ({fitted.preset} preset)")
     return fitted
+
+
+def judge_experiment_claims(
+    experiment: str | Path,
+    claim: str | Iterable[str] | None = None,
+    *,
+    store: str | Path | None = None,
+    preset: str = "quick",
+    alpha: float | None = None,
+    run: bool = True,
+    progress: bool = False,
+) -> list[Any]:
+    """Run (reusing the store; ``run=False`` replays it) and fit ``experiment`` and every other experiment its
+    ``[[claims]]`` name, then judge the claims (all, or those with the id(s) ``claim``): a list of
+    :class:`recallkit.compare.claims.ClaimResult`. ``alpha`` replaces the level of every claim."""
+    from dataclasses import replace
+
+    from recallkit.compare.claims import judge_claims
+    from recallkit.empirics.experiment import load_experiment
+    from recallkit.theory.errors import InputError
+
+    loaded = load_experiment(experiment, preset=preset)
+    claims = list(loaded.claims)
+    if not claims:
+        raise InputError(f"{loaded.path}: no [[claims]] to judge")
+    if claim is not None:
+        wanted = [claim] if isinstance(claim, str) else list(claim)
+        ids = [c.id for c in claims]
+        for name in wanted:
+            if name not in ids:
+                raise InputError(f"claim: {loaded.name} has no claim {name!r} (its claims: {', '.join(ids)})")
+        claims = [c for c in claims if c.id in wanted]
+    if alpha is not None:
+        claims = [replace(c, alpha=alpha) for c in claims]
+    fitted = fit_experiment(loaded.path, store=store, preset=preset, run=run, progress=progress)
+    others: dict[str, Any] = {}
+    for side in [c.a for c in claims] + [c.b for c in claims]:
+        if side.experiment and side.experiment != loaded.name and side.experiment not in others:
+            try:
+                others[side.experiment] = fit_experiment(side.experiment_path or side.experiment, store=store,
+                                                         preset=preset, run=run, progress=progress)
+            except InputError as exc:
+                others[side.experiment] = f"experiment {side.experiment} cannot be fitted in preset {preset}: {exc}"
+    return judge_claims(fitted, claims, experiment=loaded.name, preset=preset, other_fits=others)
+
+
+def assert_claim(
+    experiment: str | Path,
+    claim: str | Iterable[str] | None = None,
+    expect: str | Iterable[str] = "consistent",
+    *,
+    store: str | Path | None = None,
+    preset: str = "quick",
+    alpha: float | None = None,
+    run: bool = True,
+    progress: bool = False,
+) -> list[Any]:
+    """Judge ``experiment``'s comparative claims (all, or the id(s) ``claim``; see
+    :func:`judge_experiment_claims`) and assert each verdict is in ``expect`` (default ``consistent``):
+    AssertionError with the claim, both sides and the reason otherwise. Returns the claim results."""
+    from recallkit.compare.claims import CLAIM_VERDICTS, check_claims
+    from recallkit.theory.errors import InputError
+
+    wanted = (expect,) if isinstance(expect, str) else tuple(expect)
+    if not wanted or any(v not in CLAIM_VERDICTS for v in wanted):
+        raise InputError(f"expect: expected one of {', '.join(CLAIM_VERDICTS)} (or a list of them), got {expect!r}")
+    results = judge_experiment_claims(experiment, claim, store=store, preset=preset, alpha=alpha, run=run,
+                                      progress=progress)
+    check_claims(results, wanted, f"claims of {results[0].experiment if results else experiment} ({preset} preset)")
+    return results

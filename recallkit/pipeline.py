@@ -180,9 +180,13 @@ def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[li
 
 
 # ----------------------------------------------------------------------------- experiment steps
-def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path, run: bool = True) -> dict:
+def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path, run: bool = True,
+                  fitted_runs: dict | None = None) -> dict:
     """The summary entry of a search experiment: sweep (``run=False``: replay the store, train nothing),
-    fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts."""
+    fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts,
+    and its comparative claims (``claims``, ``compare.claims``). ``fitted_runs``: experiment name ->
+    (loaded experiment, fits) of this report so far; this one is added, and a claim's side in another
+    experiment is judged from it (or, for one not in the report, from the stored runs)."""
     from recallkit.assertions import fit_experiment
     from recallkit.empirics.experiment import load_experiment
     from recallkit.empirics.search import replay
@@ -214,6 +218,10 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     if sweep.violations:
         entry["notes"].append(f"{len(sweep.violations)} monotonicity violations along the searched size "
                               f"(accuracy fell as the size grew); see 'recallkit sweep' output")
+    if fitted_runs is not None:
+        fitted_runs[loaded.name] = (loaded, fitted)
+    if loaded.claims:
+        entry["claims"] = judge_entry_claims(loaded, fitted, store_path, settings.preset, fitted_runs)
     entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.runs + sweep.budget_runs if p.get("config_hash")})
     flagged = [p for p in sweep.points if p.get("budget_flagged")]
     if flagged:
@@ -225,6 +233,33 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
         # the system's own verdicts (e.g. log against power for a d_min search)
         registry.load_object(system.search_judge)(entry, loaded, sweep)
     return entry
+
+
+def judge_entry_claims(loaded, fitted, store_path: Path, preset: str, fitted_runs: dict | None = None) -> list[dict]:
+    """The experiment's ``[[claims]]`` judged from its fits (``compare.claims``), as summary dicts; a side in
+    another experiment uses that experiment's fits from this report where it has them, else its stored runs
+    (nothing is trained for a claim)."""
+    from recallkit.compare.claims import judge_claims, other_experiment_fits
+
+    available = {name: pair[1] for name, pair in (fitted_runs or {}).items()}
+    others = other_experiment_fits(loaded.claims, loaded.name, store=store_path, preset=preset, available=available)
+    results = judge_claims(fitted, loaded.claims, experiment=loaded.name, preset=preset, other_fits=others)
+    return [result.to_dict() for result in results]
+
+
+def _rejudge_claims(entries: list[dict], fitted_runs: dict, store_path: Path, preset: str) -> None:
+    """Claims judged before the other experiment they name was computed in this report (from its stored runs,
+    or not at all) are judged again from the report's own fits; the entry changes in place (its pages are
+    then drawn again from the final summary)."""
+    order = list(fitted_runs)
+    for entry in entries:
+        name = entry.get("name")
+        if not entry.get("claims") or name not in fitted_runs:
+            continue
+        loaded, fitted = fitted_runs[name]
+        later = {c.b.experiment for c in loaded.claims} | {c.a.experiment for c in loaded.claims}
+        if any(other in order and order.index(other) > order.index(name) for other in later if other):
+            entry["claims"] = judge_entry_claims(loaded, fitted, store_path, preset, fitted_runs)
 
 
 def search_entry(experiment: str | Path, store: str | Path | None = None, preset: str = "quick",
@@ -372,6 +407,7 @@ def run_report(settings: ReportSettings) -> Path:
                              scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
     context = StepContext(settings, store_path, executor)
     entries: list[dict] = []
+    fitted_runs: dict = {}  # experiment name -> (loaded, fits): claims may compare lines of two experiments
     started = time.perf_counter()
     # each experiment's pages are drawn (in worker processes) while the next experiment is computed
     with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
@@ -383,7 +419,7 @@ def run_report(settings: ReportSettings) -> Path:
                     if runners[path] is not None:
                         entries.append(registry.load_object(runners[path][1])(path, context))
                     else:
-                        entries.append(_search_entry(path, settings, executor, store_path))
+                        entries.append(_search_entry(path, settings, executor, store_path, fitted_runs=fitted_runs))
                 except RecallkitError as exc:
                     _failed(failures, path.name, exc, settings.log)
                     continue
@@ -396,6 +432,7 @@ def run_report(settings: ReportSettings) -> Path:
                         builder.add(entry)
         finally:
             executor.close()
+        _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
         summary = {
             "schema": "recallkit.summary/1",
             "title": "recallkit report",

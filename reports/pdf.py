@@ -208,6 +208,44 @@ def summary_entries(summary: dict) -> list[dict]:
                 })
         for page_kind in entry_page_kinds(exp):
             rows += registry.load_object(page_kind.rows)(exp)
+        rows += claim_rows(exp)
+    return rows
+
+
+def claim_rows(exp: dict) -> list[dict]:
+    """One summary row (``kind = "claim"``) per judged comparative claim of an experiment entry
+    (``compare.claims``). A claim whose lines are not run in this preset (verdict ``not run``) is listed on the
+    claims page and in the entry's ``claims``, but it is no check: it has no row."""
+    rows = []
+    for claim in exp.get("claims") or []:
+        if claim.get("verdict") not in VERDICT_COLOURS:
+            continue
+        a, b = claim.get("a") or {}, claim.get("b") or {}
+        rows.append({
+            "kind": "claim",
+            "experiment": exp["name"],
+            "line": f"claim {claim.get('id')}: {claim.get('claim')}",
+            "threshold": claim.get("threshold"),
+            "threshold_relative": bool(claim.get("threshold_relative")),
+            "x": f"{claim.get('statistic')} difference A - B",
+            "claim_id": claim.get("id"),
+            "claim_text": claim.get("text"),
+            "relation": claim.get("relation"),
+            "side_a": f"{a.get('experiment')}: {a.get('line')}",
+            "side_b": f"{b.get('experiment')}: {b.get('line')}",
+            "difference": claim.get("difference"),
+            "se": claim.get("se"),
+            "df": claim.get("df"),
+            "interval": claim.get("interval"),
+            "p": claim.get("p"),
+            "alpha": claim.get("alpha"),
+            "provenance": claim.get("provenance"),
+            "dominant": "",
+            "verdict": claim.get("verdict"),
+            "verdict_reason": claim.get("reason"),
+            "n_points": None,
+            "n_censored": None,
+        })
     return rows
 
 
@@ -247,6 +285,10 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
         for extra in entry_page_kinds(exp):
             if extra is not page_kind and extra.compared:
                 compared = f"{compared}; {extra.compared}" if compared else extra.compared
+        judged = [c for c in exp.get("claims") or [] if c.get("verdict") in VERDICT_COLOURS]
+        if judged:
+            what = f"{len(judged)} comparative claim{'s' if len(judged) > 1 else ''} between fitted lines"
+            compared = f"{compared}; {what}" if compared else what
         own = exp.get("config_hashes") or (hashes.get(exp["name"]) if isinstance(hashes, dict) else None) or []
         out.append({"index": i, "experiment": exp.get("title") or exp["name"], "name": exp["name"], "kind": kind,
                     "compared": compared, "checks": len(mine),
@@ -560,6 +602,10 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
             page(f"fits-{_slug(lname)}", partial(figures.fit_grid, line_fits, title=f"{head}: fits along {lname}",
                                                  size=PAGE_LANDSCAPE),
                  f"fits along {lname}", [line_fits, lname])
+    if exp.get("claims"):
+        claims = [dict(c, check=r.get("check")) if r else dict(c) for c, r in _claim_checks(exp["claims"], rows)]
+        page("claims", partial(tables.claim_table, claims, title=f"{head}: comparative claims"),
+             "comparative claims", claims)
     if exp.get("dmin"):
         page("dmin", partial(figures.dmin_plot, exp["dmin"], size=PAGE_LANDSCAPE,
                              title=f"{head}: d_min, solid = a + b log2 N, dashed = c N$^p$"),
@@ -570,6 +616,12 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
             pages += _as_pages(registry.load_object(kind.pages)(exp, head, experiments), section,
                                [head, exp, experiments_digest])
     return [dataclasses.replace(p, stem=f"{index:02d}-{_slug(name)}-{p.stem}") for p in pages]
+
+
+def _claim_checks(claims: Sequence[dict], rows: Sequence[dict]) -> list[tuple[dict, dict | None]]:
+    """Each claim with its summary row (None for a claim not run in this preset), in order."""
+    mine = iter([r for r in rows if r.get("kind") == "claim"])
+    return [(c, next(mine, None) if c.get("verdict") in VERDICT_COLOURS else None) for c in claims]
 
 
 # ----------------------------------------------------------------------------- contents and appendix

@@ -6,10 +6,12 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
-from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, fill, new_figure, style_context, wrap_title
+from recallkit.reports.style import (PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context,
+                                     wrap_title)
 from recallkit.theory.errors import InputError
 
-__all__ = ["slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain", "slope_rows"]
+__all__ = ["slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain",
+           "slope_rows", "claim_table", "claim_cells"]
 
 
 def _ci(ci) -> str:
@@ -70,9 +72,30 @@ def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slo
     return fig
 
 
+def _interval(pair) -> str:
+    """A one-sided interval with a null (open) end: "(-inf, 0.12]" / "[0.31, inf)"."""
+    if not pair or len(pair) != 2 or (pair[0] is None and pair[1] is None):
+        return "n/a"
+    left = "(-inf" if pair[0] is None else f"[{pair[0]:.2f}"
+    right = "inf)" if pair[1] is None else f"{pair[1]:.2f}]"
+    return f"{left}, {right}"
+
+
+def _claim_slope_cells(r: dict, shown: str) -> list[str]:
+    """A comparative claim's row in the slope table: the difference, its one-sided interval and p."""
+    op = str(r.get("relation") or " ").split()[-1]
+    raw = [r.get("experiment", ""), r.get("line") or "", shown,
+           "diff. " + _num(r.get("difference")), _interval(r.get("interval")),
+           "p = " + ("n/a" if r.get("p") is None else f"{float(r['p']):.2g}"), f"A - B {op} 0",
+           str(r.get("provenance") or ""), str(r.get("verdict") or "n/a")]
+    return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
+
+
 def _slope_cells(r: dict) -> list[str]:
     thr = r.get("threshold")
     shown = "" if thr is None else f"{float(thr):g}" + (" x ceil." if r.get("threshold_relative") else "")
+    if r.get("kind") == "claim":
+        return _claim_slope_cells(r, shown)
     raw = [r.get("experiment", ""), r.get("line") or "", shown,
            _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
            _predicted(r), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
@@ -176,6 +199,59 @@ def draw_table(ax, header: Sequence[str], cells: Sequence[Sequence[str]], widths
             cell.get_text().set_fontweight("bold")
         elif cell_colours and cell_colours[row - 1][col]:
             cell.set_facecolor(cell_colours[row - 1][col])
+
+
+_CLAIM_HEADER = ["#", "claim", "side A", "side B", "thr.", "difference\nA - B", "one-sided\ninterval", "p",
+                 "verdict", "reason (in full: appendix)"]
+_CLAIM_WIDTHS = [0.03, 0.17, 0.12, 0.12, 0.05, 0.08, 0.09, 0.05, 0.08, 0.21]
+_CLAIM_WRAP = [0, 30, 18, 18, 7, 12, 15, 8, 12, 33]
+CLAIM_TABLE_ROWS = 8  # rows one page holds (a row is up to about six text lines)
+
+
+def claim_cells(claim: dict) -> list[str]:
+    """The cells of one claim (``compare.claims.ClaimResult.to_dict()``) in the claims table."""
+    a, b = claim.get("a") or {}, claim.get("b") or {}
+
+    def side(s: dict) -> str:
+        own = s.get("experiment") == claim.get("experiment") or not claim.get("experiment")
+        return (s.get("line") or "") + ("" if own else f" (in {s.get('experiment')})")
+
+    thr = claim.get("threshold")
+    shown = "" if thr is None else f"{float(thr):g}" + (" x ceil." if claim.get("threshold_relative") else "")
+    diff = claim.get("difference")
+    difference = "n/a" if diff is None else f"{diff:.3f}" + (
+        "" if claim.get("se") is None else f"\nse {claim['se']:.3f}\ndf {claim.get('df') or 0:.3g}")
+    check = claim.get("check")
+    return [str(check) if check else "", f"{claim.get('id')}: {claim.get('claim')}. {claim.get('text') or ''} "
+            f"[{claim.get('provenance') or ''}]", side(a), side(b), shown, difference, _interval(claim.get("interval")),
+            "n/a" if claim.get("p") is None else f"{float(claim['p']):.2g}", str(claim.get("verdict") or "n/a"),
+            cut_lines(str(claim.get("reason") or ""), _CLAIM_WRAP[-1], max_lines=7)]
+
+
+def claim_table(claims: Sequence[dict], title: str = "Comparative claims", size=PAGE_LANDSCAPE) -> Figure:
+    """A page with one row per comparative claim: the two sides, the difference with its one-sided interval and
+    p, and the verdict (coloured) with the start of its reason. ``claims``: ``ClaimResult.to_dict()`` dicts
+    (optionally with ``check``, the number of the claim's row in the summary of verdicts)."""
+    with style_context():
+        fig = new_figure(size, layout=None)
+        fig.text(0.03, 0.965, wrap_title(title, size[0] * 0.94, 14, max_lines=1), fontsize=14, fontweight="bold",
+                 va="top")
+        fig.text(0.03, 0.915, fill(
+            "Each claim compares two fitted lines: their slopes, or their levels (fitted log parameter count at "
+            "matched base values, the middle of the common fitted range). One-sided test on the difference A - B, "
+            "standard errors of both fits combined (HC3; curve fits: their seed-curve bootstrap), Student t with "
+            "Welch-Satterthwaite df. consistent: the claimed ordering is significant at alpha; inconsistent: the "
+            "opposite one is; 'not run': a side's line is not in this preset (no check).", 165),
+            fontsize=8.5, va="top", color="0.25")
+        ax = fig.add_axes((0.03, 0.05, 0.94, 0.80))
+        shown = list(claims)[:CLAIM_TABLE_ROWS]
+        cells = [claim_cells(c) for c in shown]
+        colours = [[None] * 8 + [VERDICT_COLOURS.get(c.get("verdict"), "0.9")] + [None] for c in shown]
+        draw_table(ax, _CLAIM_HEADER, cells, _CLAIM_WIDTHS, fontsize=7.5, cell_colours=colours, wrap=_CLAIM_WRAP)
+        if len(claims) > len(shown):
+            fig.text(0.03, 0.025, f"... {len(claims) - len(shown)} more claims in summary.json (experiments[].claims)",
+                     fontsize=9)
+    return fig
 
 
 # sympy.latex constructs that mathtext lacks, with the mathtext spelling that means the same.

@@ -81,3 +81,44 @@ def test_marker_is_registered_and_plugin_import_is_light():
              "print(any(m in sys.modules for m in ('numpy', 'scipy', 'statsmodels', 'torch')))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert loaded.stdout.strip() == "False", loaded.stderr
+
+
+CLAIM_TESTS = """
+import pytest
+
+@pytest.mark.scaling_claim("experiments/good.toml", claim="fig4c", alpha=0.1)
+def test_claim_holds():
+    pass
+
+@pytest.mark.scaling_claim("experiments/bad.toml")
+def test_claim_fails():
+    pass
+
+def test_claim_fixture(recallkit_claim):
+    assert recallkit_claim("experiments/good.toml", expect=("consistent", "inconclusive")) == "claims of good"
+
+@pytest.mark.scaling_claim("experiments/good.toml", colour="red")
+def test_unknown_option():
+    pass
+"""
+
+
+def test_claim_marker_and_fixture_call_assert_claim(pytester, monkeypatch):
+    assertions = importlib.import_module("recallkit.assertions")
+    calls = []
+
+    def fake_assert_claim(experiment, claim=None, expect="consistent", **options):
+        calls.append((experiment, claim, expect, options))
+        if "bad" in str(experiment):
+            raise AssertionError("claims of bad: expected verdict 'consistent'; reason: the opposite ordering is significant")
+        return "claims of good"
+
+    monkeypatch.setattr(assertions, "assert_claim", fake_assert_claim)
+    pytester.makepyfile(test_user=CLAIM_TESTS)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--recallkit-store", "my.sqlite")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*the opposite ordering is significant*"])
+    result.stdout.fnmatch_lines(["*scaling_claim: unknown option(s)*colour*"])
+    marker_call = next(c for c in calls if c[1] == "fig4c")
+    assert marker_call[2] == "consistent" and marker_call[3] == {"store": "my.sqlite", "preset": "quick", "alpha": 0.1}
+    assert any(c[2] == ("consistent", "inconclusive") for c in calls)

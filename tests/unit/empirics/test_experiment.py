@@ -140,3 +140,43 @@ def test_safe_expression_whitelist():
     for hostile in ("open('x')", "N.real", "[N]", "N if N else 1", "'a'", "N < 3"):
         with pytest.raises(InputError, match="here:"):
             SafeExpression(hostile, {"N"}, "here")
+
+
+CLAIMS = """
+[[lines]]
+scaling = "N=V**1.5, L=V**0.5"
+label = "steep"
+
+[[claims]]
+id = "n-regime"
+text = "V log V needs more parameters than V^1.5"
+relation = "level >"
+a = { line = "N=V*log(V), L=V**0.5", threshold = 0.1 }
+b = { line = "steep" }
+provenance = "paper-reported: Fig 2(c)"
+"""
+
+
+def test_claims_table_is_read_from_the_file(tmp_path):
+    text = MINIMAL.replace("[fixed]", CLAIMS.strip() + "\n[fixed]")
+    exp = load_experiment(write(tmp_path, text))
+    (claim,) = exp.claims
+    assert (claim.id, claim.relation, claim.provenance) == ("n-regime", "level >", "paper-reported: Fig 2(c)")
+    assert (claim.a.line, claim.a.threshold, claim.a.relative, claim.a.experiment) == (
+        "N=V*log(V), L=V**0.5", 0.1, False, None)
+    assert claim.b.line == "steep" and claim.b.threshold is None and claim.alpha is None
+    assert exp.to_dict()["claims"][0]["id"] == "n-regime"
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('b = { line = "steep" }', 'b = { line = "stepe" }', "claims[0].b.line: no line labelled 'stepe' in this experiment"),
+    ('relation = "level >"', 'relation = "level >="', "claims[0].relation: expected one of"),
+    ('id = "n-regime"', 'id = "n-regime"\nweight = 2', "claims[0]: unknown key 'weight'"),
+    ('b = { line = "steep" }', 'b = { line = "steep", threshold = 0.5 }', "claims[0].b.threshold: 0.5 is not one of"),
+])
+def test_a_bad_claim_names_the_field(tmp_path, old, new, message):
+    text = MINIMAL.replace("[fixed]", CLAIMS.strip().replace(old, new) + "\n[fixed]")
+    with pytest.raises(InputError) as info:
+        load_experiment(write(tmp_path, text))
+    assert "\n" not in str(info.value) and str(info.value).startswith(str(tmp_path / "x.toml"))
+    assert message in str(info.value), str(info.value)
