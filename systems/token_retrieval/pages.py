@@ -216,8 +216,10 @@ def probe_pages(exp: dict, head: str, experiments=()) -> list[tuple[str, Callabl
 
 
 def summary_rows(exp: dict) -> list[dict]:
-    """Summary rows (the ``entries`` shape) of a "probes" entry: one per (term, variable), raw verdict,
-    plus ``verdict_drift_corrected`` and its reason (shown on the probe table pages)."""
+    """Summary rows (the ``entries`` shape) of a "probes" entry: one per (term, variable). The verdict is the
+    one against the finite-size prediction where the probe has one (the pack's term at the probed sizes, the
+    attention at its exact finite-L softmax value), with the asymptotic verdict beside it
+    (``verdict_asymptotic``), as the fits do; plus ``verdict_drift_corrected`` and its reason."""
     doc = exp.get("probes") or {}
     try:
         table = _table(doc)
@@ -227,14 +229,22 @@ def summary_rows(exp: dict) -> list[dict]:
     rows = []
     for e in table:
         c = e.get("drift_corrected") or {}
+        f = e.get("finite_size") or {}
+        finite = f.get("verdict") is not None and f.get("predicted_exponent") is not None
         rows.append({"experiment": exp["name"], "line": f"{e['term']} in {e['variable']}", "threshold": None,
                      "x": f"log {e['variable']}", "slope": e.get("fitted_exponent"), "slope_ci": e.get("ci"),
-                     "slope_ci_bootstrap": e.get("ci_bootstrap"), "predicted_slope": e.get("predicted_exponent"),
+                     "slope_ci_bootstrap": e.get("ci_bootstrap"),
+                     "predicted_slope": f["predicted_exponent"] if finite else e.get("predicted_exponent"),
+                     "predicted_slope_asymptotic": e.get("predicted_exponent"),
+                     "prediction_compared": "finite size" if finite else None,
                      "delta": grid.get("delta"), "alpha": grid.get("alpha"),
-                     "dominant": f"{e.get('role', '')} term", "verdict": e["verdict"],
-                     "verdict_reason": e.get("verdict_reason"),
+                     "dominant": f"{e.get('role', '')} term",
+                     "verdict": f["verdict"] if finite else e["verdict"],
+                     "verdict_reason": (f"against the finite-size prediction: {f.get('verdict_reason')}" if finite
+                                        else e.get("verdict_reason")),
+                     "verdict_asymptotic": e["verdict"], "verdict_reason_asymptotic": e.get("verdict_reason"),
                      "verdict_drift_corrected": c.get("verdict"), "verdict_reason_drift_corrected": c.get("verdict_reason"),
-                     "verdict_finite_size": (e.get("finite_size") or {}).get("verdict"),
-                     "predicted_slope_finite_size": (e.get("finite_size") or {}).get("predicted_exponent"),
+                     "verdict_finite_size": f.get("verdict"),
+                     "predicted_slope_finite_size": f.get("predicted_exponent"),
                      "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None})
     return rows

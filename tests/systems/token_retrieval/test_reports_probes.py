@@ -77,6 +77,16 @@ def test_probe_rows_for_the_summary(doc):
     assert probes.summary_rows({"name": "x", "probes": {"no": "table"}}) == []
 
 
+def test_a_probe_with_a_finite_size_prediction_is_judged_against_it(doc):
+    table = [dict(e) for e in doc["table"]]
+    table[0] = dict(table[0], verdict="inconsistent", predicted_exponent=-1.0,
+                    finite_size={"predicted_exponent": -0.85, "verdict": "consistent", "verdict_reason": "inside"})
+    row = probes.summary_rows({"name": "tr_probes", "probes": dict(doc, table=table)})[0]
+    assert (row["verdict"], row["verdict_asymptotic"]) == ("consistent", "inconsistent")
+    assert (row["predicted_slope"], row["predicted_slope_asymptotic"]) == (-0.85, -1.0)
+    assert row["prediction_compared"] == "finite size" and row["verdict_reason"].endswith("inside")
+
+
 def test_bad_document_is_named(doc):
     with pytest.raises(InputError, match="probes: expected compare.probe_fits.run_probe"):
         probes.probe_table_figure({"grid": {}})
