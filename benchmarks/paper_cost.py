@@ -7,7 +7,8 @@ widening and bisection) against a stand-in for training, so the count of trainin
 probe are those of the real sweep *given where each line crosses each threshold*, which is not known
 before training. The stand-in's answers, stated in the output per line:
 
-- a line with its own cap on the searched size (``[[lines]] search = { max = ... }``) reaches no
+- a line with its own cap on the searched size (``[[lines]] search = { max = ... }``, below the preset's
+  ``search.max``) reaches no
   threshold below it: the cap is there because the line is known not to resolve (tr_fig2's L ~ V lines
   stay below accuracy 0.1 up to d = 2048), so its cells run to the cap, the most they can cost;
 - every other line crosses the lowest threshold where the search's own first guess puts it
@@ -77,9 +78,10 @@ class Answers:
         search = experiment.search
         b0 = experiment.base_values[0]
         for i, line in enumerate(experiment.lines):
-            if caps and line.search_max is not None and line.search_max < search.max:
+            own = line.search
+            if caps and own is not None and own.max < search.max:
                 self.assumption[line.label] = (f"censored: reaches no threshold below its own cap "
-                                               f"{experiment.size} = {line.search_max}")
+                                               f"{experiment.size} = {own.max}")
                 continue
             start = search.start.evaluate({experiment.base: b0}) if search.start is not None else math.sqrt(search.min * search.max)
             exponents = predicted_exponents(experiment, line) or (0.5, 0.0)
@@ -125,7 +127,10 @@ def simulate(experiment, answers: Answers) -> list[dict]:
             if exp.kind == "max_capacity":  # capacity: a smaller N is easier
                 value = max((t for k, t in enumerate(exp.thresholds)
                              if config[exp.size] <= answers.crossing(li, config[exp.base], k)), default=0.0)
-            out.append({exp.metric: value, "train_accuracy": value, "param_count": 0, "wall_time_s": 0.0})
+            parsed = parse_config(config)
+            out.append({exp.metric: value, "train_accuracy": value, "wall_time_s": 0.0,
+                        "param_count": parsed.task_config.param_count() if hasattr(parsed.task_config, "param_count")
+                        else config[exp.size]})
         return out
 
     with tempfile.TemporaryDirectory() as tmp, ResultStore(Path(tmp) / "simulated.db") as store:
@@ -141,8 +146,12 @@ def estimate(name: str, preset: str, caps: bool, cpu_gflops: float | None) -> di
         assumption = {line.label: "grid: every cell is trained" for line in experiment.lines}
     else:
         if not caps:
+            import dataclasses
+
             for line in experiment.lines:
-                line.search_max = None
+                if line.search is not None:
+                    ceiling = experiment.search.ceiling
+                    line.search = dataclasses.replace(line.search, max=experiment.search.max, ceiling=ceiling)
         answers = Answers(experiment, caps)
         configs = simulate(experiment, answers)
         assumption = answers.assumption
