@@ -63,6 +63,8 @@ def select_capacity_experiment(points: Iterable[Mapping[str, Any]], experiment: 
         rows = [p for p in tagged if p["model"] == model]
         predicted = PREDICTED_CAPACITY_FORMS.get(model)
         selection = select_capacity_by_group(rows, "R", predicted=predicted, min_delta_aic=min_delta_aic)
+        for group in selection["groups"]:
+            _discount_budget_limited(group, [p for p in rows if p.get("R") == group.get("R")])
         verdicts = [g.get("verdict") for g in selection["groups"]]
         if predicted is None:
             overall = None
@@ -88,6 +90,33 @@ def select_capacity_experiment(points: Iterable[Mapping[str, Any]], experiment: 
                          "points": rows, "selection": selection, "budget": budget}
     return {"response": "log2 N_max", "forms": dict(CAPACITY_FORMS), "min_delta_aic": min_delta_aic,
             "models": models}
+
+
+def _discount_budget_limited(group: dict, rows: list[Mapping[str, Any]]) -> None:
+    """A power-law preference against a predicted log form is no decision when the largest-d capacities are
+    budget-limited (their budget check passed one grid step higher with more steps): an N_max measured too
+    low at the largest d bends log2 N_max(d) down there, the way a power law does, so the training budget
+    alone can produce that preference. The group's verdict becomes inconclusive, with the reason; the
+    opposite case (log preferred where power is predicted) is not affected by this bias and stands."""
+    if group.get("verdict") != "inconsistent" or group.get("preferred") != "power" or group.get("predicted") != "log":
+        return
+    checks = [p["budget_check"] for p in rows if p.get("budget_check")]
+    flagged = [c for c in checks if c.get("reached")]
+    if not flagged:
+        return
+    log_fit = group.get("log") or {}
+    width = ""
+    if log_fit.get("b_ci"):
+        lo, hi = log_fit["b_ci"]
+        width = f"; the log form's slope b = {log_fit.get('b', float('nan')):.2f} has the interval [{lo:.2f}, {hi:.2f}]"
+    group["verdict_budget_free"] = group["verdict"]
+    group["verdict"] = "inconclusive"
+    group["verdict_reason"] = (
+        f"data prefer power (delta AIC {abs(group.get('delta_aic', 0.0)):.1f}), but {len(flagged)} of {len(checks)} "
+        f"largest-d capacities are budget-limited (one grid step more with {flagged[0].get('factor', 3):g}x the "
+        f"steps): N_max measured too low at the largest d bends the curve the way a power law does, so this "
+        f"preference is no decision{width}. More steps at the largest d (or a wider d range, as the gpu preset "
+        f"has) would settle it")
 
 
 def judge_search(entry: dict, experiment: Any, sweep: Any) -> None:

@@ -76,6 +76,23 @@ def test_swapped_data_are_inconsistent(experiment):
     assert result["verdict"] == "inconsistent"
 
 
+def test_a_power_preference_from_budget_limited_points_is_no_decision(experiment):
+    """The cold quick run's learned curve (1000 steps): concave, power preferred by delta AIC 9.5, and both
+    largest-d points store one grid step more with 3x the steps. Budget-limited N_max bends the curve the
+    way a power law does, so the verdict is inconclusive, not inconsistent; without the flags it stands."""
+    concave = {3: (4.0, 3.46), 4: (5.25, 5.49), 5: (6.5, 6.5), 6: (7.5, 7.75), 7: (8.5, 8.5)}
+    flagged = select_capacity_experiment(points("learned, R=4", concave, flagged_at={0, 1}), experiment)
+    group = flagged["models"]["learned"]["selection"]["groups"][0]
+    assert group["preferred"] == "power" and group["verdict_budget_free"] == "inconsistent"
+    assert flagged["models"]["learned"]["verdict"] == "inconclusive"
+    assert "budget-limited" in group["verdict_reason"] and "no decision" in group["verdict_reason"]
+    clean = select_capacity_experiment(points("learned, R=4", concave), experiment)
+    assert clean["models"]["learned"]["verdict"] == "inconsistent"
+    # the bias cannot produce a log preference, so frozen data preferring log stay inconsistent when flagged
+    swapped = select_capacity_experiment(points("frozen, R=4", LEARNED, flagged_at={0, 1}), experiment)
+    assert swapped["models"]["frozen"]["verdict"] == "inconsistent"
+
+
 def test_judge_hook_adds_the_capacity_page_kind(experiment):
     entry = {"name": "geo_capacity", "kind": "max_capacity"}
     judge_search(entry, experiment, SimpleNamespace(points=points("learned, R=4", LEARNED)))
