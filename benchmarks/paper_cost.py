@@ -23,8 +23,8 @@ Each probed config is costed with its task's own models, the ones the engine use
 multiply-adds (x 2) of the training and final evaluation; time = FLOPs / (efficiency x peak), with the
 peak of this CPU measured now (one thread, a 1024^3 float32 matmul, CPU time) and the efficiencies that
 ``benchmarks/engine.py`` measures on the largest quick cells (constants below), and for the GPU the H200's
-dense float32 rate (no TF32: torch's default for float32 matmul) with the efficiency measured by
-``benchmarks/gpu_check.sh``.
+dense float32 rate (no TF32: torch's default for float32 matmul) with an efficiency that is ASSUMED, not
+measured: no GPU has run ``benchmarks/gpu_check.sh`` yet; replace GPU_EFFICIENCY with its numbers.
 """
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ from recallkit.empirics.store import ResultStore
 H200_FP32_TFLOPS = 67.0  # NVIDIA H200 SXM: dense float32 (non-tensor-core) peak, the datasheet figure
 H200_MEMORY_GIB = 141
 # Fractions of the peak the engine reaches on the largest quick cells (benchmarks/engine.py, this 2-core
-# CPU, one thread, CPU time; medians of three runs) and on the H200 (benchmarks/gpu_check.sh).
+# CPU, one thread, CPU time; medians of three runs). The H200 figures are assumptions until
+# benchmarks/gpu_check.sh has run on one (it prints the fraction of the matmul rate per cell).
 CPU_EFFICIENCY = {"three_step": 0.75, "adam": 0.40}
 GPU_EFFICIENCY = {"three_step": 0.30, "adam": 0.20}
 THRESHOLD_STEP = 1.15  # each further threshold is crossed 15% higher in size
@@ -208,7 +209,8 @@ def main() -> None:
     print(f"this CPU: {cpu['hours_one_core']:,.1f} CPU-hours on one core "
           f"(matmul {cpu['matmul_gflops_one_thread']:.0f} GFLOP/s x efficiency {cpu['efficiency']:.2f})")
     print(f"{gpu['name']}: {gpu['minutes']:,.1f} minutes (float32 {gpu['fp32_tflops']:.0f} TFLOP/s x efficiency "
-          f"{gpu['efficiency']:.2f}); {result['models_per_h200_chunk']:,} of the largest models per chunk in "
+          f"{gpu['efficiency']:.2f}, assumed until gpu_check.sh measures it); {result['models_per_h200_chunk']:,} of "
+          f"the largest models per chunk in "
           f"half of its {H200_MEMORY_GIB} GiB")
     print("assumed, per line (the search's real bracket and bisection were run against these answers):")
     for label, text in result["assumptions"].items():
