@@ -30,7 +30,7 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 def flush_denormals(trainer):
     """Train with subnormal floats flushed to zero on the CPU. A converged model's shifted logits reach
     -87 and below, where exp() gives float32 subnormals; x86 CPUs compute with those tens of times more
-    slowly (a geometric-recall cell spent most of its time in exp_ on them). Flushed, they become 0,
+    slowly (one small full-batch Adam cell spent most of its time in them). Flushed, they become 0,
     which changes no sum they enter beyond float32 rounding (each is below 1.2e-38 beside a total of at
     least 1), and the result stays a function of the config alone. The setting is restored afterwards."""
     import functools
