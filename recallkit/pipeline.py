@@ -320,7 +320,9 @@ def verdicts_matching(rows, wanted) -> str | None:
 
     def name(r):
         thr = r.get("threshold")
-        return f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}" if thr is not None else "") + "]"
+        relative = " x ceiling" if r.get("threshold_relative") else ""
+        return (f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}{relative}" if thr is not None else "")
+                + "]")
 
     counts = ", ".join(f"{sum(r.get('verdict') == v for r in hits)} {v}" for v in wanted if any(r.get("verdict") == v for r in hits))
     shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:3])
