@@ -93,16 +93,29 @@ def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:
 # Each task config's ``bytes_per_model`` and ``train_flops`` (systems/<name>/config.py) are built from
 # these, so the engine's chunking, the refusal of too-large models and benchmarks/paper_cost.py all use
 # one model, checked against measured peak RSS in tests/integration/test_memory_model.py.
+#
+# ``bytes_per_model`` = the tensors alive at the peak of a training (counted buffer by buffer from the
+# code: the live-tensor peak that torch.profiler's memory events report) + what the allocator keeps of
+# the freed ones (:func:`allocator_retention_bytes`).
 
 FLOAT_BYTES = 4  # every tensor the trainers keep is float32
 ITEM_CHUNK_ELEMENTS = 1 << 20  # per model: floats in one [items, width] tensor of an evaluation chunk
 TRAIN_CHUNK_ELEMENTS = 1 << 22  # per model: floats in one [items, width] tensor of a full-batch gradient chunk
-# Copies of the trainable parameters alive at the peak of a training (measured): three_step holds the
-# problem's zeros, their copy, the gradient (with its accumulator) and the step results; Adam holds, for
-# every parameter, the problem's initial value, the parameter, two moments and the gradient, and while
-# it updates one parameter its new value, new moments and temporaries.
+# Copies of the trainable parameters alive at the peak of a training: three_step (trainers._two_steps,
+# just after W1 = gamma * direction) holds the problem's zeros, their copies, V1, the direction and W1:
+# 4 W-sized + 3 V-sized tensors, 3.5 copies when W and V have the same size (the token-retrieval task
+# counts its phases exactly); Adam holds, for every parameter, the problem's initial value, the
+# parameter and two moments, and while it updates one parameter its new value, new moments and
+# temporaries (five of that parameter's size).
 THREE_STEP_PARAMETER_COPIES = 3.5
 ADAM_PARAMETER_COPIES, ADAM_UPDATE_COPIES = 4, 5
+# glibc's malloc (CPU) takes a buffer from its heap instead of a fresh mmap once it has freed one of that
+# size, up to DEFAULT_MMAP_THRESHOLD_MAX = 32 MiB, and keeps up to twice that size free at the top of its
+# heap before it gives memory back (the dynamic M_TRIM_THRESHOLD, mallopt(3)). That reuse is what makes a
+# chunked pass fast, and the resident memory it costs is part of a training's peak. Larger buffers are
+# mmapped and unmapped when freed.
+HEAP_BUFFER_MAX = 32 << 20
+HEAP_RETAINED_BUFFERS = 2
 
 
 def items_per_chunk(width: int, budget: int = ITEM_CHUNK_ELEMENTS) -> int:
@@ -118,6 +131,20 @@ def parameter_state_bytes(trainer_config, trainable_params: int, largest_paramet
     if isinstance(trainer_config, ThreeStepConfig):
         return int(THREE_STEP_PARAMETER_COPIES * FLOAT_BYTES * trainable_params)
     return FLOAT_BYTES * (ADAM_PARAMETER_COPIES * trainable_params + ADAM_UPDATE_COPIES * largest_parameter)
+
+
+def allocator_retention_bytes(transient_buffers) -> int:
+    """Freed memory the allocator still holds at a training's peak: twice the largest buffer that is freed
+    and allocated again during the training (``transient_buffers``: their sizes in bytes) and is small
+    enough to come from glibc's heap (<= HEAP_BUFFER_MAX; larger ones are unmapped when freed). A margin
+    of the right size, not an exact count: the heap also keeps holes between live buffers, and where they
+    fall depends on the order of allocations (even on Python's hash seed). Measured in fresh processes,
+    the peak RSS exceeded the live tensors by 0.3 to 2.6 times this on the configs of
+    tests/integration/test_memory_model.py, and by 5 MiB (a cross-entropy's two [items, V] buffers,
+    freed in stack order) to 70 MiB (an MLP's backward) on smaller token-retrieval shapes, whose total
+    it then misses by up to -28% / +82%. At most 64 MiB: nothing next to a GPU's memory."""
+    heap_served = [int(size) for size in transient_buffers if 0 < size <= HEAP_BUFFER_MAX]
+    return HEAP_RETAINED_BUFFERS * max(heap_served, default=0)
 
 
 def training_passes(trainer_config, sizes: dict[str, int], n_train: int) -> dict[str, float]:

@@ -66,14 +66,14 @@ def _grad(problem, params: dict, name: str) -> torch.Tensor:
     n = problem.n_train
     chunk = getattr(problem, "train_chunk", n)
     if chunk >= n:
-        loss, _ = problem.loss({**params, name: leaf})
+        loss = problem.loss({**params, name: leaf})[0]  # not the accuracy: it holds the logits
         (gradient,) = torch.autograd.grad(loss.sum(), [leaf])
         return gradient
     M = leaf.shape[0]
     gradient = torch.zeros_like(leaf)
     for start in range(0, n, chunk):
         idx = torch.arange(start, min(n, start + chunk), device=leaf.device).expand(M, -1)
-        loss, _ = problem.loss({**params, name: leaf}, idx)
+        loss = problem.loss({**params, name: leaf}, idx)[0]  # the logits are freed before the next chunk
         (part,) = torch.autograd.grad(loss.sum() * (idx.shape[1] / n), [leaf])
         gradient += part
     return gradient
@@ -125,7 +125,7 @@ def _loss_and_grads(problem, params: dict, names: tuple[str, ...]) -> tuple[torc
     n = problem.n_train
     chunk = getattr(problem, "train_chunk", n)
     if chunk >= n:
-        loss, _ = problem.loss(leaves)
+        loss = problem.loss(leaves)[0]  # not the accuracy: it holds the logits
         gradients = torch.autograd.grad(loss.sum(), [leaves[k] for k in names])
         return loss.detach(), list(gradients)
     M = next(iter(params.values())).shape[0]
@@ -133,7 +133,7 @@ def _loss_and_grads(problem, params: dict, names: tuple[str, ...]) -> tuple[torc
     gradients = [torch.zeros_like(params[k]) for k in names]
     for start in range(0, n, chunk):
         idx = torch.arange(start, min(n, start + chunk), device=gradients[0].device).expand(M, -1)
-        loss, _ = problem.loss(leaves, idx)
+        loss = problem.loss(leaves, idx)[0]  # the logits are freed before the next chunk
         weight = idx.shape[1] / n
         parts = torch.autograd.grad(loss.sum() * weight, [leaves[k] for k in names])
         for g, part in zip(gradients, parts):

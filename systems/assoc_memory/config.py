@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from recallkit.empirics.config import (FLOAT_BYTES, MAX_D, MAX_M, MAX_N, check_model, items_per_chunk,
-                                       parameter_state_bytes, positive_int, training_passes)
+from recallkit.empirics.config import (FLOAT_BYTES, MAX_D, MAX_M, MAX_N, allocator_retention_bytes, check_model,
+                                       items_per_chunk, parameter_state_bytes, positive_int, training_passes)
 from recallkit.theory.errors import InputError
 
 @dataclass(frozen=True)
@@ -55,13 +55,18 @@ class AssocMemoryConfig:
 
     def bytes_per_model(self, trainer_config) -> int:
         """Peak memory of one model's training, every buffer counted: the input and output embeddings,
-        parameters with gradients and Adam state, and the largest pass (the batch, or an evaluation chunk)."""
+        parameters with gradients and Adam state, and the largest pass (the batch, or an evaluation chunk);
+        plus what the allocator keeps of the freed buffers (``empirics.config.allocator_retention_bytes``).
+        Checked against measured peak RSS."""
         embeddings = 2 * FLOAT_BYTES * self.N * self.d
         batch = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
-        chunk = items_per_chunk(max(self.N, self.m or 0))
-        largest_pass = max(batch, min(chunk, self.N)) * self._bytes_per_item()
+        chunk = min(items_per_chunk(max(self.N, self.m or 0)), self.N)
+        largest_pass = max(batch, chunk) * self._bytes_per_item()
         largest = self.d * self.d if self.model == "linear" else self.m * self.d
-        return embeddings + parameter_state_bytes(trainer_config, self.trainable_params, largest) + largest_pass
+        live = embeddings + parameter_state_bytes(trainer_config, self.trainable_params, largest) + largest_pass
+        transient = [FLOAT_BYTES * largest] + [FLOAT_BYTES * items * width for items in (batch, chunk)
+                                               for width in (self.N, self.m or 0, self.d)]
+        return live + allocator_retention_bytes(transient)
 
     def train_flops(self, trainer_config) -> int:
         """FLOPs (2 per multiply-add) of one model's training and final evaluation, matmuls only."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from recallkit.empirics.config import (FLOAT_BYTES, MAX_D, MAX_L, MAX_M, MAX_N, MAX_V, TRAIN_CHUNK_ELEMENTS,
-                                       ThreeStepConfig, check_model, items_per_chunk, parameter_state_bytes,
-                                       positive_int, training_passes)
+from recallkit.empirics.config import (ADAM_PARAMETER_COPIES, ADAM_UPDATE_COPIES, FLOAT_BYTES, MAX_D, MAX_L, MAX_M,
+                                       MAX_N, MAX_V, TRAIN_CHUNK_ELEMENTS, ThreeStepConfig, TwoStepThenFitConfig,
+                                       allocator_retention_bytes, check_model, items_per_chunk, positive_int,
+                                       training_passes)
 from recallkit.theory.errors import InputError
 
 FEATURES = ("relu", "relu_centred", "relu_normalised", "abs_centred")
@@ -27,6 +28,15 @@ INT16_TOKENS_MAX_V = 1 << 15  # token values 0..V-1 fit in int16 up to V = 32768
 # per-sample backward. Measured on CPU, one thread, d = 64..512 (the fastest path at each ratio).
 DENSE_MASS_MAX_RATIO = 2
 DENSE_BACKWARD_MAX_RATIO = 32
+# [items, m] float tensors of the MLP (task.py _mlp_features) alive at once, per feature option: in a
+# forward without gradient (the pre-activation, the features and the centred copy), in one with gradient,
+# what a gradient pass keeps for its backward (relu's output, the centred copy, abs's input, the
+# normalised chain), and in the backward (those plus the incoming gradient and its sums). Read off
+# torch.profiler's memory events at the peak of each option.
+MLP_FORWARD = {"relu": 2, "relu_centred": 3, "abs_centred": 3, "relu_normalised": 3}
+MLP_FORWARD_GRAD = {"relu": 2, "relu_centred": 3, "abs_centred": 3, "relu_normalised": 4}
+MLP_SAVED = {"relu": 1, "relu_centred": 2, "abs_centred": 2, "relu_normalised": 3}
+MLP_BACKWARD = {"relu": 3, "relu_centred": 4, "abs_centred": 4, "relu_normalised": 7}
 
 
 @dataclass(frozen=True)
@@ -103,38 +113,117 @@ class TokenRetrievalConfig:
     def eval_chunk(self) -> int:
         return items_per_chunk(max(self.V, self.L, self.m or 0))
 
-    def _bytes_per_item(self, trainer: str, gathered: bool) -> int:
-        """Peak bytes per item of one pass of task.py: the tensors alive at its largest moment, fitted to the
-        measured peak (CPU, one thread; V 512..4096, L 22..1024, d 32..2048, m up to 4096). ``trainer``:
-        "three_step" (a gradient accumulated over chunks), "adam" (one pass per step) or "evaluate" (no
-        gradient). ``gathered``: the items' tokens are copied out of the stored ones."""
-        V, L, d, m = self.V, self.L, self.d, self.m or 0
+    def _pass_bytes(self, items: int, kind: str, gathered: bool) -> int:
+        """Peak bytes of the tensors of one pass over ``items`` items (task.py ``forward``, the cross-entropy
+        of empirics/tasks and, with a gradient, the backward): the largest of its moments, each counted
+        buffer by buffer. ``kind``: "attention" (the gradient goes through the attention: Adam, and
+        three_step's step 2), "value" (the gradient of the value matrix only: three_step's steps 1 and 3)
+        or "evaluate" (no gradient; the evaluation's log_softmax). ``gathered``: the items' tokens,
+        positions and labels are copied out of the stored ones (a chunk or a minibatch)."""
+        V, L, d, m, f = self.V, self.L, self.d, self.m or 0, FLOAT_BYTES
         dense, mixed = self.dense_mass, not self.dense_mass and self.dense_attention_backward
-        if trainer == "three_step":
-            floats = 7 * V // 2 + 2 * L + 3 * d // 2 + 3 * m
-        elif trainer == "adam":
-            floats = 2 * V + L + d + 5 * m // 2 + (V if dense else 0)
+        tokens = (self.token_bytes * L + 24) if gathered else 0  # + int64 positions, labels and chunk indices
+        index = 8 * L if dense else 4 * L  # tokens.long() for the dense mass, else int32 rows of the stacked table
+        scores = 2 * f * L  # the scores and their softmax (each out of place)
+        mass = 2 * f * V if dense else 0  # the zeros and the scatter_add that fills them
+        logits = f * V
+        mlp_features = f * m  # attention-only: the features are o, counted with the other [items, d] tensors
+        if kind == "evaluate":
+            moments = [index + scores + mass, MLP_FORWARD[self.features] * f * m,
+                       mlp_features + 3 * f * d + logits,  # content, o, hidden and the logits being written
+                       2 * logits]  # the logits and their log_softmax
+            return items * max(moments)
+        if kind == "value":  # W_KQ is a constant: nothing of the attention is kept
+            moments = [tokens + index + scores + mass, tokens + MLP_FORWARD[self.features] * f * m,
+                       tokens + mlp_features + 3 * f * d + logits,
+                       tokens + mlp_features + f * d + 2 * logits]  # the cross-entropy: logits and shifted exp
+            return items * max(moments)
+        # kept for the backward: the softmax, the index (gather / index_select), torch's int64 bag offsets
+        saved = f * L + index + (0 if dense or mixed else 8 * L)
+        kept_tokens = tokens if mixed else 0  # the bmm backward gathers at the (gathered) tokens
+        mlp_saved = MLP_SAVED[self.features] * f * m
+        if dense:  # the gradient of the mass [items, V], its gather at the tokens and the softmax backward
+            attention_backward = logits + 2 * f * L
+        elif mixed:  # bmm(grad_o, E^T) [items, V], the tokens as int64 and their gather
+            attention_backward = logits + 8 * L + f * L
+        else:  # torch's per-sample-weight backward
+            attention_backward = f * L
+        moments = [
+            tokens + index + scores + mass,  # the attention's forward (and the dense mass)
+            tokens + saved + MLP_FORWARD_GRAD[self.features] * f * m,
+            tokens + saved + mlp_saved + 3 * f * d + logits,  # content, o, hidden, the logits being written
+            tokens + saved + mlp_saved + f * d + 2 * logits,  # the cross-entropy: logits and shifted exp
+            kept_tokens + saved + mlp_saved + 3 * f * d,  # gradients of hidden and o, o kept for the value matrix
+            kept_tokens + saved + MLP_BACKWARD[self.features] * f * m + f * d,
+            kept_tokens + saved + f * d + attention_backward,
+        ]
+        return items * max(moments)
+
+    def _passes(self, trainer_config) -> list[tuple[int, str, bool]]:
+        """(items, kind, gathered) of each kind of pass a training runs, the final evaluation included."""
+        evaluation = (min(self.eval_chunk, max(self.N, self.n_eval)), "evaluate", False)
+        if isinstance(trainer_config, ThreeStepConfig):
+            items = min(self.N, self.train_chunk)
+            return [(items, "value", items < self.N), (items, "attention", items < self.N), evaluation]
+        items = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
+        return [(items, "attention", items < self.N), evaluation]
+
+    def _live_bytes(self, trainer_config) -> int:
+        """The tensors alive at the peak of one model's training (what torch.profiler's memory events report):
+        embeddings, permutation and MLP layer; the stored training and fresh samples (tokens in int16/int32,
+        positions and labels in int64); and the largest of the training's phases, each its parameter
+        tensors (initial values, steps, gradients and their chunk accumulators, Adam's moments and update
+        temporaries) plus the pass that runs with them."""
+        f, d, W, Vp = FLOAT_BYTES, self.d, self.d * self.d, self.d * self.width  # W_KQ and value-matrix floats
+        instance = f * (2 * self.V * d + 2 * d + (self.m or 0) * d) + 8 * self.V
+        samples = (self.N + self.n_eval) * (self.token_bytes * self.L + 16)
+        passes = {kind: self._pass_bytes(items, kind, gathered) for items, kind, gathered in self._passes(trainer_config)}
+        if isinstance(trainer_config, ThreeStepConfig):
+            # trainers.three_step: the problem's zero parameters throughout; steps 1-2 their zero copies;
+            # a chunked gradient its accumulator and the last chunk's part while its passes run (unchunked,
+            # the gradient appears only once its pass has ended)
+            grads = 2 if self.train_chunk < self.N else 0
+            phases = [
+                f * (2 * W + (2 + grads) * Vp) + passes["value"],  # step 1: grad V at zero
+                f * ((2 + grads) * W + 3 * Vp) + passes["attention"],  # step 2: grad W at (0, V1)
+                f * (4 * W + 3 * Vp),  # after step 2: zeros, their copies, V1, the direction and W1
+                f * (2 * W + (2 + grads) * Vp) + passes["value"],  # step 3: grad V at (W1, V1)
+                f * (2 * W + 4 * Vp),  # V2 = V1 - gamma grad
+                f * (2 * W + 2 * Vp) + passes["evaluate"],
+            ]
+            if isinstance(trainer_config, TwoStepThenFitConfig):  # Adam on V: its moments and update
+                phases += [f * (2 * W + (4 + grads) * Vp) + passes["value"], f * (2 * W + 10 * Vp)]
         else:
-            floats = 2 * V + 2 * L + 2 * d + 2 * m + (V if dense else 0)
-        index = 8 if dense else 12 if mixed and trainer != "evaluate" else 4  # int64 / int32 (+ int64 in the backward)
-        return FLOAT_BYTES * floats + (index + (self.token_bytes if gathered else 0)) * L
+            # trainers.adam: initial values, parameters and two moments throughout; in the backward the
+            # gradients and the copies einsum's backward makes of them; the update of one parameter (five
+            # of its size); then the evaluation
+            P, largest = W + Vp, max(W, Vp)
+            batch = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
+            minibatch_order = 8 * self.N if batch < self.N else 0  # each model's int64 shuffle of the items
+            phases = [
+                f * (ADAM_PARAMETER_COPIES + 2) * P + passes["attention"] + minibatch_order,
+                f * ((ADAM_PARAMETER_COPIES + 1) * P + ADAM_UPDATE_COPIES * largest) + minibatch_order,
+                f * 2 * P + passes["evaluate"],
+            ]
+        return instance + samples + max(phases)
+
+    def _transient_buffers(self, trainer_config) -> list[int]:
+        """Bytes of the tensors a training frees and allocates again: each pass's [items, width] tensors
+        and the parameter-sized steps."""
+        sizes = [FLOAT_BYTES * self.d * self.d, FLOAT_BYTES * self.d * self.width]
+        for items, kind, gathered in self._passes(trainer_config):
+            widths = [FLOAT_BYTES * self.V, FLOAT_BYTES * self.L, FLOAT_BYTES * self.d, FLOAT_BYTES * (self.m or 0),
+                      (8 if self.dense_mass or kind == "attention" else 4) * self.L]
+            if gathered:
+                widths.append(self.token_bytes * self.L)
+            sizes += [items * width for width in widths]
+        return sizes
 
     def bytes_per_model(self, trainer_config) -> int:
-        """Peak memory of one model's training, every buffer counted: embeddings and permutation, the
-        stored training and fresh samples (tokens in int16/int32, positions and labels in int64), the
-        parameters with gradients and optimizer state, and the largest pass (a three_step chunk, an Adam
-        minibatch or the full batch; evaluation chunks are smaller). Checked against measured peak RSS."""
-        instance = FLOAT_BYTES * (2 * self.V * self.d + 2 * self.d + (self.m or 0) * self.d) + 8 * self.V
-        samples = (self.N + self.n_eval) * (self.token_bytes * self.L + 16)
-        if isinstance(trainer_config, ThreeStepConfig):
-            items, trainer = min(self.N, self.train_chunk), "three_step"
-        else:
-            items, trainer = trainer_config.resolved_batch_size(self.sizes(), self.n_train), "adam"
-        training = items * self._bytes_per_item(trainer, gathered=items < self.N)
-        evaluation = min(self.eval_chunk, max(self.N, self.n_eval)) * self._bytes_per_item("evaluate", False)
-        largest_pass = max(training, evaluation)
-        parameters = parameter_state_bytes(trainer_config, self.trainable_params, max(self.d * self.d, self.d * self.width))
-        return instance + samples + parameters + largest_pass
+        """Peak memory of one model's training: the tensors alive at its peak, counted buffer by buffer
+        (:meth:`_live_bytes`), plus what the allocator keeps of the freed ones
+        (``empirics.config.allocator_retention_bytes``). Checked against measured peak RSS."""
+        return self._live_bytes(trainer_config) + allocator_retention_bytes(self._transient_buffers(trainer_config))
 
     def _flops_per_item(self) -> dict[str, int]:
         """Multiply-adds per item of each pass (x 2 = FLOPs), counted as the model needs them: the
