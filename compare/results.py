@@ -233,7 +233,7 @@ def fit_curve_points(
     for point in points:
         if point.get("censored"):
             censored.append({k: point.get(k) for k in ("line", "threshold", "threshold_relative", "seed", "V", "N",
-                                                        "L", "censor_reason") if k in point})
+                                                        "L", "d", "m", "param_count", "censor_reason") if k in point})
             continue
         used.append({"x": transform(point), "y": log_positive(point, "param_count"), "seed": "mean"})
         kept.append(point)
@@ -256,9 +256,12 @@ def fit_curve_points(
     slopes, intercepts, degenerate = [], [], 0
     centred = xs - xs.mean()
     sxx = float((centred ** 2).sum())
-    for _ in range(n_bootstrap):
-        picks = rng.integers(0, n_seeds, size=n_seeds).tolist()
-        logs = _curve_log_counts(kept, picks)
+    memo: dict[tuple[int, ...], list[float] | None] = {}  # a resample is a multiset of seeds: with 6 seeds
+    for _ in range(n_bootstrap):                           # at most 462 distinct ones among the resamples
+        picks = tuple(sorted(rng.integers(0, n_seeds, size=n_seeds).tolist()))
+        if picks not in memo:
+            memo[picks] = _curve_log_counts(kept, list(picks))
+        logs = memo[picks]
         if logs is None:
             degenerate += 1
             continue

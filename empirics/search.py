@@ -756,7 +756,14 @@ class SweepDriver:
                     point["config_hash"] = self._key(li, b, found.bracket[1], exp.seeds[0])
                     point["censored"], point["censor_reason"] = False, None
                 else:
-                    point[exp.size], point["param_count"] = None, None
+                    # a censored point carries the bound it is censored at where there is one (as the bisection's
+                    # do): the largest size run when the curve never reached the target, the smallest when it
+                    # already had; None when nothing is known
+                    bound = None
+                    if found is not None and found.status in ("above", "below") and sizes:
+                        bound = max(sizes) if found.status == "above" else sizes[0]
+                    point[exp.size] = bound
+                    point["param_count"] = counts.get(bound) if bound is not None else None
                     if target is None:
                         reason = f"the ceiling at {exp.size}={ceiling} is unknown (failed or not run)"
                     elif found is None:

@@ -122,6 +122,8 @@ def _censored_xy(fit: dict) -> list[tuple[float, float, str]]:
         if not isinstance(c, dict):
             continue
         where = f"fit '{fit.get('experiment')}': censored[{i}]"
+        if "x" not in c and "param_count" in c and c.get("param_count") is None and c.get("d") is None:
+            continue  # censored where nothing was learned about the size (no bound to draw)
         try:
             if "x" in c and "y" in c:
                 x, y = float(c["x"]), float(c["y"])
@@ -486,7 +488,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                 xs_, ys_ = (med, keys) if capacity else (keys, med)
                 ax.plot(xs_, ys_, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
                         label=f"{word} {searched} with accuracy >= {thr:g} at each {other} (median of seeds)")
-            cens = [p for p in pts if p.get("censored")]
+            cens = [p for p in pts if p.get("censored") and p.get(x_key) is not None and p.get(y_key) is not None]
             for p in cens:
                 X, Y = float(p[x_key]), float(p[y_key])
                 ax.plot([X], [Y], ls="none", marker=marker, ms=7, mfc="none", mec=colour, mew=1.5, zorder=4)

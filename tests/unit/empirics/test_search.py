@@ -254,6 +254,18 @@ def test_curve_search_trains_every_seed_at_the_same_sizes_and_brackets_each_thre
     assert boundary_points(exp, store) == result.points  # replay re-derives the same rounds
 
 
+def test_a_curve_that_never_reaches_a_threshold_is_censored_at_the_largest_size_run(store):
+    """Censored curve points carry their bound (d and parameter count at the largest size run), so a fit page
+    can draw them as lower bounds, as it draws a bisection's."""
+    exp = experiment_from_dict(curve_experiment(max=32, ceiling=32), "fake.toml")  # at V = 512 d* ~ 43 > 32
+    result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
+    censored = [p for p in result.points if p["censored"]]
+    assert censored, "some threshold must be out of reach at d <= 32"
+    for p in censored:
+        assert "did not reach" in p["censor_reason"] and p["d"] == max(p["curve"]["sizes"])
+        assert p["param_count"] == p["d"] ** 2
+
+
 def test_relative_thresholds_need_the_curve_method():
     raw = min_size_experiment()
     raw["relative_thresholds"] = [0.5]
