@@ -929,6 +929,7 @@ class ReportBuilder:
         self.staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.out_dir))
         self.drawer = render.Drawer(self.staging / "figures", self.out_dir / "figures", png, _error_page, jobs=jobs,
                                     reuse=reuse)
+        self.reuse = reuse
         self.incremental = incremental
         self._entries: list[dict] = []
         self._n_rows = 0
@@ -972,7 +973,17 @@ class ReportBuilder:
             _, drawn = self.drawer.finish(pages)
             for error in drawn.errors:
                 warnings.warn(f"report page {error.split(':')[0]} could not be drawn: {error}", stacklevel=3)
-            _join(pages, self.staging / "figures", self.staging / REPORT_NAME, title, _summary_date(summary))
+            date = _summary_date(summary)
+            join_key = _join_key(pages, self.drawer.key_extra, title, date) if not drawn.errors else None
+            previous = self.out_dir / REPORT_NAME
+            joined = _previous_join(self.out_dir / "figures" / render.MANIFEST)
+            if (self.reuse and join_key is not None and joined.get("key") == join_key and previous.is_file()
+                    and _sha256(previous) == joined.get("sha256")):
+                shutil.copyfile(previous, self.staging / REPORT_NAME)  # every page and its place unchanged
+            else:
+                _join(pages, self.staging / "figures", self.staging / REPORT_NAME, title, date)
+            if join_key is not None:  # recorded with the pages; checked against the PDF's own hash when reused
+                _record_join(self.staging / "figures" / render.MANIFEST, join_key, _sha256(self.staging / REPORT_NAME))
             if write_summary:
                 doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
                 if drawn.errors:
@@ -1016,11 +1027,46 @@ def check_output_dir(out_dir: Path) -> None:
 _PAGE_FILE = re.compile(r"\d\d-[a-z0-9-]+")
 
 
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _previous_join(manifest: Path) -> dict:
+    """``{"key", "sha256"}`` of the PDF the previous build joined (see :func:`_join_key`), or {}."""
+    try:
+        joined = json.loads(manifest.read_text()).get("joined")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return joined if isinstance(joined, dict) else {}
+
+
+def _record_join(manifest: Path, key: str, sha256: str) -> None:
+    doc = json.loads(manifest.read_text())
+    doc["joined"] = {"key": key, "sha256": sha256}
+    manifest.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+def _join_key(pages: Sequence[render.Page], key_extra: str, title: str, date) -> str | None:
+    """A hash of everything the joined PDF is made of: each page's cache key, stem, label and section in order,
+    the title and the date. Equal keys, equal PDF bytes, so an unchanged report copies the PDF in place instead
+    of joining it again. None when a page is not cacheable."""
+    import hashlib
+
+    keys = render.page_keys(pages, key_extra)
+    if any(k is None for k in keys):
+        return None
+    text = json.dumps([title, str(date), [[p.stem, p.label, p.section, k] for p, k in zip(pages, keys)]])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _move_into_place(staging: Path, out_dir: Path, current: set[str], write_summary: bool, png: bool) -> None:
     """Move the finished build over the previous one: figures first, then summary.json, the PDF last.
-    Pages of an earlier build that this one does not write would be mistaken for current results:
-    they are removed (only files named like our pages, "NN-....png|pdf"), and so are the PNGs of an
-    earlier ``--png`` build when this one draws none."""
+    (The manifest records a hash of the joined PDF, so one killed between the two moves is never reused
+    for the wrong document.) Pages of an earlier build that this one does not write would be
+    mistaken for current results: they are removed (only files named like our pages, "NN-....png|pdf"),
+    and so are the PNGs of an earlier ``--png`` build when this one draws none."""
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     manifest = staging / "figures" / render.MANIFEST

@@ -204,8 +204,9 @@ def test_interrupted_report_keeps_the_previous_one(previous_report):
         "from recallkit.cli import main\n"
         "sys.argv = ['recallkit'] + sys.argv[1:]\n"
         "main()\n")
+    # --redraw: an unchanged report would copy the joined PDF in place and never reach the interrupted join
     result = subprocess.run([sys.executable, "-c", script, "report", str(root / "tiny_construction.toml"),
-                             "--store", str(root / "s.db"), "--out", str(root / "out"), "--no-probes"],
+                             "--store", str(root / "s.db"), "--out", str(root / "out"), "--no-probes", "--redraw"],
                             cwd=root, env=ENV, capture_output=True, text=True, timeout=300)
     assert result.returncode == 130, result.stderr
     assert "Traceback" not in result.stderr

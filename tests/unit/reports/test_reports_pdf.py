@@ -146,16 +146,20 @@ def test_unchanged_report_redraws_nothing_and_a_change_redraws_only_its_pages(tm
     first, second, third = {}, {}, {}
     path = build_report(s, tmp_path, stats=first)
     before = path.read_bytes()
+    joins = []
+    real_join = pdf_mod._join
+    monkeypatch.setattr(pdf_mod, "_join", lambda *a, **k: (joins.append(1), real_join(*a, **k)))
     build_report(s, tmp_path, stats=second)
     assert first["drawn"] == first["pages"] and first["reused"] == 0
     assert second["drawn"] == 0 and second["reused"] == second["pages"]
     assert path.read_bytes() == before  # reused pages give the same document, byte for byte
+    assert joins == []  # and the document itself is reused: nothing in it changed
     changed = make_summary()
     changed["experiments"][1]["fits"][0]["slope"] += 0.01  # one capacity fit of section 2
     build_report(changed, tmp_path, stats=third)
     drawn = {p.stem for p in (tmp_path / "figures").glob("*.pdf")}
     assert 0 < third["drawn"] < third["pages"] // 2, third
-    assert path.read_bytes() != before
+    assert path.read_bytes() != before and joins == [1]  # a changed page: joined again
     assert drawn  # every page is still there
     # the redraw flag draws everything again
     fourth = {}
