@@ -58,7 +58,7 @@ CONSTRUCTION = """
 name = "tiny_construction"
 kind = "construction"
 pack = "geometric_recall"
-description = "tiny SPEC B construction (test)"
+description = "tiny geometric-recall construction (test)"
 
 [geometric.presets.quick]
 N = [16, 32, 64]

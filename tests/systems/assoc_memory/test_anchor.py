@@ -1,4 +1,4 @@
-"""The associative-memory anchor (SPEC C; Nichani, Lee, Bietti, ICLR 2025) on the SHIPPED experiment
+"""The associative-memory anchor (Nichani, Lee, Bietti, ICLR 2025) on the SHIPPED experiment
 files: their protocol values, and real capacity sweeps fitted against the assoc_memory pack
 (log(param_count) on log(N ln N), slope 1) with the constant C in param_count = C * N ln N.
 

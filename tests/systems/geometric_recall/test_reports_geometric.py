@@ -1,4 +1,4 @@
-"""SPEC B report pages, drawn from real quick-preset results (tests/systems/geometric_recall/geometric_results.json,
+"""Geometric-recall report pages, drawn from real quick-preset results (tests/systems/geometric_recall/geometric_results.json,
 written by `recallkit report geometric_construction geometric_probes geometric_zero_shot geometric_multi_hop`)."""
 from __future__ import annotations
 

@@ -269,9 +269,9 @@ def test_experiment_entry_from_compare_fit_experiment():
         pdf_mod.experiment_entry({"fits": []})
 
 
-# ----------------------------------------------------------------------------- SPEC B and term probes
+# ----------------------------------------------------------------------------- geometric recall and term probes
 def geometric_summary() -> dict:
-    """d_min (synthetic points through compare's selection, with SPEC B predictions), the real quick-preset
+    """d_min (synthetic points through compare's selection, with the geometric-recall predictions), the real quick-preset
     construction and multi-hop results, a slice of a real probe document, and one failed experiment."""
     from recallkit.systems.geometric_recall.judge import d_min_report_dict
     from tests.unit.reports.test_reports_figures import synthetic_dmin
@@ -295,7 +295,7 @@ def geometric_summary() -> dict:
          "probes": json.loads(PROBE_DATA.read_text())},
         {"name": "broken_zero_shot", "kind": "geometric", "geometric": {"kind": "zero_shot", "verdict": "consistent"}},
     ]
-    return {"schema": "recallkit.summary/1", "title": "recallkit report (SPEC B)",
+    return {"schema": "recallkit.summary/1", "title": "recallkit report (geometric recall)",
             "provenance": {"code_version": "0.1.0+gabc", "date": "2026-11-30T09:00:00Z", "device": "cpu",
                            "threads": 1, "torch_version": "2.13.0", "preset": "quick",
                            "config_hashes": {"geometric_construction": ["geo-b97ccdbda3056356"]}},
