@@ -478,6 +478,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
             colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]
             marker = MARKERS[i % len(MARKERS)]
             pts = [p for p in boundary_points if p.get("threshold") is not None and float(p["threshold"]) == thr]
+            thr_text = f"{thr:g} x ceiling" if any(p.get("threshold_relative") for p in pts) else f"{thr:g}"
             ok = [p for p in pts if not p.get("censored")]
             found: dict = defaultdict(list)
             for p in ok:
@@ -487,7 +488,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                 med = np.array([np.median(found[k]) for k in keys])
                 xs_, ys_ = (med, keys) if capacity else (keys, med)
                 ax.plot(xs_, ys_, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
-                        label=f"{word} {searched} with accuracy >= {thr:g} at each {other} (median of seeds)")
+                        label=f"{word} {searched} with accuracy >= {thr_text} at each {other} (median of seeds)")
             cens = [p for p in pts if p.get("censored") and p.get(x_key) is not None and p.get(y_key) is not None]
             for p in cens:
                 X, Y = float(p[x_key]), float(p[y_key])
@@ -499,7 +500,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                 lv = np.linspace(np.log(fixed[0]), np.log(fixed[-1]), 50)
                 log_d = u + w * (fit["intercept"] + fit["slope"] * lv)
                 ax.plot(np.exp(lv), np.exp(log_d), color=colour, lw=1.8, path_effects=_OUTLINE, zorder=3,
-                        label=f"fit, accuracy {thr:g}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
+                        label=f"fit, accuracy {thr_text}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
                 drawn_fit = True
         if any(p.get("censored") for p in boundary_points):
             ax.plot([], [], ls="none", marker="o", mfc="none", mec="0.3",
@@ -524,7 +525,8 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         if thresholds:
             # outside the axes: over the heatmap a legend would hide the cells that matter
             fig.legend(loc="outside lower center", ncol=2, fontsize=8,
-                       title=(f"slope = fitted slope of log(parameter count) against log {x_key}, 95% CI (HC3)"
+                       title=(f"slope = fitted slope of log(parameter count) against log {x_key}, 95% CI "
+                              + ("(seed curves)" if any(f.get("method") == "curve" for f in fits) else "(HC3)")
                               if drawn_fit else None), title_fontsize=8)
     return fig
 
