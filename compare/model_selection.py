@@ -114,6 +114,45 @@ def _compare(n: np.ndarray, d: np.ndarray) -> tuple[float, float, float]:
     return aic_log, aic_power, aic_power - aic_log
 
 
+
+def _preferred_form(delta_aic: float, loo_log: float, loo_power: float, exact_fit: Mapping[str, bool],
+                    min_delta_aic: float, *, held_out: str, digits: int, threshold: str, unit: str = "") -> tuple[str, str]:
+    """("log" | "power" | "inconclusive", reason): a form is preferred when its AIC is lower by at least
+    ``min_delta_aic`` and its leave-one-``held_out``-out error is lower too."""
+    aic_winner = "log" if delta_aic > 0 else "power"
+    cv_winner = "log" if loo_log < loo_power else "power"
+    if abs(delta_aic) >= min_delta_aic and aic_winner == cv_winner:
+        reason = (f"{aic_winner} has lower AIC by {abs(delta_aic):.{digits}f} (>= {threshold}) and lower "
+                  f"leave-one-{held_out}-out RMSE ({min(loo_log, loo_power):.3g} vs {max(loo_log, loo_power):.3g}{unit})")
+        if exact_fit[aic_winner]:
+            reason += f"; the {aic_winner} form fits exactly, so the size of Delta AIC is not meaningful"
+        return aic_winner, reason
+    return "inconclusive", (f"Delta AIC (power - log) = {delta_aic:.{digits}f}, threshold {threshold}; AIC favours "
+                            f"{aic_winner}, cross-validation favours {cv_winner} (RMSE log {loo_log:.3g}, power "
+                            f"{loo_power:.3g})")
+
+
+def _verdict_on(preferred: str, predicted: str | None, reason: str) -> tuple[str | None, str | None]:
+    """The verdict on a predicted form given the preferred one (None without a prediction)."""
+    if predicted is None:
+        return None, None
+    if preferred == "inconclusive":
+        return "inconclusive", reason
+    verdict = "consistent" if preferred == predicted else "inconsistent"
+    return verdict, f"predicted {predicted}, data prefer {preferred}: {reason}"
+
+
+def overall_verdict(group_verdicts: Sequence[str | None], predicted: str | None) -> str | None:
+    """One model's verdict over its groups (e.g. R values): inconsistent if any group is, consistent if every
+    group is, else inconclusive; None without a prediction."""
+    if predicted is None:
+        return None
+    if "inconsistent" in group_verdicts:
+        return "inconsistent"
+    if group_verdicts and all(v == "consistent" for v in group_verdicts):
+        return "consistent"
+    return "inconclusive"
+
 def select_log_or_power(
     n_values: Sequence[float],
     d_values: Sequence[float],
@@ -177,26 +216,9 @@ def select_log_or_power(
     # An exact fit (residuals at rounding level, e.g. integer d_min exactly on a + b log2 N) makes AIC
     # unbounded: its Delta AIC is then a floor artefact, only its sign means something.
     exact_fit = {form: rss < 1e-9 * max(float(np.sum(d**2)), 1.0) for form, rss in (("log", rss_log), ("power", rss_power))}
-    aic_winner = "log" if delta_aic > 0 else "power"
-    cv_winner = "log" if loo_log < loo_power else "power"
-    if abs(delta_aic) >= min_delta_aic and aic_winner == cv_winner:
-        preferred = aic_winner
-        reason = (f"{aic_winner} has lower AIC by {abs(delta_aic):.2f} (>= {min_delta_aic}) and lower "
-                  f"leave-one-N-out RMSE ({min(loo_log, loo_power):.3g} vs {max(loo_log, loo_power):.3g})")
-        if exact_fit[aic_winner]:
-            reason += f"; the {aic_winner} form fits exactly, so the size of Delta AIC is not meaningful"
-    else:
-        preferred = "inconclusive"
-        reason = (f"Delta AIC (power - log) = {delta_aic:.2f}, threshold {min_delta_aic}; AIC favours {aic_winner}, "
-                  f"cross-validation favours {cv_winner} (RMSE log {loo_log:.3g}, power {loo_power:.3g})")
-
-    if predicted is None:
-        verdict, verdict_reason = None, None
-    elif preferred == "inconclusive":
-        verdict, verdict_reason = "inconclusive", reason
-    else:
-        verdict = "consistent" if preferred == predicted else "inconsistent"
-        verdict_reason = f"predicted {predicted}, data prefer {preferred}: {reason}"
+    preferred, reason = _preferred_form(delta_aic, loo_log, loo_power, exact_fit, min_delta_aic,
+                                        held_out="N", digits=2, threshold=f"{min_delta_aic}")
+    verdict, verdict_reason = _verdict_on(preferred, predicted, reason)
 
     return {
         "n_points": n_points,
@@ -279,15 +301,7 @@ def select_d_min(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
     for model in sorted({p.get("model", "model") for p in points}):
         rows = [p for p in points if p.get("model", "model") == model]
         selection = select_by_group(rows, group_key="R", predicted=predicted.get(model), **kwargs)
-        verdicts = [g.get("verdict") for g in selection["groups"]]
-        if predicted.get(model) is None:
-            overall = None
-        elif "inconsistent" in verdicts:
-            overall = "inconsistent"
-        elif verdicts and all(v == "consistent" for v in verdicts):
-            overall = "consistent"
-        else:
-            overall = "inconclusive"
+        overall = overall_verdict([g.get("verdict") for g in selection["groups"]], predicted.get(model))
         selection["predicted"] = predicted.get(model)
         selection["verdict"] = overall
         selection["verdict_reason"] = "; ".join(
@@ -412,25 +426,9 @@ def select_capacity_form(
         bootstrap_fraction_log = wins / total if total else None
 
     exact_fit = {form: fits[form]["rss"] < 1e-9 * max(float(np.sum(y**2)), 1.0) for form in FORMS}
-    aic_winner = "log" if delta_aic > 0 else "power"
-    cv_winner = "log" if loo_log < loo_power else "power"
-    if abs(delta_aic) >= min_delta_aic and aic_winner == cv_winner:
-        preferred = aic_winner
-        reason = (f"{aic_winner} has lower AIC by {abs(delta_aic):.1f} (>= {min_delta_aic:g}) and lower "
-                  f"leave-one-d-out RMSE ({min(loo_log, loo_power):.3g} vs {max(loo_log, loo_power):.3g} in log2 N)")
-        if exact_fit[aic_winner]:
-            reason += f"; the {aic_winner} form fits exactly, so the size of Delta AIC is not meaningful"
-    else:
-        preferred = "inconclusive"
-        reason = (f"Delta AIC (power - log) = {delta_aic:.1f}, threshold {min_delta_aic:g}; AIC favours {aic_winner}, "
-                  f"cross-validation favours {cv_winner} (RMSE log {loo_log:.3g}, power {loo_power:.3g})")
-    if predicted is None:
-        verdict, verdict_reason = None, None
-    elif preferred == "inconclusive":
-        verdict, verdict_reason = "inconclusive", reason
-    else:
-        verdict = "consistent" if preferred == predicted else "inconsistent"
-        verdict_reason = f"predicted {predicted}, data prefer {preferred}: {reason}"
+    preferred, reason = _preferred_form(delta_aic, loo_log, loo_power, exact_fit, min_delta_aic, held_out="d",
+                                        digits=1, threshold=f"{min_delta_aic:g}", unit=" in log2 N")
+    verdict, verdict_reason = _verdict_on(preferred, predicted, reason)
     return {
         "n_points": n_points, "d_values": sorted(float(v) for v in np.unique(d)), "response": "log2 N_max",
         "log": fits["log"], "power": power, "delta_aic": delta_aic, "exact_fit": exact_fit, "cv_ratio": cv_ratio,

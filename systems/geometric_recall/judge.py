@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from recallkit.compare.model_selection import (CAPACITY_FORMS, points_with_model, select_capacity_by_group,
-                                                select_d_min)
+from recallkit.compare.model_selection import (CAPACITY_FORMS, overall_verdict, points_with_model,
+                                                select_capacity_by_group, select_d_min)
 
 # paper-reported: learned embeddings need a + b log2 N, frozen random embeddings (E_s and U) a power of N.
 # frozen-subjects (U trained) is our own variant: the paper says nothing about it, so it gets no prediction.
@@ -65,15 +65,7 @@ def select_capacity_experiment(points: Iterable[Mapping[str, Any]], experiment: 
         selection = select_capacity_by_group(rows, "R", predicted=predicted, min_delta_aic=min_delta_aic)
         for group in selection["groups"]:
             _discount_budget_limited(group, [p for p in rows if p.get("R") == group.get("R")])
-        verdicts = [g.get("verdict") for g in selection["groups"]]
-        if predicted is None:
-            overall = None
-        elif "inconsistent" in verdicts:
-            overall = "inconsistent"
-        elif verdicts and all(v == "consistent" for v in verdicts):
-            overall = "consistent"
-        else:
-            overall = "inconclusive"
+        overall = overall_verdict([g.get("verdict") for g in selection["groups"]], predicted)
         checks = [p["budget_check"] for p in rows if p.get("budget_check")]
         flagged = [c for c in checks if c.get("reached")]
         budget = {"checked": len([c for c in checks if "reached" in c]), "flagged": len(flagged), "checks": checks}
