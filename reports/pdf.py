@@ -970,11 +970,11 @@ class ReportBuilder:
             rows = [dict(r, check=k) for k, r in enumerate(summary_entries(summary), start=1)]
             title = summary.get("title") or "recallkit report"
             pages = report_pages(summary, rows, self.max_title_rows)
-            _, drawn = self.drawer.finish(pages)
+            manifest, drawn = self.drawer.finish(pages)
             for error in drawn.errors:
                 warnings.warn(f"report page {error.split(':')[0]} could not be drawn: {error}", stacklevel=3)
             date = _summary_date(summary)
-            join_key = _join_key(pages, self.drawer.key_extra, title, date) if not drawn.errors else None
+            join_key = _join_key(pages, manifest, title, date) if not drawn.errors else None
             previous = self.out_dir / REPORT_NAME
             joined = _previous_join(self.out_dir / "figures" / render.MANIFEST)
             if (self.reuse and join_key is not None and joined.get("key") == join_key and previous.is_file()
@@ -1048,13 +1048,13 @@ def _record_join(manifest: Path, key: str, sha256: str) -> None:
     manifest.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
-def _join_key(pages: Sequence[render.Page], key_extra: str, title: str, date) -> str | None:
-    """A hash of everything the joined PDF is made of: each page's cache key, stem, label and section in order,
-    the title and the date. Equal keys, equal PDF bytes, so an unchanged report copies the PDF in place instead
-    of joining it again. None when a page is not cacheable."""
+def _join_key(pages: Sequence[render.Page], manifest: dict, title: str, date) -> str | None:
+    """A hash of everything the joined PDF is made of: each page's cache key (from the drawer's ``manifest``),
+    stem, label and section in order, the title and the date. Equal keys, equal PDF bytes, so an unchanged
+    report copies the PDF in place instead of joining it again. None when a page is not cacheable."""
     import hashlib
 
-    keys = render.page_keys(pages, key_extra)
+    keys = [(manifest.get(p.stem) or {}).get("key") for p in pages]
     if any(k is None for k in keys):
         return None
     text = json.dumps([title, str(date), [[p.stem, p.label, p.section, k] for p, k in zip(pages, keys)]])
