@@ -123,6 +123,8 @@ def test_dataframes_hold_the_same_numbers_as_fit_json(stores):
     assert row["slope"] == pytest.approx(fit["slope"]) and row["verdict"] == fit["verdict"]
     assert [row["slope_ci_lo"], row["slope_ci_hi"]] == pytest.approx(fit["slope_ci"])
     assert row["predicted_slope_tested"] == pytest.approx(fit["predicted_slope_finite_range"] or fit["predicted_slope"])
+    assert row["predicted_slope_asymptotic"] == pytest.approx(fit.get("predicted_slope_asymptotic") or fit["predicted_slope"])
+    assert row["threshold_relative"] == bool(fit.get("threshold_relative"))
     runs = recallkit.results(root / "tiny.toml", store=root / "a.db")
     with sqlite3.connect(root / "a.db") as db:
         assert len(runs) == db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]

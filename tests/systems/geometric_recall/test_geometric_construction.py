@@ -1,4 +1,4 @@
-"""The SPEC.md B construction: 100% with no training at the predicted k, clear failure far below."""
+"""The geometric-recall construction: 100% with no training at the predicted k, clear failure far below."""
 import math
 
 import numpy as np

@@ -112,7 +112,7 @@ def synthetic_dmin(rng_seed=2):
 
 SYNTHETIC_TERMS = [
     {"name": "signal", "role": "signal", "expr": "eta*gamma*N*d/V", "latex": r"\frac{N d \eta \gamma}{V}",
-     "provenance": "derived-here", "reference": "SPEC.md A, reconstructed model"},
+     "provenance": "derived-here", "reference": "derivation, reconstructed model"},
     {"name": "mean_bias", "role": "noise", "expr": "L*log(V)", "latex": r"L \log{\left(V \right)}",
      "provenance": "paper-reported", "reference": "Vural et al. 2026, Theorem 1 (named term)"},
     {"name": "gradient_noise", "role": "noise", "expr": "sqrt(L*V/N)",
@@ -160,6 +160,20 @@ def test_heatmap_draws_cells_markers_and_fit_lines(tmp_path):
     assert any("not trained" in t.get_text() for legend in ax.findobj(Legend) for t in legend.get_texts())
     assert _n_cells(ax) == 5 * 9  # every (V, d) cell present
     _look(fig, tmp_path, "heatmap")
+
+
+def test_heatmap_names_relative_thresholds_and_the_interval_of_curve_fits():
+    cells, points, fits = synthetic_line()
+    relative = [dict(p, threshold_relative=True) for p in points]
+    curve_fits = [dict(f, method="curve") for f in fits]
+    fig = figures.accuracy_heatmap(cells, relative, curve_fits)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(lab.startswith("smallest d with accuracy >= 0.1 x ceiling") for lab in labels), labels
+    assert any(lab.startswith("fit, accuracy 0.1 x ceiling: slope") for lab in labels), labels
+    assert fig.legends[0].get_title().get_text().endswith("95% CI (seed curves)")
+    plain = figures.accuracy_heatmap(cells, points, fits)
+    assert plain.legends[0].get_title().get_text().endswith("95% CI (HC3)")
+    assert not any("x ceiling" in t.get_text() for t in plain.legends[0].get_texts())
 
 
 def test_heatmap_fit_line_passes_through_boundary_points(tmp_path):
