@@ -578,6 +578,8 @@ def capacity_figure(capacity: dict, title: str | None = None, size=PAGE_LANDSCAP
                                label=f"{factor:g}x steps at the answer's neighbour (filled: passes)")
                 if g.get("preferred"):
                     verdict = g.get("verdict") or "no prediction"
+                    if g.get("verdict_budget_free"):  # judge.py: the preference may be the step budget's doing
+                        verdict += f" (budget-limited largest d; else {g['verdict_budget_free']})"
                     said = "no form preferred" if g["preferred"] == "inconclusive" else f"prefers {g['preferred']}"
                     ax.text(0.02, 0.98 - 0.13 * i, f"R = {R}: {said}, AIC(power) - AIC(log) = "
                             f"{_fmt(g.get('delta_aic'), 1)}\npredicted {result.get('predicted') or 'none'}: {verdict}",

@@ -86,6 +86,10 @@ def test_a_power_preference_from_budget_limited_points_is_no_decision(experiment
     assert group["preferred"] == "power" and group["verdict_budget_free"] == "inconsistent"
     assert flagged["models"]["learned"]["verdict"] == "inconclusive"
     assert "budget-limited" in group["verdict_reason"] and "no decision" in group["verdict_reason"]
+    from matplotlib.text import Text
+
+    texts = [t.get_text() for t in capacity_figure(flagged).findobj(Text)]
+    assert any("inconclusive (budget-limited largest d; else inconsistent)" in t for t in texts), texts
     clean = select_capacity_experiment(points("learned, R=4", concave), experiment)
     assert clean["models"]["learned"]["verdict"] == "inconsistent"
     # the bias cannot produce a log preference, so frozen data preferring log stay inconsistent when flagged
