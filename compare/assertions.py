@@ -429,12 +429,15 @@ def fit_experiment(
     fits = fit_boundary_points(sweep.points, slopes, experiment=loaded.name, kind=loaded.kind, base=loaded.base,
                                delta=delta, alpha=alpha, thresholds=thresholds, realised=realised)
     reference_only = bool(loaded.verdict.get("reference_only")) and predicted is None
+    line_notes = {ln.label: ln.reference_note for ln in loaded.lines if ln.reference_note} if predicted is None else {}
     for result in fits:
         error = predictions.get(result.line, {}).get("error")
         if reference_only and not error:
             why = loaded.verdict.get("reference_note") or (
                 f"pack {loaded.pack}'s slope is for another training algorithm than {loaded.trainer}")
             error = f"{loaded.path}: verdict.reference_only: {why}; shown for reference, not tested"
+        elif result.line in line_notes and not error:
+            error = f"{loaded.path}: line {result.line!r}: reference_note: {line_notes[result.line]}; shown for reference, not tested"
         if error:
             reason = f"no predicted slope for this line: {error}"
             if result.fit is None:  # keep the data's own reason too

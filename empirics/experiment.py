@@ -25,6 +25,11 @@ Schema (every key below is checked; an unknown key is an error)::
     model = "..."                          # optional per-line override of model / trainer / task
     fixed = { eta = 0.5 }                  # optional per-line overrides of [fixed]
     search = { ceiling = "2*V**0.5" }      # optional per-line overrides of [search] (after the preset's)
+    metric = "accuracy_epoch_8"            # optional per-line metric (default: the experiment's); lines that
+                                           # differ only in it share their runs (e.g. per-epoch accuracies)
+    reference_note = "..."                 # optional: this line's fit is drawn against the pack's slope for
+                                           # reference, with no verdict, for this reason (e.g. the pack
+                                           # states its prediction for small L only)
 
     [fixed]                                # fixed parameters: numbers or expressions in V N d L m R
     eta = 1.0
@@ -107,7 +112,7 @@ SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")
 # Parameters that are counts; expressions for them are floored to integers.
 INTEGER_PARAMS = {
     "V", "N", "d", "L", "m", "R", "k", "batch_size", "epochs", "steps", "eval_samples",
-    "train_samples", "max_steps", "eval_every", "n_eval", "heads",
+    "train_samples", "max_steps", "eval_every", "n_eval", "heads", "log_epochs",
 }
 # Parameters whose value is a name, not an expression (e.g. features = "relu_centred").
 STRING_PARAMS = {"features", "mlp_input"}
@@ -119,7 +124,7 @@ _TOP_KEYS = {
     "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
     "thresholds", "relative_thresholds", "lines", "fixed", "search", "verdict", "presets", "claims",
 }
-_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed", "search"}
+_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed", "search", "reference_note", "metric"}
 _SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "grid", "budget_factor", "budget_key",
                 "method", "points", "ratio", "ceiling"}
 SEARCH_METHODS = ("bisect", "curve")
@@ -168,6 +173,8 @@ class Line:
     fixed: dict[str, Any] = field(default_factory=dict)
     search_overrides: dict[str, Any] = field(default_factory=dict)  # raw [search] keys of this line
     search: "SearchSettings | None" = None  # the merged settings of this line (None: the experiment's)
+    reference_note: str | None = None  # set: this line's fit is shown against the pack for reference only
+    metric: str | None = None  # this line's metric (None: the experiment's)
 
 
 @dataclass
@@ -319,6 +326,11 @@ class Experiment:
             config[name] = value
         return config
 
+    def metric_of(self, line: "int | str") -> str:
+        """The metric line ``line`` (an index or a label) is judged on: its own ``metric``, else the experiment's."""
+        found = self.lines[line] if isinstance(line, int) else next((ln for ln in self.lines if ln.label == line), None)
+        return (found.metric if found is not None and found.metric else None) or self.metric
+
     def to_dict(self) -> dict:
         return {
             "path": self.path, "name": self.name, "description": self.description, "pack": self.pack,
@@ -326,7 +338,9 @@ class Experiment:
             "base": self.base, "size": self.size, "metric": self.metric, "thresholds": self.thresholds,
             "lines": [{"scaling": ln.scaling, "theory_scaling": ln.theory_scaling, "label": ln.label, **ln.overrides,
                        "fixed": {k: _shown(v) for k, v in ln.fixed.items()},
-                       "search": {k: _shown(v) for k, v in ln.search_overrides.items()}} for ln in self.lines],
+                       "search": {k: _shown(v) for k, v in ln.search_overrides.items()},
+                       **({"reference_note": ln.reference_note} if ln.reference_note else {}),
+                       **({"metric": ln.metric} if ln.metric else {})} for ln in self.lines],
             "fixed": {k: _shown(v) for k, v in self.fixed.items()},
             "search": {"min": self.search.min, "max": self.search.max,
                        "start": self.search.start.text if self.search.start else None,
@@ -519,6 +533,8 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
             overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
             fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
             search_overrides=_line_search(table.get("search", {}), f"{where}.search", size),
+            reference_note=_reference_note(table, where),
+            metric=_string(table, "metric", f"{where}.") if "metric" in table else None,
         ))
     if len({ln.label for ln in lines}) != len(lines):
         raise InputError(f"{w}lines: two lines have the same label; give each a distinct 'label'")
@@ -845,6 +861,16 @@ def max_runs_allowed() -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise InputError(f"RECALLKIT_MAX_RUNS / --max-runs: expected a positive integer, got {raw!r}")
     return int(raw)
+
+
+def _reference_note(table: dict, where: str) -> str | None:
+    """A line's ``reference_note``: a non-empty string (why this line gets no verdict), or None."""
+    if "reference_note" not in table:
+        return None
+    note = table["reference_note"]
+    if not isinstance(note, str) or not note.strip():
+        raise InputError(f"{where}.reference_note: expected a non-empty string (why this line is shown for reference only)")
+    return note.strip()
 
 
 def _line_search(table: Any, where: str, size: str) -> dict[str, Any]:

@@ -23,8 +23,8 @@ How one cell is searched:
 ``search.method = "curve"`` (min_size only) searches one curve per (line, base value) instead: every
 seed is trained at the same sizes, the metric is averaged over the seeds, a non-decreasing fit in
 log(size) is taken (``empirics.curves``) and each threshold's boundary is interpolated in log size. The
-first round probes ``search.points`` sizes spaced by ``search.ratio`` around the guess, plus the
-instance's ceiling size (``search.ceiling``); later rounds widen by ``expand`` (up to the line's ceiling size
+first round probes ``search.points`` sizes spaced by ``search.ratio`` around the guess, plus, when the
+experiment has relative thresholds, the instance's ceiling size (``search.ceiling``); later rounds widen by ``expand`` (up to the line's ceiling size
 and ``search.max``) where a threshold is not bracketed and bisect in log size where a bracket is wider than ``resolution``. Thresholds may also be
 fractions of the instance's ceiling (``relative_thresholds``): the highest seed-mean metric at the ceiling
 size over the lines of the same instance (same config apart from the searched size and the sizes tied to it,
@@ -194,9 +194,10 @@ class SweepDriver:
         entry = self.cache[h]
         if isinstance(entry, Failure):
             return entry
-        value = entry.get(self.exp.metric)
+        metric = self.exp.metric_of(line_index)
+        value = entry.get(metric)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
-            return Failure(f"metric {self.exp.metric!r} missing or NaN in the run's metrics")
+            return Failure(f"metric {metric!r} missing or NaN in the run's metrics")
         return float(value)
 
     def _known(self, line_index: int, base_value: int, seed: int) -> dict[int, float | Failure]:
@@ -477,7 +478,7 @@ class SweepDriver:
             if isinstance(entry, Failure) or not isinstance(entry, dict):
                 check["error"] = entry.message if isinstance(entry, Failure) else "not run"
                 continue
-            check[exp.metric] = entry.get(exp.metric)
+            check[exp.metric] = entry.get(exp.metric_of(check["line"]))
             check["reached"] = bool(isinstance(check[exp.metric], (int, float)) and check[exp.metric] >= check["threshold"])
 
     def _run_grid(self) -> None:
@@ -525,9 +526,12 @@ class SweepDriver:
                     active += 1
                     cell.rounds += 1
                     for size in step:
+                        seen = (cell.line_index, b, size, cell.seed) in self.hash_of
                         h = self._key(cell.line_index, b, size, cell.seed)
                         if h in self.cache:
-                            raise RecallkitError(f"search proposed an already-probed point {size} (bug)")
+                            if seen:
+                                raise RecallkitError(f"search proposed an already-probed point {size} (bug)")
+                            continue  # another line's probe of the same config (lines that differ in metric only)
                         wanted[h] = self.config_of[h]
                 if not wanted:
                     if all(c.result is not None for c in cells):
@@ -625,7 +629,8 @@ class SweepDriver:
         if not probed:
             half = (search.points - 1) / 2
             sizes = {min(self._clamp(round(guess * search.ratio ** (j - half)), li), cap) for j in range(search.points)}
-            sizes.add(search.ceiling_size(exp.base, b))
+            if exp.relative_thresholds:  # the instance's ceiling is measured only for thresholds relative to it
+                sizes.add(search.ceiling_size(exp.base, b))
             return sorted(sizes)
         sizes, means = self._in_range(per_seed, li)
         if not sizes:
@@ -804,7 +809,7 @@ class SweepDriver:
             entry = self.cache.get(h)
             metrics = entry if isinstance(entry, dict) else {}
             point["param_count"] = metrics.get("param_count")
-            point[exp.metric] = metrics.get(exp.metric)
+            point[exp.metric] = metrics.get(exp.metric_of(li))
             point["config_hash"] = h
         else:
             point[exp.size] = None
@@ -888,7 +893,7 @@ class SweepDriver:
             if isinstance(entry, Failure):
                 row["error"] = entry.message
             else:
-                row[exp.metric] = entry.get(exp.metric)
+                row[exp.metric] = entry.get(exp.metric_of(li))
                 for key in ("train_accuracy", "param_count", "attention_mass", "wall_time_s"):
                     if key in entry:
                         row[key] = entry[key]

@@ -167,3 +167,29 @@ def test_reference_only_must_be_a_boolean(tmp_path):
                    + '\n[verdict]\nreference_only = "yes"\n')
     with pytest.raises(InputError, match=r"bad.toml: verdict.reference_only: expected true or false"):
         load_experiment(bad)
+
+
+def test_a_lines_reference_note_takes_only_that_line_out_of_the_verdicts(small_sweep, tmp_path):
+    # The same stored runs, two lines of one scaling: the second carries a reference_note.
+    path, store, first = small_sweep
+    text = path.read_text().replace('label = "m=d"\n', 'label = "m=d"\n\n[[lines]]\nscaling = "m=d"\nlabel = "m=d, noted"\n'
+                                    'reference_note = "the pack states its slope for the first line only"\n', 1)
+    noted = tmp_path / "noted.toml"
+    noted.write_text(text)
+    fitted = fit_experiment(noted, store=store, run=False)
+    by_line = {f.line: f for f in fitted.fits}
+    assert by_line["m=d"].verdict.verdict == "consistent"
+    assert by_line["m=d, noted"].fit.slope == by_line["m=d"].fit.slope  # the same runs, fitted alike
+    assert by_line["m=d, noted"].verdict.verdict == "inconclusive"
+    assert "for the first line only; shown for reference" in by_line["m=d, noted"].verdict.reason
+
+
+def test_a_blank_reference_note_is_refused(tmp_path):
+    from recallkit.empirics.experiment import load_experiment
+    from recallkit.theory.errors import InputError
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text(EXPERIMENT.format(name="bad", lr=0.1, steps=8, d=[4, 6, 8], seeds=[0])
+                   .replace('label = "m=d"\n', 'label = "m=d"\nreference_note = " "\n', 1))
+    with pytest.raises(InputError, match=r"bad.toml: lines\[0\].reference_note: expected a non-empty string"):
+        load_experiment(bad)

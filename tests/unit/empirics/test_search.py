@@ -281,3 +281,40 @@ def test_absolute_thresholds_may_be_empty_only_beside_relative_ones():
     raw.pop("relative_thresholds")
     with pytest.raises(Exception, match="thresholds: expected a non-empty list"):
         experiment_from_dict(raw, "fake.toml")
+
+
+def test_lines_that_differ_only_in_their_metric_share_their_runs_and_each_is_judged_on_its_own(store):
+    """A per-line ``metric`` (e.g. the accuracy after an earlier epoch, stored by the same run): the two lines ask
+    for the same configs, so each is trained once, and each line's boundary is where its own metric crosses."""
+    raw = min_size_experiment()
+    raw["lines"] = [{"scaling": "N=V*log(V), L=V**0.5"},
+                    {"scaling": "N=V*log(V), L=V**0.5", "label": "early", "metric": "early_accuracy"}]
+
+    class TwoMetrics(FakeRunner):
+        def __call__(self, configs, device=None, progress=False):
+            out = super().__call__(configs, device, progress)
+            for c, row in zip(configs, out):  # the "early" metric crosses at twice the d
+                row["early_accuracy"] = fake_accuracy({**c, "d": c["d"] / 2})
+            return out
+
+    exp = experiment_from_dict(raw, "fake.toml")
+    assert exp.metric_of(1) == "early_accuracy" and exp.metric_of("early") == "early_accuracy"
+    assert exp.metric_of(0) == "accuracy"
+    runner = TwoMetrics()
+    result = run_sweep(exp, store, LocalExecutor(runner), log=None)
+    trained = [(c["V"], c["d"], c["seed"]) for call in runner.calls for c in call]
+    assert len(trained) == len(set(trained))  # no config trained twice
+    for p in result.points:
+        own = brute_force_min(p["V"], p["seed"], p["threshold"])
+        if p["line"] == "early":  # the smallest d with fake_accuracy(d / 2) >= t
+            assert p["d"] in (2 * own - 1, 2 * own) and p["accuracy"] >= p["threshold"], p
+        else:
+            assert p["d"] == own, p
+    assert boundary_points(exp, store) == result.points
+
+
+def test_a_lines_metric_must_be_a_name():
+    raw = min_size_experiment()
+    raw["lines"][0]["metric"] = ""
+    with pytest.raises(InputError, match=r"lines\[0\]\.metric: expected a non-empty string"):
+        experiment_from_dict(raw, "fake.toml")
