@@ -230,9 +230,19 @@ class AdamConfig:
     early_stop: float | None = None
     weight_decay: float = 0.0
     decoupled: bool = field(default=False, repr=False)
+    # 1: also measure the model's accuracy (the problem's evaluate(): fresh samples where the task has them)
+    # after epochs 1, 2, 4, ... below ``epochs``, stored as accuracy_epoch_<k> (and train_accuracy_epoch_<k>);
+    # the same runs then give the boundary at every such epoch. Each is what an ``epochs = k`` run of the same
+    # config gives: no learning-rate schedule depends on the total, and the shuffles and early stop of the
+    # first k epochs are the same.
+    log_epochs: int = field(default=0, metadata={"omit_default": True})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lr", _number_or_expression(self.lr, "lr"))
+        if isinstance(self.log_epochs, bool) or self.log_epochs not in (0, 1):
+            raise InputError(f"log_epochs: expected 0 or 1, got {self.log_epochs!r}")
+        if self.log_epochs and self.epochs is None:
+            raise InputError("log_epochs: needs epochs (the accuracy is measured after epochs 1, 2, 4, ...), not steps")
         if (self.epochs is None) == (self.steps is None):
             raise InputError("epochs/steps: give exactly one of epochs or steps (a positive integer)")
         for key in ("epochs", "steps"):

@@ -77,6 +77,7 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
             weight_decay=[c.trainer_config.weight_decay for c in cfgs],
             seeds=[c.seed for c in cfgs],
             decoupled=tc.decoupled,
+            log_epochs=bool(tc.log_epochs),
         )
     metrics = problem.evaluate(params)
     metrics.update(extra)

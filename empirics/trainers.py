@@ -181,6 +181,11 @@ def two_step_then_fit(problem, eta: list[float], gamma: list[float | None], kapp
     return params, {"steps_run": 2.0 + steps_run, "fit_steps_run": steps_run, **extra}
 
 
+def _powers_of_two_below(epochs: int) -> tuple[int, ...]:
+    """1, 2, 4, ... below ``epochs``: the epochs ``log_epochs`` measures (the last is the run's own result)."""
+    return tuple(1 << i for i in range(max(epochs - 1, 0).bit_length()) if 1 << i < epochs)
+
+
 def _adam_step(p, g, m1, m2, step_size, bias2: float, decay):
     """One Adam(W) update out of place: (p, m1, m2) -> new (p, m1, m2). Eight elementwise operations
     (lerp, addcmul, addcdiv fuse what took three each); the same arithmetic whether or not the result is
@@ -204,6 +209,7 @@ def adam(
     weight_decay: list[float],
     seeds: list[int],
     decoupled: bool,
+    log_epochs: bool = False,
 ) -> tuple[dict, dict]:
     """Minibatch Adam/AdamW for ``epochs`` passes or ``steps`` steps; per-model early stop.
 
@@ -212,6 +218,9 @@ def adam(
     step's own forward pass (the argmax only where a free bound cannot decide, see
     ``empirics.tasks.Accuracy``); minibatch training checks at the end of every pass over the data.
     Without early stop no accuracy is computed during training.
+
+    ``log_epochs``: after epochs 1, 2, 4, ... below ``epochs``, the problem's ``evaluate`` of the current
+    parameters, returned as ``<metric>_epoch_<k>`` for its accuracy and train_accuracy.
     """
     params = {k: v.detach().clone() for k, v in problem.params.items()}
     device = next(iter(params.values())).device
@@ -234,6 +243,8 @@ def adam(
     total_steps = steps if steps is not None else epochs * steps_per_pass
     shufflers = [generator(seed, "shuffle") for seed in seeds]
     order = None
+    logged: dict[str, torch.Tensor] = {}
+    log_epochs = bool(log_epochs) and epochs is not None
     for step in range(total_steps):
         position = step % steps_per_pass
         if full_batch:
@@ -268,9 +279,24 @@ def adam(
             steps_everyone_ran += 1
         else:
             steps_run += active.float()
+        if log_epochs and position == steps_per_pass - 1:
+            epoch = (step + 1) // steps_per_pass
+            if epoch in _powers_of_two_below(epochs):
+                with torch.no_grad():
+                    measured = problem.evaluate({k: v.detach() for k, v in params.items()})
+                logged.update({f"{name}_epoch_{epoch}": measured[name] for name in ("accuracy", "train_accuracy")
+                               if name in measured})
         if not full_batch and checks_early_stop and position == steps_per_pass - 1:
             active &= ~(problem.train_accuracy(params) > threshold)
             everyone_active = bool(active.all())
             if not active.any():
                 break
-    return params, {"steps_run": steps_run + steps_everyone_ran}
+    if log_epochs:  # every model stopped early: the epochs not reached hold the final parameters
+        missing = [k for k in _powers_of_two_below(epochs) if f"accuracy_epoch_{k}" not in logged]
+        if missing:
+            with torch.no_grad():
+                measured = problem.evaluate({k: v.detach() for k, v in params.items()})
+            for k in missing:
+                logged.update({f"{name}_epoch_{k}": measured[name] for name in ("accuracy", "train_accuracy")
+                               if name in measured})
+    return params, {"steps_run": steps_run + steps_everyone_ran, **logged}
