@@ -18,6 +18,27 @@ def _number(value: Any, fmt: str = ".3f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _judge_claims(experiment: str, fitted: Any, *, store: Any, preset: str, alpha: Any) -> list:
+    """The experiment's [[claims]] judged on the fits just made (a side in another experiment: its stored runs,
+    nothing trained for it)."""
+    from dataclasses import replace
+
+    from recallkit.compare.claims import judge_claims, other_experiment_fits
+    from recallkit.empirics.experiment import load_experiment
+
+    from recallkit.theory.errors import RecallkitError
+
+    try:
+        loaded = load_experiment(fitted.path, preset=preset)
+    except RecallkitError:  # the fits did not come from a file this process can read (a stand-in fit)
+        return []
+    if not loaded.claims:
+        return []
+    claims = [replace(c, alpha=alpha) for c in loaded.claims] if alpha is not None else list(loaded.claims)
+    others = other_experiment_fits(claims, loaded.name, store=fitted.store, preset=loaded.preset)
+    return judge_claims(fitted, claims, experiment=loaded.name, preset=loaded.preset, other_fits=others)
+
+
 def threshold_text(fit: dict) -> str:
     """A fit's threshold as written: ``0.1``, or ``0.5 x ceiling`` for a fraction of the instance's ceiling."""
     text = _number(fit["threshold"], "g")
@@ -137,6 +158,9 @@ def register(app: typer.Typer) -> None:
             if executor is not None:
                 executor.close()
         doc = fitted.to_dict()
+        claims = _judge_claims(experiment, fitted, store=store, preset=preset, alpha=alpha)
+        if claims:
+            doc["claims"] = [c.to_dict() for c in claims]
         sweep = doc["sweep"]
         typer.echo(f"reused {sweep['reused']} / computed {sweep['computed']}"
                    + (f" / missing {sweep['missing']}" if sweep.get("missing") else ""), err=True)
@@ -144,6 +168,12 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(doc, allow_nan=False))
         else:
             typer.echo(format_table(doc))
+            if claims:
+                from recallkit.compare.claims import describe_claim
+
+                typer.echo("\ncomparative claims ([[claims]]; stored runs only for a side in another experiment):")
+                for c in claims:
+                    typer.echo(describe_claim(c))
         matching = verdicts_matching(doc["fits"], wanted) if wanted else None
         if matching:
             typer.echo(matching, err=True)

@@ -80,3 +80,27 @@ def test_bad_levels_name_the_flag(flag, value):
     out = subprocess.run([sys.executable, "-m", "recallkit.cli", "fit", "x.toml", "--no-run", flag, value],
                          capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.startswith(f"error: {flag}: expected")
+
+
+def test_fit_prints_and_returns_the_experiments_comparative_claims(tmp_path):
+    """Through the installed command: the claims of the experiment file are judged on the fits just made and
+    shown after the table (--json: under "claims"), including the claims whose lines the preset does not run."""
+    import shutil
+
+    from recallkit.empirics.store import ResultStore
+
+    recallkit_bin = shutil.which("recallkit")
+    assert recallkit_bin, "the recallkit command is not on PATH (install the package)"
+    store = tmp_path / "empty.db"
+    with ResultStore(store):
+        pass
+    args = [recallkit_bin, "fit", "tr_fig1a_capacity", "--no-run", "--store", str(store)]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "comparative claims" in out.stdout
+    assert re.search(r"claim 'fig1a-rise-L05' of tr_fig1a_capacity: .* verdict 'inconclusive'", out.stdout)
+    assert re.search(r"claim 'fig1a-rise-L025' .* verdict 'not run'", out.stdout)
+    doc = json.loads(subprocess.run(args + ["--json"], capture_output=True, text=True, timeout=300).stdout)
+    assert [(c["id"], c["verdict"]) for c in doc["claims"]] == [
+        ("fig1a-rise-L05", "inconclusive"), ("fig1a-rise-L05", "inconclusive"), ("fig1a-rise-L025", "not run")]
+    assert all(c["provenance"].startswith("paper-reported: Fig 1(a)") for c in doc["claims"])
