@@ -27,6 +27,7 @@ from recallkit.reports.style import (
     new_figure,
     save_figure,
     cut_lines,
+    fill,
     style_context,
     wrap_title,
 )
@@ -713,4 +714,104 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
         fig.supxlabel("; ".join(notes), fontsize=8)
         fig.suptitle(wrap_title(title or "minimal dimension: solid = a + b log2 N fit, dashed = c N$^p$ fit",
                                 fig.get_figwidth() * 0.95, 14))
+    return fig
+
+
+def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | None = None,
+               size=FIG_WIDE, y_label: str = "parameter count") -> Figure:
+    """Every line of one experiment on the same axes, one panel per threshold: each line's boundary points and
+    fitted line in its own colour, the tested prediction of each line that has one (dashed, through that line's
+    data centre), censored points as open markers with arrows; in each panel a box with every line's slope,
+    interval and verdict, and under it the comparative claims judged at that threshold. This is the picture the
+    claims are about: where the lines sit against one another, not one line against its prediction."""
+    if not fits:
+        raise InputError("lines plot: expected at least one fit dict")
+    keys: list[tuple] = []
+    for f in fits:
+        key = (f.get("threshold"), bool(f.get("threshold_relative")))
+        if key not in keys:
+            keys.append(key)
+    labels = list(dict.fromkeys(str(f.get("line")) for f in fits))
+    colour = {label: CYCLE[i % len(CYCLE)] for i, label in enumerate(labels)}
+    marker = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(labels)}
+    predicted = {str(f.get("line")) for f in fits if f.get("predicted_slope") is not None}
+    n = len(keys)
+    width_in, height_in = tuple(size)
+    line_h = 8 * 1.3 / 72 / height_in
+    with style_context():
+        fig = new_figure(tuple(size), layout=None)
+        top = 0.965
+        if title:
+            fig.text(0.5, top, wrap_title(title, width_in * 0.95, 14), ha="center", va="top", fontsize=14)
+            top -= 0.05
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], color=colour[k], marker=marker[k], lw=2,
+                          label=k + ("  (dashed: its tested prediction)" if k in predicted else "  (no prediction tested)"))
+                   for k in labels]
+        legend_rows = -(-len(labels) // 2)
+        fig.legend(handles=handles, loc="upper center", ncol=min(len(labels), 2), bbox_to_anchor=(0.5, top),
+                   fontsize=8.5, frameon=False, handlelength=2.2)
+        top -= legend_rows * 1.6 * line_h + 0.045
+        chars = max(int(width_in * 12 / n), 30)
+        claim_text = []
+        for key in keys:
+            text = []
+            for c in claims:
+                if (c.get("threshold"), bool(c.get("threshold_relative"))) != key:
+                    continue
+                numbers = "" if c.get("difference") is None else (
+                    f": A - B = {float(c['difference']):.2f}" + (f", p = {float(c['p']):.2g}" if c.get("p") is not None else ""))
+                text.append(fill(f"{c.get('id')}, {c.get('claim', c.get('relation'))}{numbers}: {c.get('verdict')}",
+                                 chars))
+            claim_text.append("\n".join(text))
+        claim_lines = max((t.count("\n") + 1 if t else 0) for t in claim_text)
+        bottom = 0.09 + claim_lines * line_h + (0.03 if claim_lines else 0)
+        grid = fig.add_gridspec(1, n, left=0.075, right=0.985, top=top, bottom=bottom, wspace=0.25)
+        for i, key in enumerate(keys):
+            ax = fig.add_subplot(grid[0, i])
+            shown = [f for f in fits if (f.get("threshold"), bool(f.get("threshold_relative"))) == key]
+            thr_text = threshold_label(shown[0]) if shown and shown[0].get("threshold") is not None else ""
+            ax.set_title(f"({i + 1}) threshold {thr_text}" if thr_text else f"({i + 1})", fontsize=11)
+            every_y: list[float] = []
+            box: list[tuple[str, str]] = []
+            for f in shown:
+                label = str(f.get("line"))
+                xs, ys, _ = _points_xy(f.get("points") or [], f"fit '{f.get('experiment')}' line {label}")
+                cens = _censored_xy(f)
+                every_y += list(np.exp(ys)) + [math.exp(c[1]) for c in cens]
+                all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
+                if xs.size:
+                    ax.scatter(np.exp(xs), np.exp(ys), s=26, color=colour[label], marker=marker[label], zorder=3,
+                               edgecolors="none", alpha=0.85)
+                _draw_censored(ax, cens, colour[label], "_nolegend_")
+                slope, intercept = f.get("slope"), f.get("intercept")
+                verdict = f.get("verdict", "n/a") if label in predicted else "reference"
+                if slope is not None and intercept is not None and all_x.size:
+                    span = max(all_x.max() - all_x.min(), 0.2)
+                    g = np.linspace(all_x.min() - 0.04 * span, all_x.max() + 0.04 * span, 50)
+                    ax.plot(np.exp(g), np.exp(float(intercept) + float(slope) * g), color=colour[label], lw=2)
+                    box.append((colour[label], f"slope {float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}"))
+                    tested, _ = tested_prediction(f)
+                    if tested is not None and label in predicted and xs.size:
+                        centre = float(xs.mean())
+                        y0 = float(intercept) + float(slope) * centre
+                        ax.plot(np.exp(g), np.exp(y0 + tested * (g - centre)), color=colour[label], ls="--", lw=1.3)
+                        box[-1] = (colour[label], box[-1][1] + f" (prediction {tested:.2f})")
+                else:
+                    box.append((colour[label], f"no fit, {verdict}"))
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            if every_y:
+                _limit_y_to_data(ax, every_y)
+            ax.set_xlabel(regressor_label(shown[0].get("x") if shown else None))
+            if i == 0:
+                ax.set_ylabel(y_label)
+            _major_labels_only(ax)
+            for j, (c, text) in enumerate(reversed(box)):  # the lines rise to the upper right: the box sits lower right
+                ax.text(0.98, 0.03 + j * 0.055, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5,
+                        color=c, bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85))
+            if claim_text[i]:
+                ax.text(0.0, -0.12, "claims: " + claim_text[i], transform=ax.transAxes, ha="left", va="top",
+                        fontsize=8, color="0.15", linespacing=1.3)
     return fig

@@ -588,6 +588,12 @@ def _experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
              "capacity", [fits, labels])
         # one series per line: all on one page
         page("fits", partial(figures.fit_grid, fits, title=f"{head}: fits", size=PAGE_LANDSCAPE), "fits", fits)
+    fitted_lines = {f.get("line") for f in fits if f.get("slope") is not None}
+    if not capacity and exp.get("claims") and len(fitted_lines) > 1:
+        # the lines against one another, with the claims under each threshold's panel: what the claims compare
+        together = [f for f in fits if f.get("line") in fitted_lines]
+        page("lines", partial(figures.lines_plot, together, exp["claims"], title=f"{head}: the lines together",
+                              size=PAGE_LANDSCAPE), "the lines together", [together, exp["claims"]])
     for j, line in enumerate(lines):
         lname = line.get("name", f"line {j + 1}")
         line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]

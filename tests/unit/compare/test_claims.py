@@ -287,6 +287,8 @@ def test_a_side_in_another_experiment_file(tmp_path):
 
 # ----------------------------------------------------------------------------- shipped claims
 SHIPPED_CLAIMS = {
+    "tr_fig1a_capacity": {"fig1a-rise-L05", "fig1a-rise-L025"},
+    "tr_fig5_adam": {"fig5-epochs", "fig5-epochs-8v4", "fig5-epochs-4v2"},
     "tr_fig2_attention_only": {"fig2c-n-regime-L05", "fig2c-n-regime-L1"},
     "tr_fig3_attention_mlp": {"fig3c-n-regime-L025", "fig3c-n-regime-L05"},
     "tr_fig3_attention_mlp_rank2": {"fig3c-n-regime-L025", "fig3c-n-regime-L05"},

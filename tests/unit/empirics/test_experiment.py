@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [
     "tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig4_mlp_width", "tr_fig5_adam", "tr_fig6_adam",
     "tr_fig7_adam", "tr_fig2_heatmap", "geo_dmin_learned_vs_frozen", "geo_capacity", "assoc_memory_linear",
-    "assoc_memory_mlp", "tr_fig3_attention_mlp_rank2", "tr_fig4_mlp_width_rank2",
+    "assoc_memory_mlp", "tr_fig3_attention_mlp_rank2", "tr_fig4_mlp_width_rank2", "tr_fig1a_capacity",
 ]
 # experiments with a preset sized for one large GPU
 GPU_PRESETS = ["tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig4_mlp_width", "tr_fig3_attention_mlp_rank2",

@@ -83,3 +83,29 @@ def test_claim_cells_show_the_open_interval_and_the_other_experiment():
     other = dict(claim, b=dict(claim["b"], experiment="tr_fig5_adam"))
     assert claim_cells(other)[3] == "steep (in tr_fig5_adam)"
     pytest.importorskip("pypdf")
+
+
+def test_an_experiment_with_claims_and_two_fitted_lines_gets_the_lines_together_page(tmp_path, monkeypatch):
+    """The claims compare lines, so their section draws the lines on common axes (one panel per threshold) with
+    the claims under each panel; an experiment with one fitted line (above) has no such page."""
+    from recallkit.reports import figures
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    _, _, flat = synthetic_line(line="flat", true_slope=1.0, experiment="exp_claims")
+    _, _, steep = synthetic_line(line="steep", true_slope=1.5, experiment="exp_claims", rng_seed=1)
+    claims = _claims()
+    for c in claims:  # the synthetic fits carry thresholds 0.1-0.15 like the claims' 0.1
+        assert c["threshold"] in (0.1, None)
+    summary = _summary()
+    summary["experiments"][0]["fits"] = flat + steep
+    build_report(summary, tmp_path, png=True, jobs=1)
+    assert (tmp_path / "figures" / "01-exp-claims-lines.png").is_file()
+    fig = figures.lines_plot(flat + steep, claims, title="t")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert len(fig.axes) == len({f["threshold"] for f in flat})  # one panel per threshold
+    assert any(t.startswith("claims: flatter, slope(A) < slope(B)") and t.rstrip().endswith("consistent") for t in texts)
+    slopes = [t for t in texts if t.startswith("slope ")]
+    assert len(slopes) == 2 * len(fig.axes)  # each line's slope in each panel
+    single = tmp_path / "single"
+    build_report(_summary(), single, png=True, jobs=1)
+    assert not (single / "figures" / "01-exp-claims-lines.png").exists()
