@@ -86,6 +86,10 @@ def test_a_power_preference_from_budget_limited_points_is_no_decision(experiment
     assert group["preferred"] == "power" and group["verdict_budget_free"] == "inconsistent"
     assert flagged["models"]["learned"]["verdict"] == "inconclusive"
     assert "budget-limited" in group["verdict_reason"] and "no decision" in group["verdict_reason"]
+    # the shortfall grows with d (README, "Budget and capacity"): the reason asks for a budget that no longer
+    # moves N_max at any d, and does not send the reader to a wider d range at the same budget
+    assert "no longer moves N_max at any d" in group["verdict_reason"]
+    assert "a wider d range at the same budget does not" in group["verdict_reason"]
     from matplotlib.text import Text
 
     texts = [t.get_text() for t in capacity_figure(flagged).findobj(Text)]
@@ -133,3 +137,4 @@ def test_a_search_entry_gets_the_capacity_page_and_rows_through_page_kinds(capac
     assert [e["verdict"] for e in written["entries"]] == ["consistent", "consistent"]
     with pytest.raises(InputError, match=r"summary.experiments\[0\].page_kinds: expected a list of registered"):
         validate_summary({**summary, "experiments": [{**entry, "page_kinds": ["nope"]}]})
+
