@@ -88,8 +88,11 @@ def _discount_budget_limited(group: dict, rows: list[Mapping[str, Any]]) -> None
     """A power-law preference against a predicted log form is no decision when the largest-d capacities are
     budget-limited (their budget check passed one grid step higher with more steps): an N_max measured too
     low at the largest d bends log2 N_max(d) down there, the way a power law does, so the training budget
-    alone can produce that preference. The group's verdict becomes inconclusive, with the reason; the
-    opposite case (log preferred where power is predicted) is not affected by this bias and stands."""
+    alone can produce that preference. The shortfall is not confined to the largest d: for the learned model
+    at 1000 steps it grows with d at every d measured (README, "Budget and capacity"), so the reason asks for
+    a budget that no longer moves N_max at any d, not for more d at the same budget. The group's verdict becomes
+    inconclusive, with the reason; the opposite case (log preferred where power is predicted) is not affected
+    by this bias and stands."""
     if group.get("verdict") != "inconsistent" or group.get("preferred") != "power" or group.get("predicted") != "log":
         return
     checks = [p["budget_check"] for p in rows if p.get("budget_check")]
@@ -107,8 +110,9 @@ def _discount_budget_limited(group: dict, rows: list[Mapping[str, Any]]) -> None
         f"data prefer power (delta AIC {abs(group.get('delta_aic', 0.0)):.1f}), but {len(flagged)} of {len(checks)} "
         f"largest-d capacities are budget-limited (one grid step more with {flagged[0].get('factor', 3):g}x the "
         f"steps): N_max measured too low at the largest d bends the curve the way a power law does, so this "
-        f"preference is no decision{width}. More steps at the largest d (or a wider d range, as the gpu preset "
-        f"has) would settle it")
+        f"preference is no decision{width}. Only a step budget at which 3x the steps no longer moves N_max at any "
+        f"d would settle it: the shortfall of a fixed budget can grow with d, and then a wider d range at the same "
+        f"budget does not")
 
 
 def judge_search(entry: dict, experiment: Any, sweep: Any) -> None:

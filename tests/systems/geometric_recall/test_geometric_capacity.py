@@ -86,6 +86,10 @@ def test_a_power_preference_from_budget_limited_points_is_no_decision(experiment
     assert group["preferred"] == "power" and group["verdict_budget_free"] == "inconsistent"
     assert flagged["models"]["learned"]["verdict"] == "inconclusive"
     assert "budget-limited" in group["verdict_reason"] and "no decision" in group["verdict_reason"]
+    # the shortfall grows with d (README, "Budget and capacity"): the reason asks for a budget that no longer
+    # moves N_max at any d, and does not send the reader to a wider d range at the same budget
+    assert "no longer moves N_max at any d" in group["verdict_reason"]
+    assert "a wider d range at the same budget does not" in group["verdict_reason"]
     from matplotlib.text import Text
 
     texts = [t.get_text() for t in capacity_figure(flagged).findobj(Text)]
@@ -133,3 +137,31 @@ def test_a_search_entry_gets_the_capacity_page_and_rows_through_page_kinds(capac
     assert [e["verdict"] for e in written["entries"]] == ["consistent", "consistent"]
     with pytest.raises(InputError, match=r"summary.experiments\[0\].page_kinds: expected a list of registered"):
         validate_summary({**summary, "experiments": [{**entry, "page_kinds": ["nope"]}]})
+
+
+# log2 N50 per d (50% success over seeds 0-3 on a dense N grid), the README's "Budget and capacity" table.
+N50 = {
+    ("learned", 1000): {4: 5.50, 5: 6.64, 6: 7.62, 7: 8.57, 8: 9.23},
+    ("learned", 3000): {4: 5.73, 5: 7.00, 6: 8.00, 7: 8.99, 8: 9.75},
+    ("frozen", 1000): {6: 4.74, 11: 6.13, 16: 7.12, 23: 7.88},
+    ("frozen", 3000): {6: 4.99, 11: 6.38, 16: 7.12, 23: 8.12},
+}
+
+
+@pytest.mark.parametrize("steps", [1000, 3000])
+def test_the_measured_budget_table_reads_as_the_readme_says(experiment, steps):
+    """The learned N50 over d = 4..8 prefer power at 1000 and at 3000 steps (Delta AIC about -11 and -13):
+    inconclusive while the largest d is flagged (as at 1000 steps, where 3x the steps moved d = 8 by 0.52),
+    inconsistent without the flag. The frozen N50 prefer power at both budgets, flagged or not: consistent."""
+    learned = {d: (v,) for d, v in N50[("learned", steps)].items()}
+    frozen = {d: (v,) for d, v in N50[("frozen", steps)].items()}
+    result = select_capacity_experiment(points("learned, R=4", learned, flagged_at={0})
+                                        + points("frozen, R=4", frozen, flagged_at={0}), experiment)
+    group = result["models"]["learned"]["selection"]["groups"][0]
+    assert group["preferred"] == "power" and group["delta_aic"] <= -6
+    assert group["verdict_budget_free"] == "inconsistent" and result["models"]["learned"]["verdict"] == "inconclusive"
+    frozen_group = result["models"]["frozen"]["selection"]["groups"][0]
+    assert frozen_group["preferred"] == "power" and result["models"]["frozen"]["verdict"] == "consistent"
+    # unflagged, the same learned curve is a power preference against the prediction: inconsistent
+    clean = select_capacity_experiment(points("learned, R=4", learned), experiment)
+    assert clean["models"]["learned"]["verdict"] == "inconsistent"
