@@ -100,7 +100,11 @@ def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:
 
 FLOAT_BYTES = 4  # every tensor the trainers keep is float32
 ITEM_CHUNK_ELEMENTS = 1 << 20  # per model: floats in one [items, width] tensor of an evaluation chunk
-TRAIN_CHUNK_ELEMENTS = 1 << 22  # per model: floats in one [items, width] tensor of a full-batch gradient chunk
+# per model: floats in one [items, width] tensor of a full-batch gradient chunk. 4 MiB per model, as the
+# evaluation's: with 6 models a chunk's [M, items, V] tensors stay under glibc's 32 MiB mmap threshold, so
+# they are reused from the heap instead of being mapped, page-faulted in and unmapped again every chunk
+# (at 1 << 22, the tr_fig2 quick cell of benchmarks/engine.py spent 0.4-1.4 s of its 5 s in the kernel)
+TRAIN_CHUNK_ELEMENTS = 1 << 20
 # Copies of the trainable parameters alive at the peak of a training: three_step (trainers._two_steps,
 # just after W1 = gamma * direction) holds the problem's zeros, their copies, V1, the direction and W1:
 # 4 W-sized + 3 V-sized tensors, 3.5 copies when W and V have the same size (the token-retrieval task

@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from recallkit.empirics.config import (RunConfig, ThreeStepConfig, TwoStepThenFitConfig, check_memory, config_hash,
+from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, ThreeStepConfig, TwoStepThenFitConfig, check_memory, config_hash,
                                        evaluate, memory_available, memory_free, parse_config, shape_key)
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.tasks import build_problem
@@ -36,6 +36,32 @@ def chunk_budget_bytes(device: torch.device) -> int:
     starts (CUDA: free memory; CPU: MemAvailable), so a GPU with 140 GB trains far more models at once
     than a laptop, and a machine shared with other jobs takes what is left."""
     return int(CHUNK_MEMORY_FRACTION * memory_free(device))
+
+
+def keep_freed_heap() -> None:
+    """On the CPU with glibc: serve every buffer up to HEAP_BUFFER_MAX (32 MiB, glibc's largest heap
+    buffer) from the heap from the start, and never hand freed heap memory back to the kernel. By
+    default glibc maps the first buffer of each size above 128 KiB and trims the heap's free top, so a
+    training that frees and allocates the same [models, items, V] tensors every pass page-faults them
+    in again each time: the tr_fig2 and tr_fig5 cells of benchmarks/engine.py spent 4-14% of their CPU
+    time in the kernel doing it. The peak resident memory is the same (freed buffers are reused, not
+    added), what changes is that it is not returned before the process ends. Once per process; a no-op
+    without glibc."""
+    global _heap_kept
+    if _heap_kept:
+        return
+    _heap_kept = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, HEAP_BUFFER_MAX)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+_heap_kept = False
 
 
 def _bytes_per_model(cfg: RunConfig) -> int:
@@ -109,6 +135,8 @@ def run_configs(configs: list, device=None, progress: bool = True) -> list[dict]
     """Train every config (dicts or RunConfigs); one metrics dict per config, in input order."""
     parsed = [parse_config(c, where=f"configs[{i}]") for i, c in enumerate(configs)]
     target = resolve_device(device)
+    if target.type == "cpu":
+        keep_freed_heap()
     available = memory_available(target)
     for cfg in parsed:  # before anything is allocated
         check_memory(cfg, device=target, available=available)

@@ -245,6 +245,7 @@ def adam(
     order = None
     logged: dict[str, torch.Tensor] = {}
     log_epochs = bool(log_epochs) and epochs is not None
+    written_out = hasattr(problem, "gradients")  # (gradients dict, Accuracy or None) = gradients(params, idx, accuracy)
     for step in range(total_steps):
         position = step % steps_per_pass
         if full_batch:
@@ -253,20 +254,25 @@ def adam(
             if position == 0:
                 order = torch.stack([torch.randperm(n, generator=g) for g in shufflers]).to(device)
             idx = order[:, position * batch_size : (position + 1) * batch_size]
-        leaves = {k: v.requires_grad_(True) for k, v in params.items()}
-        loss, accuracy = problem.loss(leaves, idx)
+        if written_out:  # the problem's own backward, without an autograd graph
+            gradient_of, accuracy = problem.gradients(params, idx, accuracy=full_batch and checks_early_stop)
+            gradients = [gradient_of[k] for k in params]
+        else:
+            leaves = {k: v.requires_grad_(True) for k, v in params.items()}
+            loss, accuracy = problem.loss(leaves, idx)
         if full_batch and checks_early_stop:
             active &= ~exceeds(accuracy, threshold, among=active)
             everyone_active = bool(active.all())
             if not everyone_active and not active.any():
                 break
         del accuracy  # it holds the logits; the backward pass reuses their memory
-        gradients = torch.autograd.grad(loss.sum(), list(leaves.values()))
-        del loss
+        if not written_out:
+            gradients = torch.autograd.grad(loss.sum(), list(leaves.values()))
+            del loss
         t = step + 1
         bias1, bias2 = 1 - BETA1**t, 1 - BETA2**t
         with torch.no_grad():
-            for (name, p), g in zip(leaves.items(), gradients):
+            for (name, p), g in zip(list(params.items()), gradients):
                 p = p.detach()
                 new_p, m1, m2 = _adam_step(p, g, first_moment[name], second_moment[name], lr_of[name] / bias1,
                                            bias2, decay_of[name])

@@ -62,6 +62,14 @@ class AssocMemoryConfig:
         batch = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
         chunk = min(items_per_chunk(max(self.N, self.m or 0)), self.N)
         largest_pass = max(batch, chunk) * self._bytes_per_item()
+        if self.model == "linear":
+            # task.py's written-out gradient: E^T, U^T and -U^T kept beside E and U; a training pass holds the
+            # transposed logits (exponentiated in place), their copy for the accuracy when early stop asks
+            # for it, and [d]-wide columns; the evaluation chunk, the logits and their log_softmax
+            embeddings = 5 * FLOAT_BYTES * self.N * self.d
+            logit_copies = 2 if getattr(trainer_config, "early_stop", None) is not None else 1
+            training = batch * (FLOAT_BYTES * (logit_copies * self.N + 4 * self.d) + 8)
+            largest_pass = max(training, chunk * self._bytes_per_item())
         largest = self.d * self.d if self.model == "linear" else self.m * self.d
         live = embeddings + parameter_state_bytes(trainer_config, self.trainable_params, largest) + largest_pass
         transient = [FLOAT_BYTES * largest] + [FLOAT_BYTES * items * width for items in (batch, chunk)
