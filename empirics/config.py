@@ -151,12 +151,21 @@ def allocator_retention_bytes(transient_buffers) -> int:
     return HEAP_RETAINED_BUFFERS * max(heap_served, default=0)
 
 
+def evaluations(trainer_config) -> int:
+    """How many times one training evaluates its model: at the end, and after every power-of-two epoch below
+    the last when the trainer logs epochs (``log_epochs``: epochs 1, 2, 4, ...; (epochs - 1).bit_length() of them)."""
+    if getattr(trainer_config, "log_epochs", 0) and getattr(trainer_config, "epochs", None):
+        return 1 + (trainer_config.epochs - 1).bit_length()
+    return 1
+
+
 def training_passes(trainer_config, sizes: dict[str, int], n_train: int) -> dict[str, float]:
     """How many items go through each kind of pass in one training (for FLOP models), as the trainers run
     them: ``forward``; ``backward`` (the gradient of every trained parameter: Adam); three_step's
     ``backward_value`` (steps 1 and 3: the value matrix only) and ``backward_attention`` (step 2: W_KQ
-    only); ``evaluate`` (the final evaluation on the training items, forward only; a task adds its fresh
-    samples). Early stop is ignored: an upper bound on the work."""
+    only); ``evaluate`` (every evaluation on the training items, forward only: the final one and those of
+    ``log_epochs``, see :func:`evaluations`; a task adds its fresh samples). Early stop is ignored: an upper
+    bound on the work."""
     if isinstance(trainer_config, ThreeStepConfig):
         return {"forward": 3 * n_train, "backward": 0, "backward_value": 2 * n_train, "backward_attention": n_train,
                 "evaluate": n_train}
@@ -164,7 +173,8 @@ def training_passes(trainer_config, sizes: dict[str, int], n_train: int) -> dict
     steps_per_pass = 1 if batch >= n_train else math.ceil(n_train / batch)
     steps = trainer_config.steps if trainer_config.steps is not None else trainer_config.epochs * steps_per_pass
     items = steps * batch
-    return {"forward": items, "backward": items, "backward_value": 0, "backward_attention": 0, "evaluate": n_train}
+    return {"forward": items, "backward": items, "backward_value": 0, "backward_attention": 0,
+            "evaluate": n_train * evaluations(trainer_config)}
 
 
 # ----------------------------------------------------------------------------------- tasks

@@ -16,8 +16,8 @@ from typing import ClassVar
 
 from recallkit.empirics.config import (ADAM_PARAMETER_COPIES, ADAM_UPDATE_COPIES, FLOAT_BYTES, MAX_D, MAX_L, MAX_M,
                                        MAX_N, MAX_V, TRAIN_CHUNK_ELEMENTS, ThreeStepConfig, TwoStepThenFitConfig,
-                                       allocator_retention_bytes, check_model, items_per_chunk, positive_int,
-                                       training_passes)
+                                       allocator_retention_bytes, check_model, evaluations, items_per_chunk,
+                                       positive_int, training_passes)
 from recallkit.theory.errors import InputError
 
 FEATURES = ("relu", "relu_centred", "relu_normalised", "abs_centred")
@@ -240,6 +240,6 @@ class TokenRetrievalConfig:
         """FLOPs of one model's training and final evaluation (2 per multiply-add, matmul-like work only),
         the work ``benchmarks/engine.py`` and ``benchmarks/paper_cost.py`` divide by time."""
         items = training_passes(trainer_config, self.sizes(), self.n_train)
-        items["evaluate"] += self.n_eval
+        items["evaluate"] += self.n_eval * evaluations(trainer_config)
         per_item = self._flops_per_item()
         return 2 * sum(int(items[k] * per_item[k]) for k in items)

@@ -31,3 +31,16 @@ def test_log_epochs_is_left_out_of_the_store_key_while_off_and_needs_epochs():
         parse_config(dict(BASE, steps=4, log_epochs=1, seed=0))
     with pytest.raises(InputError, match="log_epochs: expected 0 or 1"):
         parse_config(dict(BASE, epochs=4, log_epochs=2, seed=0))
+
+
+def test_the_flop_model_counts_the_logged_evaluations():
+    from recallkit.empirics.config import evaluations
+
+    plain = parse_config(dict(BASE, epochs=16, seed=0))
+    logged = parse_config(dict(BASE, epochs=16, log_epochs=1, seed=0))
+    assert evaluations(plain.trainer_config) == 1 and evaluations(logged.trainer_config) == 5  # end, 1, 2, 4, 8
+    assert evaluations(parse_config(dict(BASE, epochs=17, log_epochs=1, seed=0)).trainer_config) == 6
+    one_more = parse_config(dict(BASE, epochs=16, seed=0, n_eval=2 * BASE["n_eval"]))  # one evaluation's fresh part
+    extra = logged.task_config.train_flops(logged.trainer_config) - plain.task_config.train_flops(plain.trainer_config)
+    fresh = one_more.task_config.train_flops(one_more.trainer_config) - plain.task_config.train_flops(plain.trainer_config)
+    assert extra > 4 * fresh > 0  # four more evaluations, each of the fresh samples and of the training items
