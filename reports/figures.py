@@ -731,6 +731,7 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
         key = (f.get("threshold"), bool(f.get("threshold_relative")))
         if key not in keys:
             keys.append(key)
+    keys.sort(key=lambda k: (k[1], float("inf") if k[0] is None else float(k[0])))  # absolute, then relative
     labels = list(dict.fromkeys(str(f.get("line")) for f in fits))
     colour = {label: CYCLE[i % len(CYCLE)] for i, label in enumerate(labels)}
     marker = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(labels)}
@@ -753,23 +754,27 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
         fig.legend(handles=handles, loc="upper center", ncol=min(len(labels), 2), bbox_to_anchor=(0.5, top),
                    fontsize=8.5, frameon=False, handlelength=2.2)
         top -= legend_rows * 1.6 * line_h + 0.045
-        chars = max(int(width_in * 12 / n), 30)
-        claim_text = []
-        for key in keys:
-            text = []
+        chars = int(width_in * 14)
+        claim_lines_text = []
+        for i, key in enumerate(keys):
             for c in claims:
                 if (c.get("threshold"), bool(c.get("threshold_relative"))) != key:
                     continue
                 numbers = "" if c.get("difference") is None else (
                     f": A - B = {float(c['difference']):.2f}" + (f", p = {float(c['p']):.2g}" if c.get("p") is not None else ""))
-                text.append(fill(f"{c.get('id')}, {c.get('claim', c.get('relation'))}{numbers}: {c.get('verdict')}",
-                                 chars))
-            claim_text.append("\n".join(text))
-        claim_lines = max((t.count("\n") + 1 if t else 0) for t in claim_text)
-        bottom = 0.09 + claim_lines * line_h + (0.03 if claim_lines else 0)
-        grid = fig.add_gridspec(1, n, left=0.075, right=0.985, top=top, bottom=bottom, wspace=0.25)
+                claim_lines_text.append(cut_lines(f"({i + 1}) claim {c.get('id')}, {c.get('claim', c.get('relation'))}"
+                                                  f"{numbers}: {c.get('verdict')}", chars, max_lines=1))
+        claim_text = "\n".join(claim_lines_text)
+        claim_lines = len(claim_lines_text)
+        bottom = 0.08 + claim_lines * line_h + (0.03 if claim_lines else 0)
+        if claim_text:
+            fig.text(0.01, 0.012, "claims judged at each panel's threshold:\n" + claim_text, fontsize=8, ha="left",
+                     va="bottom", color="0.15", linespacing=1.3)
+        rows, cols = (1, n) if n <= 3 else (-(-n // 3), 3)
+        grid = fig.add_gridspec(rows, cols, left=0.075, right=0.985, top=top, bottom=bottom, wspace=0.25,
+                                hspace=0.45 if rows > 1 else 0.2)
         for i, key in enumerate(keys):
-            ax = fig.add_subplot(grid[0, i])
+            ax = fig.add_subplot(grid[i // cols, i % cols])
             shown = [f for f in fits if (f.get("threshold"), bool(f.get("threshold_relative"))) == key]
             thr_text = threshold_label(shown[0]) if shown and shown[0].get("threshold") is not None else ""
             ax.set_title(f"({i + 1}) threshold {thr_text}" if thr_text else f"({i + 1})", fontsize=11)
@@ -791,27 +796,27 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
                     span = max(all_x.max() - all_x.min(), 0.2)
                     g = np.linspace(all_x.min() - 0.04 * span, all_x.max() + 0.04 * span, 50)
                     ax.plot(np.exp(g), np.exp(float(intercept) + float(slope) * g), color=colour[label], lw=2)
-                    box.append((colour[label], f"slope {float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}"))
+                    box.append((colour[label], f"slope {float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}"
+                                if n <= 3 else f"{float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict[:7]}"))
                     tested, _ = tested_prediction(f)
                     if tested is not None and label in predicted and xs.size:
                         centre = float(xs.mean())
                         y0 = float(intercept) + float(slope) * centre
                         ax.plot(np.exp(g), np.exp(y0 + tested * (g - centre)), color=colour[label], ls="--", lw=1.3)
-                        box[-1] = (colour[label], box[-1][1] + f" (prediction {tested:.2f})")
+                        box[-1] = (colour[label], box[-1][1] + (f" (prediction {tested:.2f})" if n <= 3 else f", pred. {tested:.2f}"))
                 else:
                     box.append((colour[label], f"no fit, {verdict}"))
             ax.set_xscale("log")
             ax.set_yscale("log")
             if every_y:
                 _limit_y_to_data(ax, every_y)
-            ax.set_xlabel(regressor_label(shown[0].get("x") if shown else None))
-            if i == 0:
+            if i >= n - cols:
+                ax.set_xlabel(regressor_label(shown[0].get("x") if shown else None))
+            if i % cols == 0:
                 ax.set_ylabel(y_label)
             _major_labels_only(ax)
             for j, (c, text) in enumerate(reversed(box)):  # the lines rise to the upper right: the box sits lower right
-                ax.text(0.98, 0.03 + j * 0.055, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5,
+                ax.text(0.98, 0.03 + j * (0.055 if rows == 1 else 0.09), text, transform=ax.transAxes, ha="right",
+                        va="bottom", fontsize=7.5 if n <= 3 else 7,
                         color=c, bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85))
-            if claim_text[i]:
-                ax.text(0.0, -0.12, "claims: " + claim_text[i], transform=ax.transAxes, ha="left", va="top",
-                        fontsize=8, color="0.15", linespacing=1.3)
     return fig

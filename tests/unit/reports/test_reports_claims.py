@@ -103,7 +103,9 @@ def test_an_experiment_with_claims_and_two_fitted_lines_gets_the_lines_together_
     fig = figures.lines_plot(flat + steep, claims, title="t")
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert len(fig.axes) == len({f["threshold"] for f in flat})  # one panel per threshold
-    assert any(t.startswith("claims: flatter, slope(A) < slope(B)") and t.rstrip().endswith("consistent") for t in texts)
+    below = "\n".join(t.get_text() for t in fig.texts)
+    assert "(1) claim flatter, slope(A) < slope(B): A - B = " in below  # under the panel of its threshold, 0.1
+    assert "(1) claim higher, level(A) > level(B)" in below and "inconsistent" in below
     slopes = [t for t in texts if t.startswith("slope ")]
     assert len(slopes) == 2 * len(fig.axes)  # each line's slope in each panel
     single = tmp_path / "single"
