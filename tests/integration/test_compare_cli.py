@@ -84,7 +84,8 @@ def test_bad_levels_name_the_flag(flag, value):
 
 def test_fit_prints_and_returns_the_experiments_comparative_claims(tmp_path):
     """Through the installed command: the claims of the experiment file are judged on the fits just made and
-    shown after the table (--json: under "claims"), including the claims whose lines the preset does not run."""
+    shown after the table (--json: under "claims"); on an empty store every side has no fit, so no claim is
+    decided."""
     import shutil
 
     from recallkit.empirics.store import ResultStore
@@ -99,8 +100,12 @@ def test_fit_prints_and_returns_the_experiments_comparative_claims(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "comparative claims" in out.stdout
     assert re.search(r"claim 'fig1a-rise-L05' of tr_fig1a_capacity: .* verdict 'inconclusive'", out.stdout)
-    assert re.search(r"claim 'fig1a-rise-L025' .* verdict 'not run'", out.stdout)
+    assert re.search(r"claim 'fig1a-rise-L025' .* verdict 'inconclusive'", out.stdout)
+    assert "has no fit" in out.stdout  # the empty store's reason, not a verdict
     doc = json.loads(subprocess.run(args + ["--json"], capture_output=True, text=True, timeout=300).stdout)
-    assert [(c["id"], c["verdict"]) for c in doc["claims"]] == [
-        ("fig1a-rise-L05", "inconclusive"), ("fig1a-rise-L05", "inconclusive"), ("fig1a-rise-L025", "not run")]
+    assert [(c["id"], c["threshold"], c["verdict"]) for c in doc["claims"]] == [
+        ("fig1a-rise-L05", 0.25, "inconclusive"), ("fig1a-rise-L05", 0.5, "inconclusive"),
+        ("fig1a-rise-L025", 0.25, "inconclusive"), ("fig1a-rise-L025", 0.5, "inconclusive")]
+    not_run = subprocess.run(args + ["--json", "--preset", "gpu"], capture_output=True, text=True, timeout=300)
+    assert not_run.returncode == 0, not_run.stderr
     assert all(c["provenance"].startswith("paper-reported: Fig 1(a)") for c in doc["claims"])
