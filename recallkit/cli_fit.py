@@ -18,14 +18,13 @@ def _number(value: Any, fmt: str = ".3f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _judge_claims(experiment: str, fitted: Any, *, store: Any, preset: str, alpha: Any) -> list:
+def _judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
     """The experiment's [[claims]] judged on the fits just made (a side in another experiment: its stored runs,
     nothing trained for it)."""
     from dataclasses import replace
 
     from recallkit.compare.claims import judge_claims, other_experiment_fits
     from recallkit.empirics.experiment import load_experiment
-
     from recallkit.theory.errors import RecallkitError
 
     try:
@@ -129,7 +128,7 @@ def register(app: typer.Typer) -> None:
         device: str = typer.Option("auto", "--device", help="Device for runs the store lacks: auto | cpu | cuda | cuda:N."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
         fail_on: Optional[List[str]] = typer.Option(
-            None, "--fail-on", help="Exit 1 when any fit's verdict is this (inconsistent | inconclusive; repeatable or "
+            None, "--fail-on", help="Exit 1 when any fit's or claim's verdict is this (inconsistent | inconclusive; repeatable or "
                                     "comma-separated), after printing the table: for CI."),
     ) -> None:
         """Fit log(param_count) against log(base) - or against log(N ln N) for capacity experiments -
@@ -158,7 +157,7 @@ def register(app: typer.Typer) -> None:
             if executor is not None:
                 executor.close()
         doc = fitted.to_dict()
-        claims = _judge_claims(experiment, fitted, store=store, preset=preset, alpha=alpha)
+        claims = _judge_claims(fitted, preset=preset, alpha=alpha)
         if claims:
             doc["claims"] = [c.to_dict() for c in claims]
         sweep = doc["sweep"]
@@ -174,7 +173,12 @@ def register(app: typer.Typer) -> None:
                 typer.echo("\ncomparative claims ([[claims]]; stored runs only for a side in another experiment):")
                 for c in claims:
                     typer.echo(describe_claim(c))
-        matching = verdicts_matching(doc["fits"], wanted) if wanted else None
+        matching = None
+        if wanted:  # a claim is a check too, as in the report (a claim not run in this preset is none)
+            from recallkit.reports.pdf import claim_rows
+
+            matching = verdicts_matching(doc["fits"] + claim_rows({"name": fitted.experiment, "claims": doc.get("claims", [])}),
+                                         wanted)
         if matching:
             typer.echo(matching, err=True)
             raise typer.Exit(1)

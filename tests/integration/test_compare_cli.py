@@ -109,3 +109,32 @@ def test_fit_prints_and_returns_the_experiments_comparative_claims(tmp_path):
     not_run = subprocess.run(args + ["--json", "--preset", "gpu"], capture_output=True, text=True, timeout=300)
     assert not_run.returncode == 0, not_run.stderr
     assert all(c["provenance"].startswith("paper-reported: Fig 1(a)") for c in doc["claims"])
+
+
+def test_fit_fail_on_counts_the_claims(calls, monkeypatch):
+    """A claim's verdict is a check for --fail-on, as in the report; a claim not run in the preset is none."""
+    from recallkit.compare.assertions import fit_arrays
+    from recallkit.compare.claims import judge_claims
+
+    cli_fit = importlib.import_module("recallkit.cli_fit")
+    rng = np.random.default_rng(3)
+    x = np.repeat(np.log([64, 128, 256, 512]), 3)
+    fits = []
+    for label, slope in (("flat", 1.0), ("steep", 1.5)):
+        result = fit_arrays(x, slope * x + 0.05 * rng.standard_normal(x.size), np.tile([0, 1, 2], 4), slope,
+                            x_name="log V", label="anchor", n_bootstrap=1)
+        result.line, result.threshold = label, 0.99
+        fits.append(result)
+    claims = [{"id": "wrong-way", "text": "flat is steeper (false)", "relation": "slope >", "a": {"line": "flat"},
+               "b": {"line": "steep"}, "provenance": "paper-reported: Fig 0"},
+              {"id": "unrun", "text": "a line not run", "relation": "slope >", "a": {"line": "long"},
+               "b": {"line": "steep"}, "provenance": "paper-reported: Fig 0"}]
+    judged = judge_claims(fits, claims, experiment="anchor", preset="quick")
+    assert [c.verdict for c in judged] == ["inconsistent", "not run"]
+    monkeypatch.setattr(cli_fit, "_judge_claims", lambda fitted, **kw: judged)
+    result = CliRunner().invoke(app, ["fit", "x.toml", "--no-run", "--fail-on", "inconsistent"])
+    assert result.exit_code == 1, result.output
+    assert "fail-on: 1 inconsistent of 2 checks: anchor [claim wrong-way: slope(A) > slope(B), threshold 0.99]" in result.stderr
+    assert "claim 'wrong-way' of anchor" in result.stdout
+    ok = CliRunner().invoke(app, ["fit", "x.toml", "--no-run", "--fail-on", "inconclusive"])
+    assert ok.exit_code == 0, ok.output
