@@ -181,6 +181,16 @@ def two_step_then_fit(problem, eta: list[float], gamma: list[float | None], kapp
     return params, {"steps_run": 2.0 + steps_run, "fit_steps_run": steps_run, **extra}
 
 
+def _log_evaluation(problem, params: dict, epochs: list[int], logged: dict) -> None:
+    """The problem's evaluation of the current parameters, stored in ``logged`` as ``<metric>_epoch_<k>`` (its
+    accuracy and train_accuracy) for every epoch k in ``epochs``."""
+    with torch.no_grad():
+        measured = problem.evaluate({k: v.detach() for k, v in params.items()})
+    for epoch in epochs:
+        logged.update({f"{name}_epoch_{epoch}": measured[name] for name in ("accuracy", "train_accuracy")
+                       if name in measured})
+
+
 def _powers_of_two_below(epochs: int) -> tuple[int, ...]:
     """1, 2, 4, ... below ``epochs``: the epochs ``log_epochs`` measures (the last is the run's own result)."""
     return tuple(1 << i for i in range(max(epochs - 1, 0).bit_length()) if 1 << i < epochs)
@@ -285,13 +295,8 @@ def adam(
             steps_everyone_ran += 1
         else:
             steps_run += active.float()
-        if log_epochs and position == steps_per_pass - 1:
-            epoch = (step + 1) // steps_per_pass
-            if epoch in _powers_of_two_below(epochs):
-                with torch.no_grad():
-                    measured = problem.evaluate({k: v.detach() for k, v in params.items()})
-                logged.update({f"{name}_epoch_{epoch}": measured[name] for name in ("accuracy", "train_accuracy")
-                               if name in measured})
+        if log_epochs and position == steps_per_pass - 1 and (step + 1) // steps_per_pass in _powers_of_two_below(epochs):
+            _log_evaluation(problem, params, [(step + 1) // steps_per_pass], logged)
         if not full_batch and checks_early_stop and position == steps_per_pass - 1:
             active &= ~(problem.train_accuracy(params) > threshold)
             everyone_active = bool(active.all())
@@ -300,9 +305,5 @@ def adam(
     if log_epochs:  # every model stopped early: the epochs not reached hold the final parameters
         missing = [k for k in _powers_of_two_below(epochs) if f"accuracy_epoch_{k}" not in logged]
         if missing:
-            with torch.no_grad():
-                measured = problem.evaluate({k: v.detach() for k, v in params.items()})
-            for k in missing:
-                logged.update({f"{name}_epoch_{k}": measured[name] for name in ("accuracy", "train_accuracy")
-                               if name in measured})
+            _log_evaluation(problem, params, missing, logged)
     return params, {"steps_run": steps_run + steps_everyone_ran, **logged}

@@ -44,3 +44,12 @@ def test_the_flop_model_counts_the_logged_evaluations():
     extra = logged.task_config.train_flops(logged.trainer_config) - plain.task_config.train_flops(plain.trainer_config)
     fresh = one_more.task_config.train_flops(one_more.trainer_config) - plain.task_config.train_flops(plain.trainer_config)
     assert extra > 4 * fresh > 0  # four more evaluations, each of the fresh samples and of the training items
+
+
+def test_epochs_after_every_model_stopped_hold_the_final_model():
+    """Early stop ends the training before epoch 1 here (any accuracy above 0): every logged epoch is then the
+    final model, as an epochs = k run of the same config would be."""
+    (run,) = run_configs([dict(BASE, epochs=8, log_epochs=1, early_stop=0.0, seed=1)], progress=False)
+    (short,) = run_configs([dict(BASE, epochs=2, early_stop=0.0, seed=1)], progress=False)
+    assert run["steps_run"] == 0
+    assert [run[f"accuracy_epoch_{k}"] for k in (1, 2, 4)] == [run["accuracy"]] * 3 == [short["accuracy"]] * 3
