@@ -329,7 +329,7 @@ class Experiment:
     def metric_of(self, line: "int | str") -> str:
         """The metric line ``line`` (an index or a label) is judged on: its own ``metric``, else the experiment's."""
         found = self.lines[line] if isinstance(line, int) else next((ln for ln in self.lines if ln.label == line), None)
-        return (found.metric if found is not None and found.metric else None) or self.metric
+        return (found.metric if found else None) or self.metric
 
     def to_dict(self) -> dict:
         return {
@@ -533,7 +533,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
             overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
             fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
             search_overrides=_line_search(table.get("search", {}), f"{where}.search", size),
-            reference_note=_reference_note(table, where),
+            reference_note=_string(table, "reference_note", f"{where}.").strip() if "reference_note" in table else None,
             metric=_string(table, "metric", f"{where}.") if "metric" in table else None,
         ))
     if len({ln.label for ln in lines}) != len(lines):
@@ -861,16 +861,6 @@ def max_runs_allowed() -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise InputError(f"RECALLKIT_MAX_RUNS / --max-runs: expected a positive integer, got {raw!r}")
     return int(raw)
-
-
-def _reference_note(table: dict, where: str) -> str | None:
-    """A line's ``reference_note``: a non-empty string (why this line gets no verdict), or None."""
-    if "reference_note" not in table:
-        return None
-    note = table["reference_note"]
-    if not isinstance(note, str) or not note.strip():
-        raise InputError(f"{where}.reference_note: expected a non-empty string (why this line is shown for reference only)")
-    return note.strip()
 
 
 def _line_search(table: Any, where: str, size: str) -> dict[str, Any]:

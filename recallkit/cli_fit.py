@@ -23,8 +23,8 @@ def _judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
     nothing trained for it)."""
     from dataclasses import replace
 
-    from recallkit.compare.claims import judge_claims, other_experiment_fits
     from recallkit.empirics.experiment import load_experiment
+    from recallkit.pipeline import judge_loaded_claims
     from recallkit.theory.errors import RecallkitError
 
     try:
@@ -33,9 +33,8 @@ def _judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
         return []
     if not loaded.claims:
         return []
-    claims = [replace(c, alpha=alpha) for c in loaded.claims] if alpha is not None else list(loaded.claims)
-    others = other_experiment_fits(claims, loaded.name, store=fitted.store, preset=loaded.preset)
-    return judge_claims(fitted, claims, experiment=loaded.name, preset=loaded.preset, other_fits=others)
+    claims = [replace(c, alpha=alpha) for c in loaded.claims] if alpha is not None else None
+    return judge_loaded_claims(loaded, fitted, fitted.store, loaded.preset, claims=claims)
 
 
 def threshold_text(fit: dict) -> str:

@@ -235,16 +235,22 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
     return entry
 
 
-def judge_entry_claims(loaded, fitted, store_path: Path, preset: str, fitted_runs: dict | None = None) -> list[dict]:
-    """The experiment's ``[[claims]]`` judged from its fits (``compare.claims``), as summary dicts; a side in
-    another experiment uses that experiment's fits from this report where it has them, else its stored runs
-    (nothing is trained for a claim)."""
+def judge_loaded_claims(loaded, fitted, store_path, preset: str, fitted_runs: dict | None = None,
+                        claims: list | None = None) -> list:
+    """The experiment's ``[[claims]]`` (or ``claims``) judged from its fits (``compare.claims``): ClaimResults. A
+    side in another experiment uses that experiment's fits from this report where it has them, else its stored
+    runs (nothing is trained for a claim)."""
     from recallkit.compare.claims import judge_claims, other_experiment_fits
 
+    claims = loaded.claims if claims is None else claims
     available = {name: pair[1] for name, pair in (fitted_runs or {}).items()}
-    others = other_experiment_fits(loaded.claims, loaded.name, store=store_path, preset=preset, available=available)
-    results = judge_claims(fitted, loaded.claims, experiment=loaded.name, preset=preset, other_fits=others)
-    return [result.to_dict() for result in results]
+    others = other_experiment_fits(claims, loaded.name, store=store_path, preset=preset, available=available)
+    return judge_claims(fitted, claims, experiment=loaded.name, preset=preset, other_fits=others)
+
+
+def judge_entry_claims(loaded, fitted, store_path: Path, preset: str, fitted_runs: dict | None = None) -> list[dict]:
+    """:func:`judge_loaded_claims` as summary dicts."""
+    return [result.to_dict() for result in judge_loaded_claims(loaded, fitted, store_path, preset, fitted_runs)]
 
 
 def _rejudge_claims(entries: list[dict], fitted_runs: dict, store_path: Path, preset: str) -> None:
