@@ -113,18 +113,11 @@ def test_fit_prints_and_returns_the_experiments_comparative_claims(tmp_path):
 
 def test_fit_fail_on_counts_the_claims(calls, monkeypatch):
     """A claim's verdict is a check for --fail-on, as in the report; a claim not run in the preset is none."""
-    from recallkit.compare.assertions import fit_arrays
     from recallkit.compare.claims import judge_claims
+    from tests.unit.reports.test_reports_claims import two_line_fits
 
     cli_fit = importlib.import_module("recallkit.cli_fit")
-    rng = np.random.default_rng(3)
-    x = np.repeat(np.log([64, 128, 256, 512]), 3)
-    fits = []
-    for label, slope in (("flat", 1.0), ("steep", 1.5)):
-        result = fit_arrays(x, slope * x + 0.05 * rng.standard_normal(x.size), np.tile([0, 1, 2], 4), slope,
-                            x_name="log V", label="anchor", n_bootstrap=1)
-        result.line, result.threshold = label, 0.99
-        fits.append(result)
+    fits = two_line_fits(experiment="anchor", threshold=0.99)
     claims = [{"id": "wrong-way", "text": "flat is steeper (false)", "relation": "slope >", "a": {"line": "flat"},
                "b": {"line": "steep"}, "provenance": "paper-reported: Fig 0"},
               {"id": "unrun", "text": "a line not run", "relation": "slope >", "a": {"line": "long"},

@@ -17,15 +17,21 @@ from tests.unit.reports.test_reports_figures import synthetic_line
 LINE = "N=V*log(V), L=V**0.5"
 
 
-def _claims() -> list[dict]:
+def two_line_fits(experiment: str = "exp_claims", threshold: float = 0.1) -> list:
+    """Fits of two lines over V = 64..1024, three seeds each: 'flat' (slope 1.0) and 'steep' (slope 1.5)."""
     rng = np.random.default_rng(11)
     x = np.repeat(np.log([64, 128, 256, 512, 1024]), 3)
     fits = []
     for label, slope in (("flat", 1.0), ("steep", 1.5)):
         result = fit_arrays(x, slope * x + 0.05 * rng.standard_normal(x.size), np.tile([0, 1, 2], 5), slope,
-                            x_name="log V", label="exp_claims", n_bootstrap=1)
-        result.line, result.threshold = label, 0.1
+                            x_name="log V", label=experiment, n_bootstrap=1)
+        result.line, result.threshold = label, threshold
         fits.append(result)
+    return fits
+
+
+def _claims() -> list[dict]:
+    fits = two_line_fits()
     claims = [
         {"id": "flatter", "text": "flat needs a flatter count", "relation": "slope <", "a": {"line": "flat"},
          "b": {"line": "steep"}, "provenance": "paper-reported: Fig 4(c)"},
