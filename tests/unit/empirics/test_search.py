@@ -318,3 +318,19 @@ def test_a_lines_metric_must_be_a_name():
     raw["lines"][0]["metric"] = ""
     with pytest.raises(InputError, match=r"lines\[0\]\.metric: expected a non-empty string"):
         experiment_from_dict(raw, "fake.toml")
+
+
+def test_a_curve_search_without_relative_thresholds_never_trains_the_ceiling_size(store):
+    """The instance's ceiling is only needed for thresholds relative to it; without them the first round is the
+    guess's sizes alone (probing the ceiling size cost up to 200 s a model for nothing)."""
+    raw = curve_experiment()
+    del raw["relative_thresholds"]
+    exp = experiment_from_dict(raw, "fake.toml")
+    runner = FakeRunner()
+    result = run_sweep(exp, store, LocalExecutor(runner), log=None)
+    assert all(not p["censored"] for p in result.points)
+    assert 1024 not in {c["d"] for call in runner.calls for c in call}
+    with_ceiling = experiment_from_dict(curve_experiment(), "fake.toml")
+    again = FakeRunner()
+    run_sweep(with_ceiling, ResultStore(store.path.parent / "other.db"), LocalExecutor(again), log=None)
+    assert 1024 in {c["d"] for call in again.calls for c in call}
