@@ -72,16 +72,29 @@ def select_capacity_experiment(points: Iterable[Mapping[str, Any]], experiment: 
         parts = []
         for g in selection["groups"]:
             text = g.get("verdict_reason") or g.get("preferred_reason") or g.get("error")
-            parts.append(f"R={g['R']}: {g.get('preferred')} ({text})")
-        if checks:
-            factor = checks[0].get("factor")
-            parts.append(f"training budget: {len(flagged)} of {budget['checked']} largest-d points store one grid "
-                         f"step more with {factor:g}x the steps" + (" (flagged: the largest-d capacity is "
-                                                                    "budget-limited)" if flagged else ""))
+            parts.append(f"R={g['R']}: {g.get('preferred')} ({text})" + _budget_text(g, rows))
         models[model] = {"predicted": predicted, "verdict": overall, "verdict_reason": "; ".join(parts),
                          "points": rows, "selection": selection, "budget": budget}
     return {"response": "log2 N_max", "forms": dict(CAPACITY_FORMS), "min_delta_aic": min_delta_aic,
             "models": models}
+
+
+def _budget_text(group: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> str:
+    """The budget checks of one R group, in words: how many largest-d points store one grid step more with
+    more steps, and what that means for the preference (a shortfall at the largest d bends the curve the way
+    a power law does, so it can fake a power preference but not a log one)."""
+    checks = [p["budget_check"] for p in rows if p.get("R") == group.get("R") and p.get("budget_check")]
+    checked = [c for c in checks if "reached" in c]
+    if not checked:
+        return ""
+    flagged = [c for c in checked if c.get("reached")]
+    text = (f"; training budget: {len(flagged)} of {len(checked)} largest-d points store one grid step more with "
+            f"{checked[0].get('factor', 3):g}x the steps")
+    if flagged:
+        text += " (flagged: the largest-d capacity is budget-limited"
+        text += (", which bends the curve towards power, so a log preference stands)" if group.get("preferred") == "log"
+                 else ")")
+    return text
 
 
 def _discount_budget_limited(group: dict, rows: list[Mapping[str, Any]]) -> None:

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from recallkit.reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context, wrap_title
 from recallkit.reports.tables import draw_table
@@ -484,6 +485,8 @@ def geometric_rows(exp: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- capacity N_max(d)
 CAPACITY_MODEL_NAMES = {"learned": "learned embeddings", "frozen": "frozen random E_s and U (the paper's control)",
                         "frozen-subjects": "frozen random E_s only (U trained; our variant)"}
+CAPACITY_PANEL_TITLES = {"learned": "learned embeddings", "frozen": "frozen E_s and U (the paper's control)",
+                         "frozen-subjects": "frozen E_s only (U trained; ours)"}
 CAPACITY_TABLE_NAMES = {"learned": "learned", "frozen": "frozen E_s, U", "frozen-subjects": "frozen E_s only"}
 
 
@@ -504,15 +507,20 @@ def _capacity_models(capacity: dict) -> list[str]:
     return sorted(models, key=lambda m: (order.index(m) if m in order else len(order), m))
 
 
+def _group_budget(result: dict, R) -> tuple[int, int]:
+    """(checked, flagged) budget checks among one R group's points: the table and the panels speak per R."""
+    checks = [p["budget_check"] for p in result.get("points") or [] if p.get("R") == R and p.get("budget_check")]
+    return len([c for c in checks if "reached" in c]), len([c for c in checks if c.get("reached")])
+
+
 def capacity_table_rows(capacity: dict) -> list[list[str]]:
     """One row per (model, R): the two fits, Delta AIC, preferred form, prediction, verdict, budget check."""
     rows = []
     for model in _capacity_models(capacity):
         result = capacity["models"][model]
-        flagged = (result.get("budget") or {}).get("flagged", 0)
-        checked = (result.get("budget") or {}).get("checked", 0)
         for g in (result.get("selection") or {}).get("groups", []):
             log, power = g.get("log") or {}, g.get("power") or {}
+            checked, flagged = _group_budget(result, g.get("R"))
             rows.append([CAPACITY_TABLE_NAMES.get(model, model), str(g.get("R")),
                          str(g.get("n_points", 0)) + (f" (+{len(g.get('censored') or [])} cens.)" if g.get("censored") else ""),
                          f"{_fmt(log.get('b'))}{_ci(log.get('b_ci'))}",
@@ -541,57 +549,68 @@ def capacity_figure(capacity: dict, title: str | None = None, size=PAGE_LANDSCAP
             f"lower by >= {capacity.get('min_delta_aic', 6):g} and its leave-one-d-out error is lower. Triangle: the "
             "budget check at the largest d (the failed grid neighbour retrained with more steps; filled = it then "
             "passes, so the point is flagged).", 160), fontsize=8.5, va="top", color="0.25")
-        gs = fig.add_gridspec(1, len(names), left=0.06, right=0.985, top=y_text - 0.11, bottom=0.30, wspace=0.18)
+        panels = [(model, R) for model in names
+                  for R in sorted({p.get("R") for p in models[model]["points"]}, key=lambda r: (r is None, r))]
+        ncols = min(3, len(panels))
+        nrows = math.ceil(len(panels) / ncols)
+        gs = fig.add_gridspec(nrows, ncols, left=0.06, right=0.985, top=y_text - 0.11, bottom=0.30, wspace=0.18,
+                              hspace=0.45)
         rng = np.random.default_rng(0)  # fixed jitter: the same figure every build
-        for j, model in enumerate(names):
+        colours = {m: CYCLE[i % len(CYCLE)] for i, m in enumerate(names)}
+        for j, (model, R) in enumerate(panels):
             result = models[model]
-            ax = fig.add_subplot(gs[0, j])
-            points = result["points"]
-            groups = {g.get("R"): g for g in (result.get("selection") or {}).get("groups", [])}
-            Rs = sorted({p.get("R") for p in points}, key=lambda r: (r is None, r))
-            for i, R in enumerate(Rs):
-                colour = CYCLE[i % len(CYCLE)]
-                here = [p for p in points if p.get("R") == R]
-                ok = [p for p in here if not p.get("censored") and p.get("N")]
-                d = np.array([p["d"] for p in ok], dtype=float)
-                ax.scatter(d * np.exp(rng.uniform(-0.02, 0.02, len(d))), np.log2([p["N"] for p in ok]), s=22,
-                           alpha=0.75, color=colour, edgecolors="none", label=f"R = {R}: N_max per seed")
-                cens = [p for p in here if p.get("censored") and p.get("N")]
-                if cens:
-                    ax.scatter([p["d"] for p in cens], np.log2([p["N"] for p in cens]), s=40, facecolors="white",
-                               edgecolors=colour, linewidths=1.3, label="censored (search bound)")
-                g = groups.get(R) or {}
-                if ok and "log" in g:
-                    grid = np.linspace(min(d), max(d), 80)
-                    log, power = g["log"], g["power"]
-                    ax.plot(grid, log["a"] + log["b"] * grid, color=colour, lw=1.6,
-                            label=f"log: b = {log['b']:.2f} per dim")
-                    ax.plot(grid, power["a"] + power["b"] * np.log2(grid), color=colour, lw=1.6, ls="--",
-                            label=f"power: N ~ d^{power['b']:.2f}")
-                checks = [p["budget_check"] for p in here if p.get("budget_check") and p["budget_check"].get("N")]
-                for c in checks:
-                    ax.scatter([c["d"]], [math.log2(c["N"])], marker="^", s=46, color=colour if c.get("reached") else "white",
-                               edgecolors=colour, linewidths=1.3, zorder=4)
-                if checks:
-                    factor = checks[0].get("factor", 3)
-                    ax.scatter([], [], marker="^", s=46, color="0.5", edgecolors="0.3",
-                               label=f"{factor:g}x steps at the answer's neighbour (filled: passes)")
-                if g.get("preferred"):
-                    verdict = g.get("verdict") or "no prediction"
-                    if g.get("verdict_budget_free"):  # judge.py: the preference may be the step budget's doing
-                        verdict += f" (budget-limited largest d; else {g['verdict_budget_free']})"
-                    said = "no form preferred" if g["preferred"] == "inconclusive" else f"prefers {g['preferred']}"
-                    ax.text(0.02, 0.98 - 0.13 * i, f"R = {R}: {said}, AIC(power) - AIC(log) = "
-                            f"{_fmt(g.get('delta_aic'), 1)}\npredicted {result.get('predicted') or 'none'}: {verdict}",
-                            transform=ax.transAxes, va="top", fontsize=8.5,
-                            bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(g.get("verdict"), "white"),
-                                      edgecolor="0.6"), zorder=5)
+            ax = fig.add_subplot(gs[j // ncols, j % ncols])
+            colour = colours[model]
+            here = [p for p in result["points"] if p.get("R") == R]
+            g = next((g for g in (result.get("selection") or {}).get("groups", []) if g.get("R") == R), {})
+            ok = [p for p in here if not p.get("censored") and p.get("N")]
+            d = np.array([p["d"] for p in ok], dtype=float)
+            ax.scatter(d * np.exp(rng.uniform(-0.02, 0.02, len(d))), np.log2([p["N"] for p in ok]), s=22,
+                       alpha=0.75, color=colour, edgecolors="none")
+            cens = [p for p in here if p.get("censored") and p.get("N")]
+            if cens:
+                ax.scatter([p["d"] for p in cens], np.log2([p["N"] for p in cens]), s=40, facecolors="white",
+                           edgecolors=colour, linewidths=1.3)
+            fits = ""
+            if ok and "log" in g:
+                grid = np.linspace(min(d), max(d), 80)
+                log, power = g["log"], g["power"]
+                ax.plot(grid, log["a"] + log["b"] * grid, color=colour, lw=1.6)
+                ax.plot(grid, power["a"] + power["b"] * np.log2(grid), color=colour, lw=1.6, ls="--")
+                fits = f"\nlog: {log['b']:.2f} per dim; power: N ~ d^{power['b']:.2f}"
+            checks = [p["budget_check"] for p in here if p.get("budget_check") and p["budget_check"].get("N")]
+            for c in checks:
+                ax.scatter([c["d"]], [math.log2(c["N"])], marker="^", s=46, color=colour if c.get("reached") else "white",
+                           edgecolors=colour, linewidths=1.3, zorder=4)
+            if g.get("preferred"):
+                verdict = g.get("verdict") or "no prediction"
+                if g.get("verdict_budget_free"):  # judge.py: the preference may be the step budget's doing
+                    verdict += f"\n(budget-limited largest d; else {g['verdict_budget_free']})"
+                said = "no form preferred" if g["preferred"] == "inconclusive" else f"prefers {g['preferred']}"
+                ax.text(0.03, 0.97, f"{said}, AIC(power) - AIC(log) = {_fmt(g.get('delta_aic'), 1)}\n"
+                        f"predicted {result.get('predicted') or 'none'}: {verdict}{fits}",
+                        transform=ax.transAxes, va="top", fontsize=8,
+                        bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(g.get("verdict"), "white"),
+                                  edgecolor="0.6"), zorder=5)
+            low, high = ax.get_ylim()
+            ax.set_ylim(low, high + 0.35 * (high - low))  # headroom: the verdict box sits above the rising curve
             ax.set_xlabel("embedding dimension d")
-            if j == 0:
+            if j % ncols == 0:
                 ax.set_ylabel("log2 N_max")
-            ax.set_title(CAPACITY_MODEL_NAMES.get(model, model), fontsize=10)
+            ax.set_title(f"{CAPACITY_PANEL_TITLES.get(model, model)}, R = {R}", fontsize=9.5)
             ax.grid(alpha=0.25)
-            ax.legend(fontsize=7.5, loc="lower right")
+        factor = next((p["budget_check"].get("factor", 3) for m in names for p in models[m]["points"]
+                       if p.get("budget_check")), None)
+        key = [Line2D([], [], ls="", marker="o", color="0.35", label="N_max per seed"),
+               Line2D([], [], color="0.35", lw=1.6, label="log form: straight in d"),
+               Line2D([], [], color="0.35", lw=1.6, ls="--", label="power form: straight in log2 d")]
+        if factor is not None:
+            key.append(Line2D([], [], ls="", marker="^", color="0.35",
+                              label=f"{factor:g}x steps at the answer's failed neighbour (filled: it passes)"))
+        if any(p.get("censored") for m in names for p in models[m]["points"]):
+            key.append(Line2D([], [], ls="", marker="o", markerfacecolor="white", color="0.35",
+                              label="censored (search bound)"))
+        fig.legend(handles=key, loc="center", bbox_to_anchor=(0.5, 0.228), ncol=len(key), fontsize=8, frameon=False)
         header = ["model", "R", "points", "log: b (per dim)\n[95% CI]", "power: N ~ d^b,\nb [95% CI]",
                   "AIC(power)\n- AIC(log)", "preferred", "predicted\n(paper)", "verdict", "budget check\n(largest d)"]
         cells = capacity_table_rows(capacity)

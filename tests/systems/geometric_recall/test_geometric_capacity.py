@@ -14,12 +14,12 @@ LEARNED = {3: (4.5, 4.5), 4: (5.5, 5.25), 5: (6.5, 6.5), 6: (7.5, 7.75), 7: (8.5
 FROZEN = {6: (4.5, 4.75), 8: (5.25, 5.25), 11: (6.0, 6.0), 16: (7.0, 7.0), 23: (7.75, 7.75)}
 
 
-def points(line, table, flagged_at=None):
+def points(line, table, flagged_at=None, R=4):
     out = []
     top = max(table)
     for d, values in table.items():
         for seed, log2n in enumerate(values):
-            p = {"line": line, "d": d, "N": round(2 ** log2n), "R": 4, "seed": seed, "threshold": 1.0,
+            p = {"line": line, "d": d, "N": round(2 ** log2n), "R": R, "seed": seed, "threshold": 1.0,
                  "censored": False, "censor_reason": None}
             if d == top:
                 reached = flagged_at is not None and seed in flagged_at
@@ -44,8 +44,9 @@ def capacity(experiment):
 
 def test_presets_load_with_their_own_d_per_model():
     quick = load_experiment("geo_capacity", "quick")
-    assert [ln.overrides.get("model", quick.model) for ln in quick.lines] == ["learned", "frozen"]
+    assert [ln.overrides.get("model", quick.model) for ln in quick.lines] == ["learned", "frozen", "learned"]
     assert quick.values_of(0) == [3, 4, 5, 6, 7] and quick.values_of(1) == [6, 8, 11, 16, 23]
+    assert quick.values_of(2) == [6, 8, 11, 16, 23] and quick.build_config(quick.lines[2], 8, 27, 0)["R"] == 16
     assert quick.seeds == [0, 1] and quick.thresholds == [1.0] and quick.search.budget_factor == 3
     assert quick.search.grid == pytest.approx(2 ** 0.25)
     config = quick.build_config(quick.lines[1], 8, 38, 0)
@@ -93,7 +94,7 @@ def test_a_power_preference_from_budget_limited_points_is_no_decision(experiment
     from matplotlib.text import Text
 
     texts = [t.get_text() for t in capacity_figure(flagged).findobj(Text)]
-    assert any("inconclusive (budget-limited largest d; else inconsistent)" in t for t in texts), texts
+    assert any("inconclusive\n(budget-limited largest d; else inconsistent)" in t for t in texts), texts
     clean = select_capacity_experiment(points("learned, R=4", concave), experiment)
     assert clean["models"]["learned"]["verdict"] == "inconsistent"
     # the bias cannot produce a log preference, so frozen data preferring log stay inconsistent when flagged
@@ -112,7 +113,7 @@ def test_judge_hook_adds_the_capacity_page_kind(experiment):
 def test_capacity_page_draws_both_models_and_the_table(capacity):
     fig = capacity_figure(capacity)
     panels = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in panels] == ["learned embeddings", "frozen random E_s and U (the paper's control)"]
+    assert [ax.get_title() for ax in panels] == ["learned embeddings, R = 4", "frozen E_s and U (the paper's control), R = 4"]
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     assert "predicted log: consistent" in texts and "predicted power: consistent" in texts
     cells = [c.get_text().get_text() for ax in fig.axes for table in ax.tables for c in table.get_celld().values()]
@@ -165,3 +166,38 @@ def test_the_measured_budget_table_reads_as_the_readme_says(experiment, steps):
     # unflagged, the same learned curve is a power preference against the prediction: inconsistent
     clean = select_capacity_experiment(points("learned, R=4", learned), experiment)
     assert clean["models"]["learned"]["verdict"] == "inconsistent"
+
+
+# The quick preset's cold run (1000 steps, seeds 0 and 1): at R = 4 the learned curve is concave and both
+# largest-d points are flagged; at R = 16 it is straight in d over d = 6..23, also flagged at d = 23.
+QUICK_R4 = {3: (4.0, 3.46), 4: (5.25, 5.49), 5: (6.51, 6.51), 6: (7.5, 7.75), 7: (8.5, 8.5)}
+QUICK_R16 = {6: (4.0, 4.0), 8: (4.75, 4.75), 11: (5.49, 5.49), 16: (6.75, 6.75), 23: (8.25, 8.25)}
+
+
+def test_each_R_gets_its_own_verdict_panel_and_budget_count(experiment):
+    """Learned at R = 4 (power preferred, budget-limited: inconclusive) and at R = 16 (log preferred: consistent,
+    and the flag at its largest d cannot have produced a log preference) are judged apart; the model's overall
+    verdict is inconclusive until every R agrees, and each R has its own summary row, panel and budget count."""
+    pts = points("learned, R=4", QUICK_R4, flagged_at={0, 1}) + points("learned, R=16", QUICK_R16, flagged_at={0, 1}, R=16)
+    capacity = select_capacity_experiment(pts + points("frozen, R=4", FROZEN), experiment)
+    learned = capacity["models"]["learned"]
+    by_R = {g["R"]: g for g in learned["selection"]["groups"]}
+    assert by_R[4]["verdict"] == "inconclusive" and by_R[4]["verdict_budget_free"] == "inconsistent"
+    assert by_R[16]["preferred"] == "log" and by_R[16]["verdict"] == "consistent" and by_R[16]["delta_aic"] >= 6
+    assert 0.2 < by_R[16]["log"]["b"] < 0.3 and "verdict_budget_free" not in by_R[16]
+    assert learned["verdict"] == "inconclusive"
+    assert "R=16: log" in learned["verdict_reason"] and "so a log preference stands" in learned["verdict_reason"]
+    rows = capacity_rows({"name": "geo_capacity", "capacity": capacity})
+    assert [(r["line"], r["verdict"]) for r in rows] == [
+        ("learned, R = 4: log2 N_max vs log2 d", "inconclusive"), ("learned, R = 16: log2 N_max vs d", "consistent"),
+        ("frozen, R = 4: log2 N_max vs log2 d", "consistent")]
+    fig = capacity_figure(capacity)
+    assert [ax.get_title() for ax in fig.axes if ax.get_title()] == [
+        "learned embeddings, R = 4", "learned embeddings, R = 16", "frozen E_s and U (the paper's control), R = 4"]
+    cells = [[c.get_text().get_text() for (row, col), c in sorted(table.get_celld().items()) if row == r]
+             for ax in fig.axes for table in ax.tables for r in range(1, 4)]
+    assert [(row[1], row[-1]) for row in cells] == [("4", "2 of 2 flagged"), ("16", "2 of 2 flagged"), ("4", "0 of 2 flagged")]
+    # the same R = 16 curve made concave at its top (budget-limited d = 23 two grid steps low) no longer decides
+    bent = {**QUICK_R16, 23: (7.75, 7.75)}
+    worse = select_capacity_experiment(points("learned, R=16", bent, flagged_at={0, 1}, R=16), experiment)
+    assert worse["models"]["learned"]["verdict"] != "consistent"
