@@ -253,22 +253,25 @@ def fit_curve_points(
     ys = np.asarray([p["y"] for p in used])
     base_fit = fit_slope(xs, ys, None, alpha=alpha, n_bootstrap=0 or 1, bootstrap_seed=bootstrap_seed)
     rng = np.random.default_rng(bootstrap_seed)
-    slopes, intercepts, degenerate = [], [], 0
     centred = xs - xs.mean()
     sxx = float((centred ** 2).sum())
-    memo: dict[tuple[int, ...], list[float] | None] = {}  # a resample is a multiset of seeds: with 6 seeds
-    for _ in range(n_bootstrap):                           # at most 462 distinct ones among the resamples
-        picks = tuple(sorted(rng.integers(0, n_seeds, size=n_seeds).tolist()))
-        if picks not in memo:
-            memo[picks] = _curve_log_counts(kept, list(picks))
-        logs = memo[picks]
+    # A resample is a multiset of seeds (with 6 seeds at most 462 distinct ones among the resamples): each
+    # distinct one is fitted once and the resamples take its (slope, intercept), in the order drawn.
+    drawn = np.sort(rng.integers(0, n_seeds, size=(n_bootstrap, n_seeds)), axis=1)
+    distinct, which = np.unique(drawn, axis=0, return_inverse=True)
+    fitted: list[tuple[float, float] | None] = []
+    for picks in distinct.tolist():
+        logs = _curve_log_counts(kept, picks)
         if logs is None:
-            degenerate += 1
+            fitted.append(None)
             continue
         y = np.asarray(logs)
         slope = float((centred * (y - y.mean())).sum() / sxx)
-        slopes.append(slope)
-        intercepts.append(float(y.mean() - slope * xs.mean()))
+        fitted.append((slope, float(y.mean() - slope * xs.mean())))
+    per_resample = [fitted[i] for i in np.asarray(which).reshape(-1).tolist()]
+    degenerate = sum(f is None for f in per_resample)
+    slopes = [f[0] for f in per_resample if f is not None]
+    intercepts = [f[1] for f in per_resample if f is not None]
     if len(slopes) < max(20, n_bootstrap // 4):
         return _empty(f"in {degenerate} of {n_bootstrap} seed resamples some curve did not cross the threshold; "
                       f"too few usable resamples for an interval (widen the searched sizes or add seeds)")
