@@ -19,7 +19,7 @@ import datetime as _dt
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -417,28 +417,41 @@ def run_report(settings: ReportSettings) -> Path:
     entries: list[dict] = []
     fitted_runs: dict = {}  # experiment name -> (loaded, fits): claims may compare lines of two experiments
     started = time.perf_counter()
+    from recallkit.empirics.device import resolve_device
+
+    steps = [step for system in registry.systems() for step in system.report_steps]
+    background = (settings.executor == "local" and workers > 1 and resolve_device(settings.device).type == "cpu"
+                  and (any(runners[path] is not None for path in paths) or bool(steps)))
+    own = OwnSteps(settings, store_path, context, background)
+    failed = True
     # each experiment's pages are drawn (in worker processes) while the next experiment is computed
     with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
         try:
+            for path in paths:  # with a worker process they start now and run beside the searches
+                if runners[path] is not None:
+                    own.start(path, runners[path][1], path)
+            for index, step in enumerate(steps):
+                own.start(index, step, None)
             bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
             for path in bar:
                 bar.set_postfix_str(path.stem)
                 try:
                     if runners[path] is not None:
-                        entries.append(registry.load_object(runners[path][1])(path, context))
+                        entries.append(own.result(path))
                     else:
                         entries.append(_search_entry(path, settings, executor, store_path, fitted_runs=fitted_runs))
                 except RecallkitError as exc:
                     _failed(failures, path.name, exc, settings.log)
                     continue
                 builder.add(entries[-1])
-            for system in registry.systems():
-                for step in system.report_steps:
-                    entry = registry.load_object(step)(context)
-                    if entry is not None:
-                        entries.append(entry)
-                        builder.add(entry)
+            for index, _ in enumerate(steps):
+                entry = own.result(index)
+                if entry is not None:
+                    entries.append(entry)
+                    builder.add(entry)
+            failed = False
         finally:
+            own.close(failed=failed)
             executor.close()
         _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
         summary = {
@@ -454,6 +467,77 @@ def run_report(settings: ReportSettings) -> Path:
         pdf = builder.finish(summary, stats=stats)
     print(stats["line"], file=settings.log)
     return pdf
+
+
+def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, store_path: Path) -> tuple:
+    """A runner experiment (``path``) or a report step (``path`` None) in a worker process of the main job:
+    ``("entry", entry or None, log text)`` or ``("error", message, log text)``. Its numbers are those of the
+    same call in the main process: one model trains on one thread from its own seeded streams either way."""
+    import io
+
+    import torch
+
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    log = io.StringIO()
+    context = StepContext(replace(settings, log=log), store_path, None)
+    try:
+        function = registry.load_object(ref)
+        entry = function(path, context) if path is not None else function(context)
+    except RecallkitError as exc:
+        return "error", str(exc), log.getvalue()
+    return "entry", entry, log.getvalue()
+
+
+class OwnSteps:
+    """The main job's runner experiments and system report steps: trained in one worker process beside the
+    searches when the local executor has more than one worker on the CPU (they train one model at a time, and
+    the searches leave cores idle between rounds), else in this process when asked for. Results come back in
+    the order asked for, whatever the order they finish in."""
+
+    def __init__(self, settings: ReportSettings, store_path: Path, context: StepContext, background: bool):
+        self.settings, self.store_path, self.context = settings, store_path, context
+        self._pool = None
+        self._pending: dict[Any, Any] = {}
+        if background:
+            import multiprocessing
+
+            from recallkit.empirics.executors import _ignore_sigint
+
+            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=_ignore_sigint)
+
+    def start(self, key: Any, ref: str, path: Path | None) -> None:
+        """Queue one step (nothing happens yet without a worker process)."""
+        if self._pool is None:
+            self._pending[key] = (ref, path)
+            return
+        child_settings = replace(self.settings, log=None)
+        self._pending[key] = self._pool.apply_async(_own_step_in_worker, (ref, path, child_settings, self.store_path))
+
+    def result(self, key: Any) -> dict | None:
+        """The step's entry; its log lines go to the report's log. A RecallkitError is raised here."""
+        job = self._pending.pop(key)
+        if self._pool is None:
+            ref, path = job
+            function = registry.load_object(ref)
+            return function(path, self.context) if path is not None else function(self.context)
+        kind, value, text = job.get()
+        if text:
+            self.settings.log.write(text)
+        if kind == "error":
+            raise RecallkitError(value)
+        return value
+
+    def close(self, failed: bool = False) -> None:
+        """Stop the worker: at once after an error or Ctrl-C (what it had stored stays stored), else when done."""
+        if self._pool is None:
+            return
+        if failed:
+            self._pool.terminate()
+        else:
+            self._pool.close()
+        self._pool.join()
+        self._pool = None
 
 
 def _failed(failures: list[str], name: str, exc: Exception, log: TextIO | None) -> None:

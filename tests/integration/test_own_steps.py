@@ -1,0 +1,66 @@
+"""The main job's runner experiments and report steps in a worker process beside the searches
+(``pipeline.OwnSteps``): results in the order asked for, log lines forwarded, a step's bad input a failure
+of that step, and Ctrl-C or an error stops the worker at once instead of waiting for its work."""
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from recallkit.pipeline import OwnSteps, ReportSettings, StepContext
+from recallkit.theory.errors import RecallkitError
+
+
+@pytest.fixture
+def steps_module(tmp_path, monkeypatch):
+    (tmp_path / "own_steps_probe.py").write_text(textwrap.dedent("""
+        import os, time
+        from recallkit.theory.errors import InputError
+
+        def runner(path, context):
+            print(f"{path.name}: computed in {os.getpid()}", file=context.log)
+            return {"name": path.name, "pid": os.getpid(), "preset": context.preset}
+
+        def bad(path, context):
+            raise InputError(f"{path.name}: [geometric].d: expected a positive integer, got 0")
+
+        def step(context):
+            return {"name": "step", "pid": os.getpid(), "store": str(context.store_path)}
+
+        def slow(path, context):
+            time.sleep(60)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))  # a spawned worker starts with the parent's sys.path
+    return tmp_path
+
+
+def own_steps(tmp_path, background, log):
+    settings = ReportSettings(experiments=[], preset="quick", store=tmp_path / "s.db", log=log)
+    return OwnSteps(settings, tmp_path / "s.db", StepContext(settings, tmp_path / "s.db"), background)
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_entries_come_back_in_the_order_asked_with_their_log(steps_module, tmp_path, background, capsys):
+    own = own_steps(tmp_path, background, sys.stdout)
+    own.start("b", "own_steps_probe:runner", Path("b.toml"))
+    own.start("bad", "own_steps_probe:bad", Path("c.toml"))
+    own.start(0, "own_steps_probe:step", None)
+    first = own.result("b")
+    assert first["name"] == "b.toml" and first["preset"] == "quick"
+    assert (first["pid"] != os.getpid()) is background  # in a worker process only when asked for
+    with pytest.raises(RecallkitError, match=r"^c.toml: \[geometric\].d: expected a positive integer, got 0$"):
+        own.result("bad")
+    assert own.result(0) == {"name": "step", "pid": first["pid"], "store": str(tmp_path / "s.db")}
+    own.close()
+    assert f"b.toml: computed in {first['pid']}" in capsys.readouterr().out
+
+
+def test_an_interrupted_report_stops_the_worker_at_once(steps_module, tmp_path):
+    own = own_steps(tmp_path, True, sys.stdout)
+    own.start("slow", "own_steps_probe:slow", Path("slow.toml"))
+    time.sleep(3)  # let the worker start the step
+    started = time.perf_counter()
+    own.close(failed=True)
+    assert time.perf_counter() - started < 10
