@@ -69,39 +69,44 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _group_cost(configs: list[dict]) -> float:
-    """The FLOPs of a group (each task config's FLOP model), for ordering the work; its size if unknown."""
+def _config_costs(configs: Sequence[dict]) -> list[float]:
+    """Each config's FLOPs (its task's FLOP model), for balancing and ordering the work; 1 each if any is
+    unparsable (it fails in the runner, with the runner's message)."""
     try:
         from recallkit.empirics.config import parse_config
 
-        total = 0.0
-        for cfg in configs:
-            parsed = parse_config(cfg)
-            total += float(parsed.task_config.train_flops(parsed.trainer_config))
-        return total
-    except Exception:  # an unparsable config fails in the runner, with the runner's message
-        return float(len(configs))
+        parsed = [parse_config(cfg) for cfg in configs]
+        return [float(p.task_config.train_flops(p.trainer_config)) for p in parsed]
+    except Exception:
+        return [1.0] * len(configs)
 
 
 def split_work(configs: Sequence[dict], workers: int) -> list[list[int]]:
     """Indices of ``configs`` in parts for ``workers`` processes, costliest first: one part per shape
-    group (so each part is one batched engine call), the largest groups halved until there are at least
-    as many parts as workers. A config's numbers do not depend on its part (each model's data, weights
-    and minibatches come from its own seeded streams, and the engine gives the same bits alone or
-    batched on one thread), so the split changes nothing stored."""
+    group (so each part is one batched engine call), the costliest part halved while there are fewer parts
+    than workers or it costs more than a worker's fair share of the round (a round waits for its slowest
+    process: two seeds of a large model in one call next to a small group left the other worker idle). A
+    config's numbers do not depend on its part (each model's data, weights and minibatches come from its
+    own seeded streams, and the engine gives the same bits alone or batched on one thread), so the split
+    changes nothing stored."""
     groups: dict[str, list[int]] = {}
     for index, cfg in enumerate(configs):
         groups.setdefault(shape_group_key(cfg), []).append(index)
+    costs = _config_costs(configs)
+
+    def cost(part: list[int]) -> float:
+        return sum(costs[i] for i in part)
+
+    fair_share = sum(costs) / max(1, workers)
     parts = list(groups.values())
-    while len(parts) < workers:
-        parts.sort(key=len)
+    while True:
+        parts.sort(key=cost)
         largest = parts[-1]
-        if len(largest) < 2:
+        if len(largest) < 2 or (len(parts) >= workers and cost(largest) <= fair_share):
             break
         half = len(largest) // 2
         parts[-1:] = [largest[:half], largest[half:]]
-    costs = {id(part): _group_cost([configs[i] for i in part]) for part in parts}
-    return sorted(parts, key=lambda part: (-costs[id(part)], part[0]))
+    return sorted(parts, key=lambda part: (-cost(part), part[0]))
 
 
 class LocalExecutor:
