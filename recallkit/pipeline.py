@@ -469,6 +469,12 @@ def run_report(settings: ReportSettings) -> Path:
     return pdf
 
 
+def _call_own_step(ref: str, path: Path | None, context: StepContext) -> dict | None:
+    """A system's runner, ``(path, context) -> entry``, or report step, ``(context) -> entry | None``."""
+    function = registry.load_object(ref)
+    return function(path, context) if path is not None else function(context)
+
+
 def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, store_path: Path) -> tuple:
     """A runner experiment (``path``) or a report step (``path`` None) in a worker process of the main job:
     ``("entry", entry or None, log text)`` or ``("error", message, log text)``. Its numbers are those of the
@@ -482,8 +488,7 @@ def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, s
     log = io.StringIO()
     context = StepContext(replace(settings, log=log), store_path, None)
     try:
-        function = registry.load_object(ref)
-        entry = function(path, context) if path is not None else function(context)
+        entry = _call_own_step(ref, path, context)
     except RecallkitError as exc:
         return "error", str(exc), log.getvalue()
     return "entry", entry, log.getvalue()
@@ -518,9 +523,7 @@ class OwnSteps:
         """The step's entry; its log lines go to the report's log. A RecallkitError is raised here."""
         job = self._pending.pop(key)
         if self._pool is None:
-            ref, path = job
-            function = registry.load_object(ref)
-            return function(path, self.context) if path is not None else function(self.context)
+            return _call_own_step(*job, self.context)
         kind, value, text = job.get()
         if text:
             self.settings.log.write(text)
