@@ -66,9 +66,8 @@ def select_capacity_experiment(points: Iterable[Mapping[str, Any]], experiment: 
         for group in selection["groups"]:
             _discount_budget_limited(group, [p for p in rows if p.get("R") == group.get("R")])
         overall = overall_verdict([g.get("verdict") for g in selection["groups"]], predicted)
-        checks = [p["budget_check"] for p in rows if p.get("budget_check")]
-        flagged = [c for c in checks if c.get("reached")]
-        budget = {"checked": len([c for c in checks if "reached" in c]), "flagged": len(flagged), "checks": checks}
+        checked, flagged = budget_counts(rows)
+        budget = {"checked": len(checked), "flagged": len(flagged), "checks": budget_checks(rows)}
         parts = []
         for g in selection["groups"]:
             text = g.get("verdict_reason") or g.get("preferred_reason") or g.get("error")
@@ -79,15 +78,28 @@ def select_capacity_experiment(points: Iterable[Mapping[str, Any]], experiment: 
             "models": models}
 
 
+_ALL_R = object()
+
+
+def budget_checks(points: Iterable[Mapping[str, Any]], R: Any = _ALL_R) -> list[dict]:
+    """The training-budget checks among capacity points (the search's ``budget_check``), of one R group when
+    ``R`` is given."""
+    return [p["budget_check"] for p in points if p.get("budget_check") and (R is _ALL_R or p.get("R") == R)]
+
+
+def budget_counts(points: Iterable[Mapping[str, Any]], R: Any = _ALL_R) -> tuple[list[dict], list[dict]]:
+    """(checks that ran, of them those flagged: the failed neighbour passes with more steps)."""
+    checked = [c for c in budget_checks(points, R) if "reached" in c]
+    return checked, [c for c in checked if c.get("reached")]
+
+
 def _budget_text(group: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> str:
     """The budget checks of one R group, in words: how many largest-d points store one grid step more with
     more steps, and what that means for the preference (a shortfall at the largest d bends the curve the way
     a power law does, so it can fake a power preference but not a log one)."""
-    checks = [p["budget_check"] for p in rows if p.get("R") == group.get("R") and p.get("budget_check")]
-    checked = [c for c in checks if "reached" in c]
+    checked, flagged = budget_counts(rows, group.get("R"))
     if not checked:
         return ""
-    flagged = [c for c in checked if c.get("reached")]
     text = (f"; training budget: {len(flagged)} of {len(checked)} largest-d points store one grid step more with "
             f"{checked[0].get('factor', 3):g}x the steps")
     if flagged:
@@ -108,7 +120,7 @@ def _discount_budget_limited(group: dict, rows: list[Mapping[str, Any]]) -> None
     by this bias and stands."""
     if group.get("verdict") != "inconsistent" or group.get("preferred") != "power" or group.get("predicted") != "log":
         return
-    checks = [p["budget_check"] for p in rows if p.get("budget_check")]
+    checks = budget_checks(rows)
     flagged = [c for c in checks if c.get("reached")]
     if not flagged:
         return

@@ -25,6 +25,7 @@ from matplotlib.lines import Line2D
 
 from recallkit.reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context, wrap_title
 from recallkit.reports.tables import draw_table
+from recallkit.systems.geometric_recall.judge import budget_counts
 from recallkit.theory.errors import InputError
 
 __all__ = ["construction_figure", "probe_figure", "zero_shot_figure", "multi_hop_figure", "geometric_pages",
@@ -507,12 +508,6 @@ def _capacity_models(capacity: dict) -> list[str]:
     return sorted(models, key=lambda m: (order.index(m) if m in order else len(order), m))
 
 
-def _group_budget(result: dict, R) -> tuple[int, int]:
-    """(checked, flagged) budget checks among one R group's points: the table and the panels speak per R."""
-    checks = [p["budget_check"] for p in result.get("points") or [] if p.get("R") == R and p.get("budget_check")]
-    return len([c for c in checks if "reached" in c]), len([c for c in checks if c.get("reached")])
-
-
 def capacity_table_rows(capacity: dict) -> list[list[str]]:
     """One row per (model, R): the two fits, Delta AIC, preferred form, prediction, verdict, budget check."""
     rows = []
@@ -520,7 +515,7 @@ def capacity_table_rows(capacity: dict) -> list[list[str]]:
         result = capacity["models"][model]
         for g in (result.get("selection") or {}).get("groups", []):
             log, power = g.get("log") or {}, g.get("power") or {}
-            checked, flagged = _group_budget(result, g.get("R"))
+            checked, flagged = (len(c) for c in budget_counts(result.get("points") or [], g.get("R")))  # per R
             rows.append([CAPACITY_TABLE_NAMES.get(model, model), str(g.get("R")),
                          str(g.get("n_points", 0)) + (f" (+{len(g.get('censored') or [])} cens.)" if g.get("censored") else ""),
                          f"{_fmt(log.get('b'))}{_ci(log.get('b_ci'))}",
