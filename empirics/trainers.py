@@ -196,15 +196,23 @@ def _powers_of_two_below(epochs: int) -> tuple[int, ...]:
     return tuple(1 << i for i in range(max(epochs - 1, 0).bit_length()) if 1 << i < epochs)
 
 
-def _adam_step(p, g, m1, m2, step_size, bias2: float, decay):
-    """One Adam(W) update out of place: (p, m1, m2) -> new (p, m1, m2). Eight elementwise operations
-    (lerp, addcmul, addcdiv fuse what took three each); the same arithmetic whether or not the result is
-    then masked, so a model's numbers do not depend on whether its batch partners stopped early."""
-    m1 = torch.lerp(m1, g, 1 - BETA1)
-    m2 = torch.addcmul(m2 * BETA2, g, g, value=1 - BETA2)
+def _adam_step(p, g, m1, m2, step_size, bias2: float, decay, in_place: bool = False):
+    """One Adam(W) update: (p, m1, m2) -> new (p, m1, m2). Eight elementwise operations (lerp, addcmul,
+    addcdiv fuse what took three each). ``in_place`` overwrites p, m1 and m2 (while every model of the batch
+    trains, nothing needs the old values); otherwise the update is out of place, to be masked. Both ways run
+    the same kernels on the same operands, so a model's numbers do not depend on whether its batch partners
+    stopped early."""
+    if in_place:
+        m1.lerp_(g, 1 - BETA1)
+        m2.mul_(BETA2).addcmul_(g, g, value=1 - BETA2)
+    else:
+        m1 = torch.lerp(m1, g, 1 - BETA1)
+        m2 = torch.addcmul(m2 * BETA2, g, g, value=1 - BETA2)
     denominator = (m2 / bias2).sqrt_().add_(EPS)
-    if decay is not None:
-        p = p * decay  # decoupled weight decay, as torch.optim.AdamW: p (1 - lr wd) before the step
+    if decay is not None:  # decoupled weight decay, as torch.optim.AdamW: p (1 - lr wd) before the step
+        p = p.mul_(decay) if in_place else p * decay
+    if in_place:
+        return p.addcdiv_(m1 * step_size, denominator, value=-1), m1, m2
     return torch.addcdiv(p, m1 * step_size, denominator, value=-1), m1, m2
 
 
@@ -285,7 +293,7 @@ def adam(
             for (name, p), g in zip(list(params.items()), gradients):
                 p = p.detach()
                 new_p, m1, m2 = _adam_step(p, g, first_moment[name], second_moment[name], lr_of[name] / bias1,
-                                           bias2, decay_of[name])
+                                           bias2, decay_of[name], in_place=everyone_active)
                 if not everyone_active:
                     mask = _expand(active, p)
                     new_p, m1 = torch.where(mask, new_p, p), torch.where(mask, m1, first_moment[name])
