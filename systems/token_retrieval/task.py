@@ -117,7 +117,8 @@ class _BagSumDenseBackward(torch.autograd.Function):
 def per_model_matvec(A: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """[M, i, j] x [M, j] -> [M, i], the same bits for each model whatever M is. torch's bmm (and einsum) takes
     another kernel for a batch of one, a plain matrix-vector product whose sums round differently: a model
-    trained alone ended 1e-7 away from the same model trained beside others (attention mass, loss). A batch of
+    trained alone ended 1e-7 away from the same model trained beside others (attention mass, loss). The same
+    held for the trigger's score as einsum("md,md->m") at d = 512. A batch of
     one is computed as a batch of two, the second a copy whose result is dropped (its gradient is exactly zero),
     which costs one more d x d or V x d product per step."""
     if A.shape[0] == 1:
@@ -166,10 +167,18 @@ class TokenRetrieval:
 
     def forward(self, params, tokens: torch.Tensor, positions: torch.Tensor):
         """tokens [M, n, L], positions [M, n] -> logits [M, n, V], attention on position l [M, n]."""
+        features, attention_informative = self.features_of(params["W"], tokens, positions)
+        hidden = torch.einsum("mnk,mdk->mnd", features, params["V"])
+        logits = torch.bmm(hidden, self.U.transpose(1, 2))
+        return logits, attention_informative
+
+    def features_of(self, W: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor):
+        """With W_KQ = W: what the value matrix reads [M, n, width] (o, or the MLP's features of it) and the
+        attention on position l [M, n]."""
         M, n, L = tokens.shape
-        query = per_model_matvec(params["W"], self.z_eos)  # W_KQ z_EOS
+        query = per_model_matvec(W, self.z_eos)  # W_KQ z_EOS
         token_scores = per_model_matvec(self.E, query)  # e_v . query
-        trigger_score = torch.einsum("md,md->m", self.z_trig, query)
+        trigger_score = per_model_matvec(self.z_trig[:, None, :], query)[:, 0]  # z_trig . query
         informative = positions.unsqueeze(-1)
         if self.dense_mass:
             index = tokens.long()
@@ -185,10 +194,7 @@ class TokenRetrieval:
             o = content
         else:
             o = torch.addcmul(content, attention_informative[..., None], self.z_trig[:, None, :])
-        features = o if self.m is None else self._mlp_features(o)
-        hidden = torch.einsum("mnk,mdk->mnd", features, params["V"])
-        logits = torch.bmm(hidden, self.U.transpose(1, 2))
-        return logits, attention_informative
+        return (o if self.m is None else self._mlp_features(o)), attention_informative
 
     def _attended(self, attention: torch.Tensor, index: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """sum_j a_j e_{x_j} [M, n, d], the fastest of three ways for this shape (measured on CPU, one thread,
@@ -219,6 +225,27 @@ class TokenRetrieval:
         return phi / (phi.std(dim=-1, keepdim=True) + 1e-12)  # relu_normalised
 
     @torch.no_grad()
+    def value_gradient_at_zero(self) -> torch.Tensor:
+        """[M, d, width]: the gradient wrt V of each model's mean training loss at V = 0, W_KQ = 0 (three-step
+        GD's step 1), written out. There the logits are 0, so the softmax is uniform and
+        dL/dV = mean_i (ubar - u_{y_i}) f_i^T, with ubar the mean of U's rows and f_i what V reads: one
+        [d, n] x [n, width] product per chunk of items, where autograd would run the two products of the
+        forward pass (both with V = 0), the cross-entropy over n x V logits, and two products back."""
+        M, n, _ = self.train["tokens"].shape
+        W = torch.zeros(M, self.d, self.d, device=self.device)
+        feature_sum = torch.zeros(M, self.params["V"].shape[2], device=self.device)
+        target_features = torch.zeros_like(self.params["V"])  # sum_i u_{y_i} f_i^T
+        for start in range(0, n, self.train_chunk):
+            part = slice(start, start + self.train_chunk)
+            features, _ = self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
+            labels = self.train["labels"][:, part]
+            targets = self.U.gather(1, labels.unsqueeze(-1).expand(-1, -1, self.d))  # u_{y_i} [M, items, d]
+            feature_sum += features.sum(1)
+            target_features.baddbmm_(targets.transpose(1, 2), features)
+        mean_target = self.U.mean(1)
+        return (mean_target[:, :, None] * feature_sum[:, None, :] - target_features) / n
+
+    @torch.no_grad()
     def score_gap(self, W: torch.Tensor) -> torch.Tensor:
         """[M]: mean over the training samples of the informative position's attention score minus the
         mean score of the other L - 1 positions, with W_KQ = W (the step-2 gap kappa' of DERIVATION.md
@@ -226,7 +253,7 @@ class TokenRetrieval:
         M, n, L = self.train["tokens"].shape
         query = per_model_matvec(W, self.z_eos)
         token_scores = per_model_matvec(self.E, query)
-        trigger_score = torch.einsum("md,md->m", self.z_trig, query)
+        trigger_score = per_model_matvec(self.z_trig[:, None, :], query)[:, 0]  # z_trig . query
         scores = token_scores.gather(1, self.train["tokens"].reshape(M, n * L).long()).reshape(M, n, L)
         informative = scores.gather(2, self.train["positions"].unsqueeze(-1).long()).squeeze(-1) + trigger_score[:, None]
         if L == 1:
