@@ -162,18 +162,19 @@ def evaluations(trainer_config) -> int:
 def training_passes(trainer_config, sizes: dict[str, int], n_train: int) -> dict[str, float]:
     """How many items go through each kind of pass in one training (for FLOP models), as the trainers run
     them: ``forward``; ``backward`` (the gradient of every trained parameter: Adam); three_step's
-    ``backward_value`` (steps 1 and 3: the value matrix only) and ``backward_attention`` (step 2: W_KQ
-    only); ``evaluate`` (every evaluation on the training items, forward only: the final one and those of
-    ``log_epochs``, see :func:`evaluations`; a task adds its fresh samples). Early stop is ignored: an upper
-    bound on the work."""
+    ``value_at_zero`` (step 1, the problem's written-out gradient at V = 0, W_KQ = 0: what the value matrix
+    reads and one product with it), ``backward_value`` (step 3: the value matrix only) and
+    ``backward_attention`` (step 2: W_KQ only); ``evaluate`` (every evaluation on the training items, forward
+    only: the final one and those of ``log_epochs``, see :func:`evaluations`; a task adds its fresh
+    samples). Early stop is ignored: an upper bound on the work."""
     if isinstance(trainer_config, ThreeStepConfig):
-        return {"forward": 3 * n_train, "backward": 0, "backward_value": 2 * n_train, "backward_attention": n_train,
-                "evaluate": n_train}
+        return {"forward": 2 * n_train, "backward": 0, "value_at_zero": n_train, "backward_value": n_train,
+                "backward_attention": n_train, "evaluate": n_train}
     batch = trainer_config.resolved_batch_size(sizes, n_train)
     steps_per_pass = 1 if batch >= n_train else math.ceil(n_train / batch)
     steps = trainer_config.steps if trainer_config.steps is not None else trainer_config.epochs * steps_per_pass
     items = steps * batch
-    return {"forward": items, "backward": items, "backward_value": 0, "backward_attention": 0,
+    return {"forward": items, "backward": items, "value_at_zero": 0, "backward_value": 0, "backward_attention": 0,
             "evaluate": n_train * evaluations(trainer_config)}
 
 

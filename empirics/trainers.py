@@ -82,13 +82,17 @@ def _grad(problem, params: dict, name: str) -> torch.Tensor:
 def _two_steps(problem, eta: list[float], gamma: list[float | None], kappa: list[float | None]):
     """Steps 1 and 2 from zero: (V1, W1, gamma per model [M], extra metrics).
 
+    Step 1's gradient is the problem's ``value_gradient_at_zero()`` where it writes it out (at V = 0 the
+    logits vanish and most of the autograd pass is products with zero), else autograd's.
+
     A model given ``kappa`` instead of ``gamma`` gets gamma = kappa / gap, where gap is the problem's
     ``score_gap`` of the step-2 direction -grad_W at gamma = 1 (the gap is linear in W, so W1 then has
     exactly that gap on the training items)."""
     device = problem.params["V"].device
     eta_t = _per_model(eta, device)
     zero = {k: torch.zeros_like(v) for k, v in problem.params.items()}
-    V1 = -_expand(eta_t, zero["V"]) * _grad(problem, zero, "V")
+    at_zero = problem.value_gradient_at_zero() if hasattr(problem, "value_gradient_at_zero") else _grad(problem, zero, "V")
+    V1 = -_expand(eta_t, zero["V"]) * at_zero
     direction = -_grad(problem, {"W": zero["W"], "V": V1}, "W")
     extra = {}
     if any(k is not None for k in kappa):

@@ -233,8 +233,9 @@ class TokenRetrievalConfig:
         forward = L * d + m * d + w * d + d * V  # attended vector, MLP layer, value matrix, unembedding
         backward_value = V * d + w * d  # grad of the hidden state, then of the value matrix
         backward_attention = V * d + w * d + m * d + L * d  # hidden state, features, o, attention scores
-        return {"forward": forward, "backward": backward_attention + w * d, "backward_value": backward_value,
-                "backward_attention": backward_attention, "evaluate": forward}
+        value_at_zero = L * d + m * d + w * d  # what V reads, and sum_i u_{y_i} f_i^T
+        return {"forward": forward, "backward": backward_attention + w * d, "value_at_zero": value_at_zero,
+                "backward_value": backward_value, "backward_attention": backward_attention, "evaluate": forward}
 
     def train_flops(self, trainer_config) -> int:
         """FLOPs of one model's training and final evaluation (2 per multiply-add, matmul-like work only),

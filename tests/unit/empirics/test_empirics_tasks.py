@@ -105,6 +105,26 @@ def test_three_step_gradient_accumulated_over_sample_chunks_equals_one_pass():
         assert torch.allclose(chunked[name], whole[name], rtol=1e-5, atol=1e-6 * whole[name].abs().max().item())
 
 
+@pytest.mark.parametrize("options", [
+    {},  # attention-only, one embedding_bag
+    {"V": 16, "L": 10},  # the dense mass path (V <= 2L)
+    {"model": "attention-mlp", "m": 24, "features": "relu_centred"},
+    {"model": "attention-mlp", "m": 24, "features": "abs_centred", "mlp_input": "content"},
+], ids=["bag", "dense_mass", "mlp_relu_centred", "mlp_abs_content"])
+def test_step_one_gradient_written_out_equals_autograds(options):
+    """value_gradient_at_zero (step 1 without the products with V = 0) is the gradient autograd takes there,
+    over chunks of items too."""
+    from recallkit.empirics.trainers import _grad
+
+    problem = problem_for(*[{**TR, **options, "seed": s} for s in range(2)])
+    problem.train_chunk = 70  # 300 samples -> 5 chunks, the last one partial
+    zero = {k: torch.zeros_like(v) for k, v in problem.params.items()}
+    expected = _grad(problem, zero, "V")
+    written_out = problem.value_gradient_at_zero()
+    assert expected.abs().max() > 0
+    assert torch.allclose(written_out, expected, rtol=1e-5, atol=1e-6 * expected.abs().max().item())
+
+
 def test_chunked_evaluation_does_not_depend_on_the_batch():
     configs = [{**TR, "model": "attention-mlp", "m": 32, "seed": s} for s in range(3)]
     batched = problem_for(*configs)
