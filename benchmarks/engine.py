@@ -19,13 +19,21 @@ other jobs share the cores), the median of ``--repeats`` runs. FLOPs are the tas
 evaluation need; the anchor counts forward E W^T and W^T U^T, and backward the gradient of the output
 and of W, not of the fixed embeddings). The matmul rate is a 1024^3 float32 matmul on one thread,
 measured in CPU time before every timed run; the median of all of them is the peak each cell is
-divided by. The last line holds every ratio.
+divided by.
+
+Matmuls alone: torch.profiler records the operand shapes of every matmul kernel (bmm, baddbmm, mm,
+addmm, mv) one batched run calls, forward and backward; those calls are then replayed alone on random
+contiguous operands of the same shapes, timed like the runs. Their time is the least any cell can take
+with these kernels, so the cell's FLOPs over it is the ceiling of its rate were all other work (softmax,
+gathers, the optimiser, Python) free; the line also gives the matmul work done, which may exceed what
+the FLOP model counts (e.g. the dense backward of the bag sum). The last line holds every ratio.
 
     python benchmarks/engine.py [--cells anchor,tr_fig2,tr_fig5] [--repeats 3] [--d 16] [--N 64] [--steps 512] [--seeds 8]
 """
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 
@@ -85,6 +93,47 @@ def quick_cell(name: str) -> list[dict]:
     return [experiment.build_config(line, base, size, seed) for seed in experiment.seeds]
 
 
+MATMUL_OPS = {  # the matmul kernels the engine reaches (einsum and matmul call these); operands -> call
+    "aten::bmm": lambda a, b: torch.bmm(a, b),
+    "aten::baddbmm": lambda c, a, b: torch.baddbmm(c, a, b),
+    "aten::mm": lambda a, b: torch.mm(a, b),
+    "aten::addmm": lambda c, a, b: torch.addmm(c, a, b),
+    "aten::mv": lambda a, b: torch.mv(a, b),
+}
+
+
+def matmul_calls(run, configs) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
+    """(op, operand shapes) of every matmul kernel one batched run calls, forward and backward, recorded
+    by torch.profiler (its timings are not used)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        run(configs)
+    calls = []
+    for event in prof.events():
+        if event.name in MATMUL_OPS:
+            arity = 2 if event.name in ("aten::bmm", "aten::mm", "aten::mv") else 3
+            calls.append((event.name, tuple(tuple(shape) for shape in event.input_shapes[:arity])))
+    return calls
+
+
+def matmul_flops(name: str, shapes) -> int:
+    """2 per multiply-add: [.., m, k] x [.., k, n] (mv: [m, k] x [k])."""
+    a, b = shapes[-2], shapes[-1]
+    return 2 * math.prod(a) * (b[-1] if len(b) == len(a) else 1)
+
+
+def replay_seconds(calls) -> float:
+    """CPU time of the recorded matmul calls alone, in order, on contiguous random operands of the same shapes."""
+    operands = {shapes: [torch.randn(shape) for shape in shapes] for _, shapes in calls}
+    for name, shapes in calls[:5]:  # warm the kernels
+        MATMUL_OPS[name](*operands[shapes])
+    start = time.process_time()
+    for name, shapes in calls:
+        MATMUL_OPS[name](*operands[shapes])
+    return time.process_time() - start
+
+
 def timed(function, configs, peaks: list[float]) -> tuple[float, list[float]]:
     peaks.extend(sorted(matmul_gflops() for _ in range(3))[1:2])
     start = time.process_time()
@@ -121,28 +170,37 @@ def main() -> None:
     results = {}
     for name, (configs, loop, description) in cells.items():
         flops = sum(parse_config(c).task_config.train_flops(parse_config(c).trainer_config) for c in configs)
-        batched_runs, loop_runs = [], []
+        batched_runs, loop_runs, replays = [], [], []
+        batched = lambda cs: [r["accuracy"] for r in run_configs(cs, device="cpu", progress=False)]  # noqa: E731
+        calls = matmul_calls(batched, configs)
         for _ in range(args.repeats):
-            seconds, batched_accuracies = timed(lambda cs: [r["accuracy"] for r in run_configs(cs, device="cpu", progress=False)],
-                                                configs, peaks)
+            replays.append(replay_seconds(calls))
+            seconds, batched_accuracies = timed(batched, configs, peaks)
             batched_runs.append(seconds)
             seconds, loop_accuracies = timed(loop, configs, peaks)
             loop_runs.append(seconds)
         items = max(c["N"] for c in configs) if name == "anchor" else configs[0]["n_eval"]
         agree = sum(abs(a - b) <= 1.5 / items for a, b in zip(batched_accuracies, loop_accuracies))
-        results[name] = (statistics.median(batched_runs), statistics.median(loop_runs), flops, agree, len(configs), description)
+        matmuls = (statistics.median(replays), sum(matmul_flops(*call) for call in calls), len(calls))
+        results[name] = (statistics.median(batched_runs), statistics.median(loop_runs), flops, agree, len(configs), description,
+                         matmuls)
     peak = statistics.median(peaks)
     print(f"dense 1024x1024 float32 matmul: {peak:.1f} GFLOP/s (median of {len(peaks)} measurements, "
           f"{min(peaks):.0f}..{max(peaks):.0f})")
     summary = []
-    for name, (batched_s, loop_s, flops, agree, n, description) in results.items():
+    for name, (batched_s, loop_s, flops, agree, n, description, (matmul_s, matmul_work, calls)) in results.items():
         rate = flops / batched_s / 1e9
         print(f"[{name}] {description}")
         print(f"  accuracy agreement batched vs loop (within one item): {agree}/{n}; {flops / 1e9:.2f} GFLOP")
         print(f"  batched: {batched_s:.2f} s, {rate:.1f} GFLOP/s = {100 * rate / peak:.1f}% of the matmul rate")
         print(f"  loop:    {loop_s:.2f} s, {flops / loop_s / 1e9:.1f} GFLOP/s = {100 * flops / loop_s / 1e9 / peak:.1f}% "
               f"of the matmul rate; loop/batched {loop_s / batched_s:.1f}x")
-        summary.append(f"{name} {loop_s / batched_s:.1f}x loop, {100 * rate / peak:.0f}% of matmul")
+        print(f"  matmuls alone: the run's {calls} matmul calls ({matmul_work / 1e9:.2f} GFLOP done) replayed with the "
+              f"same shapes: {matmul_s:.2f} s, {100 * matmul_work / matmul_s / 1e9 / peak:.1f}% of the matmul rate; "
+              f"{100 * (1 - matmul_s / batched_s):.0f}% of the batched time is other work")
+        print(f"  ceiling were all other work free: {100 * flops / matmul_s / 1e9 / peak:.1f}% of the matmul rate")
+        summary.append(f"{name} {loop_s / batched_s:.1f}x loop, {100 * rate / peak:.0f}% of matmul "
+                       f"(matmuls alone {100 * flops / matmul_s / 1e9 / peak:.0f}%)")
     print("; ".join(summary))
 
 
