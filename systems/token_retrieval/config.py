@@ -184,7 +184,7 @@ class TokenRetrievalConfig:
             # the gradient appears only once its pass has ended)
             grads = 2 if self.train_chunk < self.N else 0
             phases = [
-                f * (2 * W + (2 + grads) * Vp) + passes["value"],  # step 1: grad V at zero
+                f * (2 * W + (2 + grads) * Vp) + passes["value"],  # step 1 (written out: less than step 3)
                 f * ((2 + grads) * W + 3 * Vp) + passes["attention"],  # step 2: grad W at (0, V1)
                 f * (4 * W + 3 * Vp),  # after step 2: zeros, their copies, V1, the direction and W1
                 f * (2 * W + (2 + grads) * Vp) + passes["value"],  # step 3: grad V at (W1, V1)
@@ -206,6 +206,12 @@ class TokenRetrievalConfig:
                 f * 2 * P + passes["evaluate"],
             ]
         return instance + samples + max(phases)
+
+    def pass_bytes(self, trainer_config) -> int:
+        """Bytes of one model's largest training pass (not the evaluation's): what the engine keeps in cache
+        when it decides how many models to batch on the CPU."""
+        return max(self._pass_bytes(items, kind, gathered) for items, kind, gathered in self._passes(trainer_config)
+                   if kind != "evaluate")
 
     def _transient_buffers(self, trainer_config) -> list[int]:
         """Bytes of the tensors a training frees and allocates again: each pass's [items, width] tensors
