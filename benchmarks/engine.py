@@ -7,11 +7,12 @@ Cells (all on the CPU, one torch thread):
   on 2-D tensors, the way one would write it without a model axis, from the same seeded draws; the
   accuracies of both ways are compared.
 - ``tr_fig2``: the largest quick cell of tr_fig2_attention_only (three-step GD): V = 512, the line
-  N = V^1.5, L = V^0.5, d = 512 (the quick preset's search.max), its 3 seeds, built from the experiment file.
+  N = V^1.5, L = V^0.5, d = 512 (the quick preset's search.max), its 6 seeds, built from the experiment file.
 - ``tr_fig5``: the largest quick cell of tr_fig5_adam (Adam, 16 full-batch epochs): V = 512, the line
   N = V log V, L = V, d = 512, its 3 seeds.
 For the token-retrieval cells the loop is the same engine one model at a time (``run_config``), so the
-ratio is what batching the seeds buys; they are large enough that the matmuls dominate either way.
+ratio is what batching the seeds buys; at this size the engine itself trains them one at a time on the
+CPU (their passes leave the cache, see ``empirics.engine.CPU_BATCH_PASS_BYTES``), so it is about 1.
 
 Time is CPU time of this process (``time.process_time``; one thread, so it is the compute time even when
 other jobs share the cores), the median of ``--repeats`` runs. FLOPs are the task's own FLOP model
@@ -21,12 +22,18 @@ and of W, not of the fixed embeddings). The matmul rate is a 1024^3 float32 matm
 measured in CPU time before every timed run; the median of all of them is the peak each cell is
 divided by.
 
-Matmuls alone: torch.profiler records the operand shapes of every matmul kernel (bmm, baddbmm, mm,
-addmm, mv) one batched run calls, forward and backward; those calls are then replayed alone on random
-contiguous operands of the same shapes, timed like the runs. Their time is the least any cell can take
-with these kernels, so the cell's FLOPs over it is the ceiling of its rate were all other work (softmax,
-gathers, the optimiser, Python) free; the line also gives the matmul work done, which may exceed what
-the FLOP model counts (e.g. the dense backward of the bag sum). The last line holds every ratio.
+Ceiling: torch.profiler records the operand shapes of every call one batched run makes, forward and
+backward, to the kernels that do the work the FLOP models count: matmuls (bmm, baddbmm, mm, addmm, mv)
+and embedding_bag's weighted sums. Those calls are then replayed alone on random contiguous operands of
+the same shapes, timed like the runs. Their time is the least any cell can take with these kernels, so
+the cell's FLOPs over it is the ceiling of its rate were all other work (softmax, gathers, the
+optimiser, Python) free. The cross-entropy calls (the trainers' softmax cross-entropy, forward and
+backward, and the evaluation's log_softmax and argmax) are replayed too, on logits of the recorded
+shapes, for the ceiling with the passes over the logits that every training needs. (The anchor's
+softmax is written into its gradient, not a separate call: ``benchmarks/anchor_step.py`` times it.)
+The matmul line also gives the matmul work done, which differs from what the FLOP model counts (it
+counts the bag sums; the dense backward of the bag sum is a matmul it does not count). The last line
+holds every ratio and ceiling.
 
     python benchmarks/engine.py [--cells anchor,tr_fig2,tr_fig5] [--repeats 3] [--d 16] [--N 64] [--steps 512] [--seeds 8]
 """
@@ -102,9 +109,16 @@ MATMUL_OPS = {  # the matmul kernels the engine reaches (einsum and matmul call 
 }
 
 
-def matmul_calls(run, configs) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
-    """(op, operand shapes) of every matmul kernel one batched run calls, forward and backward, recorded
-    by torch.profiler (its timings are not used)."""
+BAG_OPS = ("aten::_embedding_bag_forward_only", "aten::_embedding_bag")  # the bag sums (weight, indices, offsets, ...)
+# the cross-entropy over the logits: training's (forward and its backward) and the evaluation's
+SOFTMAX_OPS = ("_SoftmaxCrossEntropy", "aten::_log_softmax", "aten::argmax")
+KINDS = {"bag": "bag", **{name: "cross-entropy" for name in SOFTMAX_OPS}}
+
+
+def counted_calls(run, configs) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
+    """(op, operand shapes) of every call one batched run makes, forward and backward, to the kernels that do
+    the work the FLOP models count: matmuls and embedding_bag's weighted sums. Recorded by torch.profiler (its
+    timings are not used)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
@@ -114,6 +128,10 @@ def matmul_calls(run, configs) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
         if event.name in MATMUL_OPS:
             arity = 2 if event.name in ("aten::bmm", "aten::mm", "aten::mv") else 3
             calls.append((event.name, tuple(tuple(shape) for shape in event.input_shapes[:arity])))
+        elif event.name in BAG_OPS:  # weight [rows, d], indices [bags * L], offsets [bags]
+            calls.append(("bag", tuple(tuple(shape) for shape in event.input_shapes[:3])))
+        elif event.name in SOFTMAX_OPS:  # the logits [M, n, C]
+            calls.append((event.name, (tuple(event.input_shapes[0]),)))
     return calls
 
 
@@ -123,15 +141,46 @@ def matmul_flops(name: str, shapes) -> int:
     return 2 * math.prod(a) * (b[-1] if len(b) == len(a) else 1)
 
 
-def replay_seconds(calls) -> float:
-    """CPU time of the recorded matmul calls alone, in order, on contiguous random operands of the same shapes."""
-    operands = {shapes: [torch.randn(shape) for shape in shapes] for _, shapes in calls}
+def _replay_operands(name: str, shapes) -> list[torch.Tensor]:
+    if name in SOFTMAX_OPS:  # logits of a trained model's size, and labels
+        (shape,) = shapes
+        return [torch.randn(shape) * 30, torch.randint(shape[-1], shape[:-1])]
+    if name != "bag":
+        return [torch.randn(shape) for shape in shapes]
+    (rows, width), (entries,), (bags,) = shapes
+    indices = torch.randint(rows, (entries,))  # random rows, as random tokens are
+    weights = torch.rand(entries)
+    return [torch.randn(rows, width), indices, torch.arange(bags) * (entries // bags), weights]
+
+
+def _replay_call(name: str, operands: list[torch.Tensor]) -> None:
+    if name == "_SoftmaxCrossEntropy":
+        logits = operands[0].requires_grad_(True)
+        loss, _ = cross_entropy_and_accuracy(logits, operands[1])
+        torch.autograd.grad(loss.sum(), [logits])
+    elif name == "aten::_log_softmax":
+        torch.log_softmax(operands[0], dim=-1).gather(-1, operands[1].unsqueeze(-1))
+    elif name == "aten::argmax":
+        operands[0].argmax(dim=-1)
+    elif name == "bag":
+        weight, indices, offsets, weights = operands
+        torch.nn.functional.embedding_bag(indices, weight, offsets, mode="sum", per_sample_weights=weights)
+    else:
+        MATMUL_OPS[name](*operands)
+
+
+def replay_seconds(calls) -> dict[str, float]:
+    """CPU time of the recorded calls alone, per kind ("matmul", "bag", "cross-entropy"), in order, on contiguous
+    random operands of the same shapes."""
+    operands = {(name, shapes): _replay_operands(name, shapes) for name, shapes in calls}
     for name, shapes in calls[:5]:  # warm the kernels
-        MATMUL_OPS[name](*operands[shapes])
-    start = time.process_time()
+        _replay_call(name, operands[name, shapes])
+    seconds = {"matmul": 0.0, "bag": 0.0, "cross-entropy": 0.0}
     for name, shapes in calls:
-        MATMUL_OPS[name](*operands[shapes])
-    return time.process_time() - start
+        start = time.process_time()
+        _replay_call(name, operands[name, shapes])
+        seconds[KINDS.get(name, "matmul")] += time.process_time() - start
+    return seconds
 
 
 def timed(function, configs, peaks: list[float]) -> tuple[float, list[float]]:
@@ -172,7 +221,7 @@ def main() -> None:
         flops = sum(parse_config(c).task_config.train_flops(parse_config(c).trainer_config) for c in configs)
         batched_runs, loop_runs, replays = [], [], []
         batched = lambda cs: [r["accuracy"] for r in run_configs(cs, device="cpu", progress=False)]  # noqa: E731
-        calls = matmul_calls(batched, configs)
+        calls = counted_calls(batched, configs)
         for _ in range(args.repeats):
             replays.append(replay_seconds(calls))
             seconds, batched_accuracies = timed(batched, configs, peaks)
@@ -181,26 +230,34 @@ def main() -> None:
             loop_runs.append(seconds)
         items = max(c["N"] for c in configs) if name == "anchor" else configs[0]["n_eval"]
         agree = sum(abs(a - b) <= 1.5 / items for a, b in zip(batched_accuracies, loop_accuracies))
-        matmuls = (statistics.median(replays), sum(matmul_flops(*call) for call in calls), len(calls))
+        matmul_calls = [call for call in calls if call[0] in MATMUL_OPS]
+        count = {kind: sum(KINDS.get(call[0]) == kind for call in calls) for kind in ("bag", "cross-entropy")}
+        replayed = {kind: statistics.median(r[kind] for r in replays) for kind in replays[0]}
+        matmuls = (replayed, sum(matmul_flops(*call) for call in matmul_calls), len(matmul_calls), count)
         results[name] = (statistics.median(batched_runs), statistics.median(loop_runs), flops, agree, len(configs), description,
                          matmuls)
     peak = statistics.median(peaks)
     print(f"dense 1024x1024 float32 matmul: {peak:.1f} GFLOP/s (median of {len(peaks)} measurements, "
           f"{min(peaks):.0f}..{max(peaks):.0f})")
     summary = []
-    for name, (batched_s, loop_s, flops, agree, n, description, (matmul_s, matmul_work, calls)) in results.items():
+    for name, (batched_s, loop_s, flops, agree, n, description, replayed) in results.items():
+        seconds, matmul_work, matmul_count, count = replayed
         rate = flops / batched_s / 1e9
         print(f"[{name}] {description}")
         print(f"  accuracy agreement batched vs loop (within one item): {agree}/{n}; {flops / 1e9:.2f} GFLOP")
         print(f"  batched: {batched_s:.2f} s, {rate:.1f} GFLOP/s = {100 * rate / peak:.1f}% of the matmul rate")
         print(f"  loop:    {loop_s:.2f} s, {flops / loop_s / 1e9:.1f} GFLOP/s = {100 * flops / loop_s / 1e9 / peak:.1f}% "
               f"of the matmul rate; loop/batched {loop_s / batched_s:.1f}x")
-        print(f"  matmuls alone: the run's {calls} matmul calls ({matmul_work / 1e9:.2f} GFLOP done) replayed with the "
-              f"same shapes: {matmul_s:.2f} s, {100 * matmul_work / matmul_s / 1e9 / peak:.1f}% of the matmul rate; "
-              f"{100 * (1 - matmul_s / batched_s):.0f}% of the batched time is other work")
-        print(f"  ceiling were all other work free: {100 * flops / matmul_s / 1e9 / peak:.1f}% of the matmul rate")
+        print(f"  replayed alone: {matmul_count} matmul calls ({matmul_work / 1e9:.2f} GFLOP done) {seconds['matmul']:.2f} s, "
+              f"{100 * matmul_work / seconds['matmul'] / 1e9 / peak:.1f}% of the matmul rate; {count['bag']} bag sums "
+              f"{seconds['bag']:.2f} s; {count['cross-entropy']} cross-entropy calls {seconds['cross-entropy']:.2f} s")
+        counted_s = seconds["matmul"] + seconds["bag"]
+        ceiling, floor = 100 * flops / counted_s / 1e9 / peak, 100 * flops / (counted_s + seconds["cross-entropy"]) / 1e9 / peak
+        print(f"  ceiling, the counted work (matmuls, bag sums) alone: {ceiling:.1f}% of the matmul rate; with the "
+              f"cross-entropy's passes too: {floor:.1f}%; everything else is "
+              f"{100 * (1 - (counted_s + seconds['cross-entropy']) / batched_s):.0f}% of the batched time")
         summary.append(f"{name} {loop_s / batched_s:.1f}x loop, {100 * rate / peak:.0f}% of matmul "
-                       f"(matmuls alone {100 * flops / matmul_s / 1e9 / peak:.0f}%)")
+                       f"(ceiling {ceiling:.0f}%, {floor:.0f}% with the cross-entropy)")
     print("; ".join(summary))
 
 
