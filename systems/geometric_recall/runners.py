@@ -393,21 +393,17 @@ def _run_provenance(device: str = "cpu") -> dict[str, Any]:
 # d_min search on a grid (shared by the d_min(N) quick run and multi-hop)
 
 
-def smallest_succeeding_on_grid(grid: list[int], succeeds) -> tuple[int | None, dict[int, bool]]:
-    """Bisect a sorted grid for the smallest value where ``succeeds(value)`` is True.
-
-    Assumes success is monotone in the value (checked only on the probes made; a probe above the
-    answer that failed would show in the returned probe table).  Returns (value or None when even
-    the largest grid value fails, {value: success} for every probe).
-    """
+def _bisection(grid: list[int]):
+    """The bisection of :func:`smallest_succeeding_on_grid` as a generator: it yields each value to probe, is
+    sent whether it succeeded, and returns (value or None, {value: success})."""
     probes: dict[int, bool] = {}
     lo, hi = -1, len(grid) - 1
-    probes[grid[hi]] = succeeds(grid[hi])
+    probes[grid[hi]] = yield grid[hi]
     if not probes[grid[hi]]:
         return None, probes
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        probes[grid[mid]] = succeeds(grid[mid])
+        probes[grid[mid]] = yield grid[mid]
         if probes[grid[mid]]:
             hi = mid
         else:
@@ -415,10 +411,47 @@ def smallest_succeeding_on_grid(grid: list[int], succeeds) -> tuple[int | None, 
     return grid[hi], probes
 
 
+def smallest_succeeding_for_each(grid: list[int], keys: list, succeeds_for) -> dict:
+    """:func:`smallest_succeeding_on_grid` for several keys (e.g. seeds) at once, in lockstep: each round asks
+    ``succeeds_for(value, keys_probing_it) -> {key: success}`` once per value that some keys probe next, so
+    one call can train all of them together. Each key gets exactly the probes and answer it would alone.
+    Returns {key: (value or None, {value: success})}."""
+    searches = {key: _bisection(grid) for key in dict.fromkeys(keys)}
+    asked = {key: next(search) for key, search in searches.items()}
+    results = {}
+    while asked:
+        by_value: dict[int, list] = {}
+        for key, value in asked.items():
+            by_value.setdefault(value, []).append(key)
+        answers = {}
+        for value, waiting in sorted(by_value.items()):
+            answers.update(succeeds_for(value, waiting))
+        following = {}
+        for key in asked:
+            try:
+                following[key] = searches[key].send(bool(answers[key]))
+            except StopIteration as finished:
+                results[key] = finished.value
+        asked = following
+    return results
+
+
+def smallest_succeeding_on_grid(grid: list[int], succeeds) -> tuple[int | None, dict[int, bool]]:
+    """Bisect a sorted grid for the smallest value where ``succeeds(value)`` is True.
+
+    Assumes success is monotone in the value (checked only on the probes made; a probe above the
+    answer that failed would show in the returned probe table).  Returns (value or None when even
+    the largest grid value fails, {value: success} for every probe).
+    """
+    return smallest_succeeding_for_each(grid, [None], lambda value, keys: {None: succeeds(value)})[None]
+
+
 def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], model: str, d_grid: list[int],
                  lr: float = 1e-2, steps: int = 2000, width_factor: int | None = None,
                  device: str = "cpu") -> list[dict[str, Any]]:
-    """Smallest d on ``d_grid`` at which the model gets all N*R facts right, per (N, R, seed).
+    """Smallest d on ``d_grid`` at which the model gets all N*R facts right, per (N, R, seed). The seeds of one
+    (N, R) bisect in lockstep (:func:`smallest_succeeding_for_each`), and the seeds probing the same d train
+    together as one batch through the engine.
 
     One boundary-point dict per cell, in the ARCHITECTURE.md shape:
     {"experiment": "geometric_d_min", "model", "N", "R", "seed", "d" (None if censored), "censored",
@@ -427,12 +460,14 @@ def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], mod
     points = []
     for r in r_values:
         for n in n_values:
+            def succeed(d: int, probing: list[int]) -> dict[int, bool]:  # the seeds probing d, trained together
+                width = None if width_factor is None else width_factor * d
+                trained = train_fact_models(n, r, d, model, probing, lr=lr, steps=steps, width=width, device=device)
+                return {t.seed: t.train_accuracy == 1.0 for t in trained}
+
+            searched = smallest_succeeding_for_each(sorted(d_grid), [int(s) for s in seeds], succeed)
             for seed in seeds:
-                def succeeds(d: int) -> bool:
-                    width = None if width_factor is None else width_factor * d
-                    (trained,) = train_fact_models(n, r, d, model, [seed], lr=lr, steps=steps, width=width, device=device)
-                    return trained.train_accuracy == 1.0
-                d_min, probes = smallest_succeeding_on_grid(sorted(d_grid), succeeds)
+                d_min, probes = searched[int(seed)]
                 width = None if d_min is None else (width_factor or 4) * d_min
                 points.append({
                     "experiment": "geometric_d_min", "model": model, "N": n, "R": r, "seed": seed, "d": d_min,
