@@ -53,6 +53,7 @@ def assert_close_metrics(batched: dict, alone: dict, n_eval: int):
 )
 def test_run_configs_batched_equals_each_alone(configs, n_eval):
     batched = run_configs(configs, progress=False)
+    assert len(batched) == len(configs)
     assert all(row["batched_models"] > 1 for row in batched[:2])
     for cfg, row in zip(configs, batched):
         alone = run_config(cfg)
@@ -73,6 +74,7 @@ def test_trained_parameters_match_to_the_stated_tolerance():
     batched, _ = adam(build_problem(configs, CPU), lrs, 16, None, 30, [None] * 4, [0.0] * 4, seeds, True)
     for k, cfg in enumerate(configs):
         alone, _ = adam(build_problem([cfg], CPU), [lrs[k]], 16, None, 30, [None], [0.0], [seeds[k]], True)
+        assert alone and set(alone) == set(batched), (sorted(alone), sorted(batched))
         for name in alone:
             scale = alone[name].abs().max().item()
             assert torch.allclose(batched[name][k], alone[name][0], rtol=1e-5, atol=1e-6 * scale), name
@@ -101,6 +103,7 @@ def test_on_one_cpu_thread_batching_changes_no_bit():
                     [{**TRK, "seed": s, "kappa": 1.0 + s} for s in range(4)],
                     [{**TRF, "seed": s, "kappa": 1.0, "fit_tol": 3e-3 * s} for s in range(4)]):
         batched, subset = run_configs(configs, progress=False), run_configs(configs[1:3], progress=False)
+        assert (len(batched), len(subset)) == (len(configs), 2)
         for row, cfg in zip(batched, configs):
             alone = run_config(cfg)
             extra = tuple(k for k in ("gamma_used", "fit_steps_run") if k in alone)

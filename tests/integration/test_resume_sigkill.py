@@ -109,9 +109,11 @@ def test_a_configs_result_does_not_depend_on_its_batch():
             "L": 8, "eta": 1.0, "gamma": 1e7, "n_eval": 512}
     configs = [dict(base, d=16, seed=s) for s in range(4)] + [dict(base, d=24, seed=0)]
     batched = run_configs(configs, progress=False)
+    assert len(batched) == len(configs)
     for cfg, together in zip(configs, batched):
         alone = run_configs([cfg], progress=False)[0]
         assert {k: alone[k] for k in COMPARED} == {k: together[k] for k in COMPARED}
     reordered = run_configs(configs[::-1][:3], progress=False)
+    assert len(reordered) == 3
     for cfg, got in zip(configs[::-1][:3], reordered):
         assert {k: got[k] for k in COMPARED} == {k: batched[configs.index(cfg)][k] for k in COMPARED}

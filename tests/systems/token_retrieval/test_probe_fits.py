@@ -116,6 +116,8 @@ def test_joint_method_agrees_with_the_axis_fits_on_power_laws(grid_file):
     grid = load_probe_grid(str(grid_file), "token_retrieval_attn", "quick")
     rows = _synthetic_rows(grid, _pack_exponents(load_pack("token_retrieval_attn")))
     joint = fit_terms(rows, grid, method="joint")
+    pack = load_pack("token_retrieval_attn")
+    assert {(e["term"], e["variable"]) for e in joint} == {(t.name, v) for t in pack.terms for v in "VNdL"}
     assert all(e["verdict"] == "consistent" for e in joint)
     assert all("joint OLS" in e["method"] for e in joint)
 
@@ -154,6 +156,7 @@ def test_the_shipped_probe_file_loads_for_both_packs():
             assert grid.kappa == 1.0 and grid.eta == 1e-3
             assert ("m" in grid.vary) == (pack == "token_retrieval")
             # Assumption 1 at every grid point: N >= V log V keeps the attention near e^kappa / L
+            assert grid.points(), (pack, preset)
             assert all(p["N"] >= p["V"] * math.log(p["V"]) for p in grid.points())
 
 

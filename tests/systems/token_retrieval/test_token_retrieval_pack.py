@@ -22,6 +22,7 @@ def _sections() -> set[str]:
 def test_every_term_is_derived_here_with_a_pointer_into_the_derivation(name):
     pack = load_pack(name)
     sections = _sections()
+    assert pack.terms, name
     for item in list(pack.terms) + list(pack.lower_bounds):
         assert item.provenance == "derived-here", item.name
         match = re.fullmatch(r"systems/token_retrieval/DERIVATION\.md (§[0-9.]+)", item.reference)

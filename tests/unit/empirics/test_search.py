@@ -129,6 +129,7 @@ def test_censoring_at_both_search_bounds(store):
     points = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None).points
     small = [p for p in points if p["V"] == 8]
     large = [p for p in points if p["V"] == 2048]
+    assert small and large, points
     assert all(p["censored"] and "search.min" in p["censor_reason"] and p["d"] == 4 for p in small)
     assert all(p["censored"] and "search.max" in p["censor_reason"] and p["d"] == 40 for p in large)
 

@@ -215,10 +215,13 @@ def test_appendix_has_every_reason_in_full_and_pages_cut_them(built):
     reader = pypdf.PdfReader(path)
     appendix = " ".join(" ".join(page.extract_text().split()) for page in reader.pages
                         if "Appendix: every verdict's reason in full" in page.extract_text())
-    for entry in doc["entries"]:
-        if entry.get("verdict_reason"):
-            assert f"[{entry['check']}]" in appendix
-            assert " ".join(entry["verdict_reason"].split())[-60:] in appendix
+    reasoned = [entry for entry in doc["entries"] if entry.get("verdict_reason")]
+    assert reasoned, "summary.json: expected entries with a verdict_reason for the appendix to show"
+    for entry in reasoned:
+        assert f"[{entry['check']}]" in appendix
+        assert " ".join(entry["verdict_reason"].split())[-60:] in appendix
+
+
 def test_report_bytes_change_with_the_date(tmp_path, monkeypatch):
     # the reproducibility test can fail: a different SOURCE_DATE_EPOCH must give different bytes
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
