@@ -18,6 +18,8 @@ names such as the shipped systems' ``systems/<name>/config.py``). The trainer ke
   items in minibatches) or ``steps`` (minibatch steps), ``batch_size`` [full batch],
   ``early_stop`` [none] (stop a model once its training accuracy is > this value),
   ``weight_decay`` [0; adamw only, decoupled as in torch.optim.AdamW].
+- a registered system's own trainers (``recallkit.registry.Trainer``, listed in its ``System.trainers``):
+  the keys of their config dataclass. :func:`trainers` finds every trainer by name.
 
 ``eta``, ``gamma``, ``lr`` and ``batch_size`` may be numbers or expression strings in
 ``V, N, d, L, m, R`` (parsed by ``theory.expr`` and evaluated in floats by walking the parsed tree;
@@ -33,6 +35,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from recallkit import registry
+from recallkit.registry import Trainer
 from recallkit.theory.errors import InputError, RecallkitError
 
 MAX_D = 16384
@@ -287,14 +291,37 @@ class AdamConfig:
         return min(value, n_train)
 
 
-TRAINERS: dict[str, type] = {"three_step": ThreeStepConfig, "two_step_then_fit": TwoStepThenFitConfig,
-                             "adam": AdamConfig, "adamw": AdamConfig}
+# The shipped trainers. Their train functions are named, not imported: this module stays free of torch.
+TRAINERS: dict[str, Trainer] = {t.name: t for t in (
+    Trainer("three_step", ThreeStepConfig, "recallkit.empirics.trainers:train_three_step"),
+    Trainer("two_step_then_fit", TwoStepThenFitConfig, "recallkit.empirics.trainers:train_two_step_then_fit"),
+    Trainer("adam", AdamConfig, "recallkit.empirics.trainers:train_adam"),
+    Trainer("adamw", AdamConfig, "recallkit.empirics.trainers:train_adam"),
+)}
+
+
+def trainers() -> dict[str, Trainer]:
+    """Every trainer a run config may name: the shipped ones (:data:`TRAINERS`), then each registered system's.
+    A system's trainer named like a shipped one is a RegistryError, as a name two systems register is."""
+    found = dict(TRAINERS)
+    for name, (system, trainer) in registry.system_trainers().items():
+        if name in found:
+            raise registry.RegistryError(f"system {system.name}: trainer {name!r} is already registered by recallkit "
+                                         f"(a shipped trainer)")
+        found[name] = trainer
+    return found
+
+
+def trainer_spec(trainer: str) -> Trainer:
+    """The trainer (``recallkit.registry.Trainer``) behind a config's ``trainer`` key."""
+    known = trainers()
+    if trainer not in known:
+        raise InputError(f"trainer: expected one of {', '.join(known)}, got {trainer!r}")
+    return known[trainer]
 
 
 def task_spec(task: str):
     """The registered task (``recallkit.registry.Task``) behind a config's ``task`` key."""
-    from recallkit import registry
-
     try:
         return registry.task(task)
     except registry.RegistryError as exc:
@@ -353,14 +380,13 @@ def _from_dict(raw: dict) -> RunConfig:
             raise InputError(f"{key}: required, expected a string, got {values.get(key)!r}")
     task, model, trainer = values.pop("task"), values.pop("model"), values.pop("trainer")
     spec = task_spec(task)
-    if trainer not in TRAINERS:
-        raise InputError(f"trainer: expected one of {', '.join(TRAINERS)}, got {trainer!r}")
+    trainer_cls = trainer_spec(trainer).config_class()
     if trainer not in spec.trainers:
         raise InputError(f"trainer: {trainer} does not apply to task {task} (it takes {', '.join(spec.trainers)})")
     seed = values.pop("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"seed: expected an integer >= 0, got {seed!r}")
-    task_cls, trainer_cls = spec.config_class(), TRAINERS[trainer]
+    task_cls = spec.config_class()
     task_keys = {f.name for f in dataclasses.fields(task_cls)} - {"model"}
     trainer_keys = {f.name for f in dataclasses.fields(trainer_cls)} - {"decoupled"}
     unknown = sorted(set(values) - task_keys - trainer_keys)
@@ -384,7 +410,7 @@ def _from_dict(raw: dict) -> RunConfig:
         for key in ("eta", "gamma", "fit_lr"):
             if getattr(trainer_config, key, None) is not None:
                 evaluate(getattr(trainer_config, key), key, task_config.sizes())
-    else:
+    elif isinstance(trainer_config, AdamConfig):
         evaluate(trainer_config.lr, "lr", task_config.sizes())
         trainer_config.resolved_batch_size(task_config.sizes(), task_config.n_train)
     return RunConfig(task, model, trainer, seed, task_config, trainer_config)
@@ -409,9 +435,11 @@ def config_hash(cfg: dict | RunConfig) -> str:
 
 
 def shape_key(cfg: RunConfig) -> str:
-    """Configs with equal keys train together: everything but the per-model numbers."""
+    """Configs with equal keys train together: everything but the per-model numbers (the shipped trainers', and
+    those a system's trainer declares in its ``per_model``)."""
     flat = cfg.to_dict()
-    for key in ("seed", "lr", "eta", "gamma", "kappa", "fit_lr", "fit_tol", "early_stop", "weight_decay"):
+    for key in ("seed", "lr", "eta", "gamma", "kappa", "fit_lr", "fit_tol", "early_stop", "weight_decay",
+                *trainer_spec(cfg.trainer).per_model):
         flat.pop(key, None)
     return json.dumps(flat, sort_keys=True)
 

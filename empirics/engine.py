@@ -24,8 +24,8 @@ import time
 
 import torch
 
-from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, ThreeStepConfig, TwoStepThenFitConfig, check_memory, config_hash,
-                                       evaluate, memory_available, memory_free, parse_config, shape_key)
+from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, check_memory, config_hash, memory_available, memory_free,
+                                       parse_config, shape_key, trainer_spec)
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.tasks import build_problem
 
@@ -107,38 +107,8 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
     start = time.perf_counter()
     problem = build_problem(cfgs, device)
     first = cfgs[0]
-    sizes = first.task_config.sizes()
-    tc = first.trainer_config
-    if isinstance(tc, ThreeStepConfig):
-        from recallkit.empirics.trainers import three_step, two_step_then_fit
-
-        steps = dict(
-            eta=[evaluate(c.trainer_config.eta, "eta", sizes) for c in cfgs],
-            gamma=[None if c.trainer_config.gamma is None else evaluate(c.trainer_config.gamma, "gamma", sizes)
-                   for c in cfgs],
-            kappa=[c.trainer_config.kappa for c in cfgs],
-        )
-        if isinstance(tc, TwoStepThenFitConfig):
-            params, extra = two_step_then_fit(
-                problem, **steps, fit_lr=[evaluate(c.trainer_config.fit_lr, "fit_lr", sizes) for c in cfgs],
-                fit_steps=tc.fit_steps, fit_tol=[c.trainer_config.fit_tol for c in cfgs])
-        else:
-            params, extra = three_step(problem, **steps)
-    else:
-        from recallkit.empirics.trainers import adam
-
-        params, extra = adam(
-            problem,
-            lr=[evaluate(c.trainer_config.lr, "lr", sizes) for c in cfgs],
-            batch_size=tc.resolved_batch_size(sizes, first.task_config.n_train),
-            epochs=tc.epochs,
-            steps=tc.steps,
-            early_stop=[c.trainer_config.early_stop for c in cfgs],
-            weight_decay=[c.trainer_config.weight_decay for c in cfgs],
-            seeds=[c.seed for c in cfgs],
-            decoupled=tc.decoupled,
-            log_epochs=bool(tc.log_epochs),
-        )
+    # the configs of a chunk share a shape, hence a trainer (shape_key keeps its name)
+    params, extra = trainer_spec(first.trainer).train_function()(problem, cfgs, first.task_config.sizes())
     metrics = problem.evaluate(params)
     metrics.update(extra)
     if device.type == "cuda":

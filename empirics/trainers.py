@@ -14,6 +14,10 @@ numbers (step sizes, learning rates, early-stop thresholds) are tensors of shape
 - :func:`adam`: Adam (or AdamW, decoupled weight decay) written out elementwise, as in
   torch.optim.Adam (beta1 0.9, beta2 0.999, eps 1e-8, no amsgrad), so that one model's update can be
   masked off once it early-stops. Minibatch order per model comes from its ``"shuffle"`` stream.
+
+The engine calls them through :func:`train_three_step`, :func:`train_two_step_then_fit` and
+:func:`train_adam`, the ``train`` functions of the shipped trainers (``empirics.config.TRAINERS``): each
+turns one chunk of run configs into the per-model arguments of its trainer.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import math
 
 import torch
 
+from recallkit.empirics.config import evaluate
 from recallkit.empirics.tasks import exceeds, generator
 from recallkit.theory.errors import InputError
 
@@ -319,3 +324,47 @@ def adam(
         if missing:
             _log_evaluation(problem, params, missing, logged)
     return params, {"steps_run": steps_run + steps_everyone_ran, **logged}
+
+
+# ------------------------------------------------------------------- the shipped trainers' train functions
+# Each is a ``recallkit.registry.Trainer.train``: (problem, cfgs, sizes) -> (params, extra metrics) for one
+# chunk of run configs sharing a shape, the per-model numbers read from each config (expressions evaluated at
+# ``sizes``), the shared ones from the first.
+
+
+def _step_sizes(cfgs, sizes: dict[str, int]) -> dict[str, list]:
+    """eta, gamma and kappa per model: the arguments of steps 1 and 2."""
+    return dict(
+        eta=[evaluate(c.trainer_config.eta, "eta", sizes) for c in cfgs],
+        gamma=[None if c.trainer_config.gamma is None else evaluate(c.trainer_config.gamma, "gamma", sizes)
+               for c in cfgs],
+        kappa=[c.trainer_config.kappa for c in cfgs],
+    )
+
+
+def train_three_step(problem, cfgs, sizes: dict[str, int]) -> tuple[dict, dict]:
+    return three_step(problem, **_step_sizes(cfgs, sizes))
+
+
+def train_two_step_then_fit(problem, cfgs, sizes: dict[str, int]) -> tuple[dict, dict]:
+    return two_step_then_fit(
+        problem, **_step_sizes(cfgs, sizes), fit_lr=[evaluate(c.trainer_config.fit_lr, "fit_lr", sizes) for c in cfgs],
+        fit_steps=cfgs[0].trainer_config.fit_steps, fit_tol=[c.trainer_config.fit_tol for c in cfgs])
+
+
+def train_adam(problem, cfgs, sizes: dict[str, int]) -> tuple[dict, dict]:
+    """Both ``adam`` and ``adamw``: the config's ``decoupled`` tells them apart."""
+    first = cfgs[0]
+    tc = first.trainer_config
+    return adam(
+        problem,
+        lr=[evaluate(c.trainer_config.lr, "lr", sizes) for c in cfgs],
+        batch_size=tc.resolved_batch_size(sizes, first.task_config.n_train),
+        epochs=tc.epochs,
+        steps=tc.steps,
+        early_stop=[c.trainer_config.early_stop for c in cfgs],
+        weight_decay=[c.trainer_config.weight_decay for c in cfgs],
+        seeds=[c.seed for c in cfgs],
+        decoupled=tc.decoupled,
+        log_epochs=bool(tc.log_epochs),
+    )

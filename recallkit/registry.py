@@ -72,6 +72,34 @@ class Task:
 
 
 @dataclass(frozen=True)
+class Trainer:
+    """A trainer that a run config names in its ``trainer`` key.
+
+    ``config``: its config dataclass (or ``"module:Class"``), frozen, built from the run config's keys
+    that are its fields and validating them in ``__post_init__`` with one-line InputErrors. ``train``:
+    the function (or ``"module:function"``) ``(problem, cfgs, sizes) -> (params, extra_metrics)`` the
+    engine calls for one chunk of run configs of this trainer that share a shape: ``problem`` is their
+    batched problem (leading model axis M = len(cfgs)), ``sizes`` the first config's
+    ``task_config.sizes()`` (for expression values), ``params`` what ``problem.evaluate`` then measures
+    and ``extra_metrics`` per-model tensors [M] stored beside the metrics; it must hold ``steps_run``.
+    ``per_model``: the config keys that may differ between the models of one chunk (the train function
+    reads them from each config); configs that differ in any other key train in different chunks.
+    A task takes the trainer once its ``Task.trainers`` lists its name.
+    """
+
+    name: str
+    config: type | str
+    train: Callable | str
+    per_model: tuple[str, ...] = ()
+
+    def config_class(self) -> type:
+        return load_object(self.config)
+
+    def train_function(self) -> Callable:
+        return load_object(self.train)
+
+
+@dataclass(frozen=True)
 class PageKind:
     """A kind of summary entry whose pages a system draws.
 
@@ -109,6 +137,8 @@ class System:
       finite-L softmax weights in place of their asymptotic powers; ``measured`` holds the runs' mean
       metrics at that row, such as ``attention_mass``); None where the system has no finite-size form;
       with ``term=None`` it returns the constants it used (shown with the prediction);
+    - ``trainers``: ``"module:attribute"`` of each :class:`Trainer` the system adds to the shipped ones
+      (imported the first time a trainer is looked up, see :func:`system_trainers`);
     - ``page_kinds``: the summary kinds whose pages this system draws.
     """
 
@@ -122,6 +152,7 @@ class System:
     report_steps: tuple[str, ...] = ()
     probe: str | None = None
     finite_size: str | None = None
+    trainers: tuple[str, ...] = ()
     page_kinds: tuple[PageKind, ...] = ()
 
     @property
@@ -141,6 +172,8 @@ class System:
 
 _loaded: dict[str, System] | None = None
 _added: list[System] = []
+# system_trainers(), kept until the registered systems change
+_loaded_trainers: dict[str, tuple[System, Trainer]] | None = None
 
 
 def _as_system(obj: Any, where: str) -> System:
@@ -200,19 +233,19 @@ def _check_unique(systems: Iterable[System]) -> None:
 
 def register(system: System) -> System:
     """Add (or replace, by name) a system at run time; returns it."""
-    global _loaded
+    global _loaded, _loaded_trainers
     _as_system(system, "register")
     _added[:] = [s for s in _added if s.name != system.name] + [system]
-    _loaded = None
+    _loaded, _loaded_trainers = None, None
     _load()
     return system
 
 
 def unregister(name: str) -> None:
     """Remove a system added with :func:`register` (shipped and entry-point systems stay)."""
-    global _loaded
+    global _loaded, _loaded_trainers
     _added[:] = [s for s in _added if s.name != name]
-    _loaded = None
+    _loaded, _loaded_trainers = None, None
 
 
 def systems() -> list[System]:
@@ -236,6 +269,31 @@ def task(name: str) -> Task:
     if name not in known:
         raise RegistryError(f"task: expected one of {', '.join(known)}, got {name!r}")
     return known[name]
+
+
+def system_trainers() -> dict[str, tuple[System, Trainer]]:
+    """Trainer name -> (system, :class:`Trainer`), over every system's ``trainers``. Their modules are imported
+    here, not when the registry loads (a trainer's module may import torch). A name that two systems
+    register, or that one registers twice, is a RegistryError naming both."""
+    global _loaded_trainers
+    if _loaded_trainers is not None:
+        return _loaded_trainers
+    found: dict[str, tuple[System, Trainer]] = {}
+    for system in systems():
+        for reference in system.trainers:
+            where = f"system {system.name}: trainers: {reference}"
+            try:
+                trainer = load_object(reference)
+            except (ImportError, AttributeError) as exc:
+                raise RegistryError(f"{where} failed to load: {type(exc).__name__}: {exc}") from None
+            if not isinstance(trainer, Trainer):
+                raise RegistryError(f"{where}: expected a recallkit.registry.Trainer, got {type(trainer).__name__}")
+            if trainer.name in found:
+                raise RegistryError(f"system {system.name}: trainer {trainer.name!r} is already registered by "
+                                    f"system {found[trainer.name][0].name}")
+            found[trainer.name] = (system, trainer)
+    _loaded_trainers = found
+    return found
 
 
 def pack_paths() -> dict[str, Path]:
