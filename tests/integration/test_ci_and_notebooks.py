@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pypdf
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -163,7 +164,6 @@ def test_figures_are_single_tight_figures_without_page_furniture(stores, tmp_pat
             assert b"<svg" in data[:400]
     if fmt != "pdf":
         return
-    pypdf = pytest.importorskip("pypdf")
     for path in written:
         page = pypdf.PdfReader(path).pages[0]
         width, height = float(page.mediabox.width), float(page.mediabox.height)
@@ -185,7 +185,6 @@ def test_theory_regions_writes_svg_and_draws_experiment_lines(tmp_path):
     assert b"<svg" in (tmp_path / "x.svg").read_bytes()[:400]
     pdf = run(["theory", "regions", "token_retrieval_attn", "--out", tmp_path / "x.pdf", *lines], tmp_path)
     assert pdf.returncode == 0, pdf.stderr
-    pypdf = pytest.importorskip("pypdf")
     text = pypdf.PdfReader(tmp_path / "x.pdf").pages[0].extract_text()
     assert "N=V**1.5, L=V**0.5" in text and "N=V**1.25, L=V**0.25" in text
 

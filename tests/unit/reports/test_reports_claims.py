@@ -88,7 +88,6 @@ def test_claim_cells_show_the_open_interval_and_the_other_experiment():
     assert cells[0] == "4" and cells[6] == "(-inf, " + f"{claim['interval'][1]:.2f}]" and cells[8] == "consistent"
     other = dict(claim, b=dict(claim["b"], experiment="tr_fig5_adam"))
     assert claim_cells(other)[3] == "steep (in tr_fig5_adam)"
-    pytest.importorskip("pypdf")
 
 
 def test_an_experiment_with_claims_and_two_fitted_lines_gets_the_lines_together_page(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 
+import pypdf
 import pytest
 
 from recallkit import theory
@@ -109,7 +110,6 @@ def test_report_writes_pdf_figures_and_summary(built):
     assert {"slope", "slope_ci", "slope_ci_bootstrap", "predicted_slope", "predicted_slope_tested", "verdict",
             "check"} <= set(doc["entries"][0])
     assert [e["check"] for e in doc["entries"]] == list(range(1, 10))
-    pypdf = pytest.importorskip("pypdf")
     meta = pypdf.PdfReader(path).metadata
     assert meta["/Creator"] == "recallkit"
     assert meta["/CreationDate"] == "D:20251130090000Z"  # from SOURCE_DATE_EPOCH (2025-11-30 09:00 UTC)
@@ -168,7 +168,6 @@ def test_unchanged_report_redraws_nothing_and_a_change_redraws_only_its_pages(tm
 
 
 def test_outline_has_every_section_and_page(built):
-    pypdf = pytest.importorskip("pypdf")
     out, path = built
     reader = pypdf.PdfReader(path)
     assert reader.trailer["/Root"]["/PageMode"] == "/UseOutlines"
@@ -194,7 +193,6 @@ def test_outline_has_every_section_and_page(built):
 
 
 def test_contents_page_lists_every_section_with_its_page_and_links_to_it(built):
-    pypdf = pytest.importorskip("pypdf")
     _, path = built
     reader = pypdf.PdfReader(path)
     text = reader.pages[1].extract_text()
@@ -209,7 +207,6 @@ def test_contents_page_lists_every_section_with_its_page_and_links_to_it(built):
 
 
 def test_appendix_has_every_reason_in_full_and_pages_cut_them(built):
-    pypdf = pytest.importorskip("pypdf")
     out, path = built
     doc = json.loads((out / "summary.json").read_text())
     reader = pypdf.PdfReader(path)
@@ -458,7 +455,6 @@ def test_builder_closed_before_finish_keeps_the_previous_report(tmp_path, monkey
 def test_fit_page_shows_the_tested_prediction_of_summary_json(tmp_path, monkeypatch):
     # the prediction has a log factor: the verdict tests its finite-range slope, and the fit page (box,
     # legend), the summary table and summary.json must all give that number, the asymptotic one beside it
-    pypdf = pytest.importorskip("pypdf")
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
     s = make_summary(with_dmin=False)
     s["experiments"] = s["experiments"][:1]
