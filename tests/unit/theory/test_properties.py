@@ -1,9 +1,8 @@
 """Property-based tests (hypothesis): whatever text or table a user or an attacker writes, parsing ends in
-a value or one InputError (a one-line message), within a time bound; nothing else escapes (no
-RecursionError, OverflowError, MemoryError, sympy error or hang) and nothing is executed."""
+a value or one InputError (a one-line message); nothing else escapes (no RecursionError, OverflowError,
+MemoryError or sympy error) and nothing is executed. A hang is left to pytest's timeout: how long the
+worst of these inputs take is measured in benchmarks/bounded_work.py, not asserted here."""
 from __future__ import annotations
-
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +13,6 @@ from recallkit.theory.expr import compile_numeric, parse_expression
 from recallkit.theory.symbols import VARIABLES
 
 SYMBOLS = {name: VARIABLES[name] for name in ("V", "N", "d", "L", "m")}
-TIME_BOUND_S = 2.0
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # pieces of the expression language and of things that are not in it
@@ -42,14 +40,12 @@ adversarial = st.one_of(
 
 
 def _bounded(call):
-    started = time.perf_counter()
     try:
         value = call()
     except InputError as exc:
         message = str(exc)
         assert message and "\n" not in message
         value = None
-    assert time.perf_counter() - started < TIME_BOUND_S
     return value
 
 
@@ -121,8 +117,14 @@ def test_run_config_values_give_a_config_or_one_input_error(key, value):
 
 
 def test_the_properties_can_fail():
-    """The helper really fails on an escaping exception and on a slow call (else every property is vacuous)."""
+    """The helper really fails on an escaping exception and on an InputError that is not one line (else every
+    property is vacuous)."""
+    def refuse(message):
+        raise InputError(message)
+
     with pytest.raises(ZeroDivisionError):
         _bounded(lambda: 1 / 0)
-    with pytest.raises(AssertionError):
-        _bounded(lambda: time.sleep(TIME_BOUND_S + 0.1))
+    for message in ("x: first line\nsecond line", ""):
+        with pytest.raises(AssertionError):
+            _bounded(lambda: refuse(message))
+    assert _bounded(lambda: refuse("x: one line")) is None and _bounded(lambda: 3) == 3

@@ -167,15 +167,12 @@ def _many_terms(n: int) -> dict:
 
 
 def test_regions_of_a_hundred_terms_finish_and_more_are_refused():
-    import time
-
     from recallkit.theory.pack import MAX_TERMS, pack_from_dict
 
     pack = pack_from_dict(_many_terms(100), "big.toml")
-    started = time.perf_counter()
+    # how long this takes (6 s on the shared 2-core machine, 38 s before the exact zero test) is measured in
+    # benchmarks/bounded_work.py
     diagram = theory.compute_regions(pack)
-    # 6 s measured on the 2-core CI machine with other work running; 38 s before the exact zero test
-    assert time.perf_counter() - started < 30
     assert diagram.regions
     with pytest.raises(theory.InputError, match=f"at most {MAX_TERMS} are allowed"):
         pack_from_dict(_many_terms(MAX_TERMS + 5), "big.toml")
