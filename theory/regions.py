@@ -255,6 +255,37 @@ def compute_regions(
     (low, high) for the drawn window; ``domain`` adds constraints such as ``"a <= 1.5"``.
     """
     scaling = as_scaling(pack, scaling)
+    axes = _axes(pack, axes)
+    axis_symbols = [EXPONENTS[axis] for axis in axes]
+    analysis = analyse(pack, scaling)
+    notes = _axis_notes(analysis, axes)
+    intervals = _box(pack, axes, box)
+    domain_halves, domain_texts = _domain_halves(pack, domain, axis_symbols, notes)
+    feasibility, feasibility_halves = _feasibility(pack, analysis, axis_symbols)
+    domain_polygon = _region_polygon(_box_polygon(intervals), domain_halves + feasibility_halves)
+    if measure(domain_polygon) == 0:
+        raise InputError(f"the domain ({'; '.join(domain_texts) or 'box'}) is empty inside the box "
+                         f"{[[str(v) for v in pair] for pair in intervals]}")
+    solvable = [t for t in analysis.thresholds.values() if not t.size_independent]
+    _check_size_helps(pack, axes, axis_symbols, solvable, domain_polygon)
+    representatives = _representatives(solvable, axis_symbols, domain_polygon)
+    regions = []
+    for top, tied in representatives:
+        region = _region(pack, analysis, axis_symbols, domain_polygon, representatives, top, tied)
+        if region is not None:
+            regions.append(region)
+    diagram = RegionDiagram(
+        pack=pack.name, scaling=str(scaling), axes=axes, axis_labels=_axis_labels(scaling, axes), base=pack.base,
+        size=pack.size, param_count=sp.sstr(pack.param_count), domain=domain_texts,
+        box=[[str(low), str(high)] for low, high in intervals], regions=regions, domain_vertices=domain_polygon,
+        param_count_latex=sp.latex(pack.param_count), feasibility=feasibility,
+        notes=notes)
+    diagram.corollary_check = _check_corollary(pack, scaling, axes, analysis, regions)
+    return diagram
+
+
+def _axes(pack: Pack, axes: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The axes as a tuple of one or two distinct exponent names (the pack's default axes when None)."""
     if axes is None:
         axes = pack.default_axes
     if isinstance(axes, str):
@@ -264,10 +295,11 @@ def compute_regions(
     for axis in axes:
         if axis not in EXPONENTS:
             raise InputError(f"--axes: unknown exponent {axis!r} (allowed: {', '.join(EXPONENTS)})")
-    axes = tuple(axes)
-    axis_symbols = [EXPONENTS[axis] for axis in axes]
+    return tuple(axes)
 
-    analysis = analyse(pack, scaling)
+
+def _axis_notes(analysis: Analysis, axes: tuple[str, ...]) -> list[str]:
+    """Refuse a scaling with free exponents that are not axes; the diagram's notes on axes no term uses."""
     monomials = dict(analysis.noise, signal=analysis.signal, param_count=analysis.param, **analysis.lower_bounds)
     free = free_exponents(monomials)
     missing = sorted(free - set(axes))
@@ -278,17 +310,23 @@ def compute_regions(
     unused = sorted(set(axes) - free)
     if unused:
         notes.append(f"axis {', '.join(unused)} does not appear in any term under this scaling")
+    return notes
 
-    intervals = _box(pack, axes, box)
-    if len(axes) == 1:
-        start: list[Point] = [(intervals[0][0],), (intervals[0][1],)]
-    else:
-        (a0, a1), (c0, c1) = intervals
-        start = [(a0, c0), (a1, c0), (a1, c1), (a0, c1)]
 
-    # domain: pack constraints + extra ones; constraints on non-axis exponents are skipped
-    domain_halves: list[HalfSpace] = []
-    domain_texts: list[str] = []
+def _box_polygon(intervals: list[tuple[Fraction, Fraction]]) -> list[Point]:
+    """The bounding box as an interval (one axis) or a counter-clockwise rectangle (two)."""
+    if len(intervals) == 1:
+        return [(intervals[0][0],), (intervals[0][1],)]
+    (a0, a1), (c0, c1) = intervals
+    return [(a0, c0), (a1, c0), (a1, c1), (a0, c1)]
+
+
+def _domain_halves(pack: Pack, domain: Sequence[str], axis_symbols: list[sp.Symbol],
+                   notes: list[str]) -> tuple[list[HalfSpace], list[str]]:
+    """The pack's domain and the extra constraints as half-spaces, with the texts of those kept. A constraint
+    on exponents that are not axes is skipped, with a line in ``notes``."""
+    halves: list[HalfSpace] = []
+    texts: list[str] = []
     sources = [(text, f"{pack.path}: pack.domain[{i}]") for i, text in enumerate(pack.domain)]
     sources += [(text, f"--domain[{i}]") for i, text in enumerate(domain)]
     for text, where in sources:
@@ -297,33 +335,47 @@ def compute_regions(
         if not symbols <= set(axis_symbols):
             notes.append(f"domain constraint {text!r} skipped: it involves exponents that are not axes")
             continue
-        domain_texts.append(text)
+        texts.append(text)
         for expr, op in constraints:
             signed = expr if op in (">=", ">") else -expr
-            domain_halves.append(linear_halfspace(signed, axis_symbols, text, where))
+            halves.append(linear_halfspace(signed, axis_symbols, text, where))
+    return halves, texts
 
-    feasibility = []
+
+def _feasibility(pack: Pack, analysis: Analysis,
+                 axis_symbols: list[sp.Symbol]) -> tuple[list[dict[str, str]], list[HalfSpace]]:
+    """The conditions of the size-independent terms (the signal must beat them at every size): their
+    descriptions and their half-spaces, which bound the domain."""
+    feasibility, halves = [], []
     for name, threshold in analysis.thresholds.items():
         if threshold.size_independent:
             text = f"{sp.sstr(threshold.offset)} >= 0"
             feasibility.append({"term": name, "condition": text,
                                 "meaning": f"signal outgrows {name} at every size only where {text}"})
-            domain_halves.append(linear_halfspace(threshold.offset, axis_symbols, text, f"{pack.path}: {name}"))
+            halves.append(linear_halfspace(threshold.offset, axis_symbols, text, f"{pack.path}: {name}"))
+    return feasibility, halves
 
-    domain_polygon = _region_polygon(start, domain_halves)
-    if measure(domain_polygon) == 0:
-        raise InputError(f"the domain ({'; '.join(domain_texts) or 'box'}) is empty inside the box "
-                         f"{[[str(v) for v in pair] for pair in intervals]}")
 
-    solvable = [t for t in analysis.thresholds.values() if not t.size_independent]
-    for t in solvable:  # the size must help against every term everywhere in the domain
+def _at(vertex: Point, axis_symbols: list[sp.Symbol]) -> dict[sp.Symbol, sp.Rational]:
+    """The substitution that puts the axes at ``vertex`` (exact rationals)."""
+    return dict(zip(axis_symbols, (sp.Rational(v.numerator, v.denominator) for v in vertex)))
+
+
+def _check_size_helps(pack: Pack, axes: tuple[str, ...], axis_symbols: list[sp.Symbol], solvable: list,
+                      domain_polygon: list[Point]) -> None:
+    """Refuse a term the size does not help against at some vertex of the domain: the size must help against
+    every term everywhere in it (the boundaries are linear, so the vertices decide)."""
+    for t in solvable:
         for vertex in domain_polygon:
-            value = t.slope.xreplace(dict(zip(axis_symbols, (sp.Rational(v.numerator, v.denominator) for v in vertex))))
+            value = t.slope.xreplace(_at(vertex, axis_symbols))
             if not value > 0:
                 raise InputError(f"{pack.path}: noise term {t.name!r} does not shrink relative to the signal as "
                                  f"{pack.size} grows at {axes}={tuple(str(v) for v in vertex)}")
 
-    # group terms with identical size exponents; the larger log power represents the group
+
+def _representatives(solvable: list, axis_symbols: list[sp.Symbol], domain_polygon: list[Point]) -> list[tuple]:
+    """Terms grouped by identical size exponents, each group as (the term with the largest log power at the
+    domain's centre, the names of the others tied with it in log power too)."""
     groups: list[list] = []
     for t in solvable:
         for group in groups:
@@ -332,60 +384,72 @@ def compute_regions(
                 break
         else:
             groups.append([t])
+    centre = dict(zip(axis_symbols, _centre(domain_polygon)))
     representatives = []
     for group in groups:
-        centre = dict(zip(axis_symbols, _centre(domain_polygon)))
         group.sort(key=lambda t: float(t.size_log_power.xreplace(centre)), reverse=True)
         top = group[0]
         tied = [t.name for t in group[1:] if _is_zero(t.size_log_power - top.size_log_power)]
         representatives.append((top, tied))
+    return representatives
 
-    regions = []
-    for top, tied in representatives:
-        halves, texts = [], []
-        for other, _ in representatives:
-            if other is top:
-                continue
-            numerator, denominator = sp.fraction(sp.together(top.size_exponent - other.size_exponent))
-            signs = {sp.sign(denominator.xreplace(dict(zip(axis_symbols, (sp.Rational(v.numerator, v.denominator)
-                                                                          for v in vertex)))))
-                     for vertex in domain_polygon}
-            if len(signs) != 1 or 0 in signs:
-                raise InputError(f"{pack.path}: boundary between {top.name!r} and {other.name!r} is singular in the domain")
-            sign = signs.pop()
-            text = (f"{sp.sstr(top.size_exponent)} >= {sp.sstr(other.size_exponent)}"
-                    if not denominator.free_symbols else f"{sp.sstr(sign * numerator)} >= 0")
-            texts.append(f"{text}  [x({top.name}) >= x({other.name})]")
-            halves.append(linear_halfspace(sign * numerator, axis_symbols, text, f"{pack.path}: {top.name}"))
-        polygon = _region_polygon(domain_polygon, halves)
-        if measure(polygon) == 0:
+
+def _boundary(pack: Pack, axis_symbols: list[sp.Symbol], domain_polygon: list[Point], top,
+              other) -> tuple[str, HalfSpace]:
+    """``x(top) >= x(other)`` as a half-space and its text. The difference of the two size exponents is a ratio
+    whose denominator must keep one sign over the domain; multiplied by that sign the numerator is linear."""
+    numerator, denominator = sp.fraction(sp.together(top.size_exponent - other.size_exponent))
+    signs = {sp.sign(denominator.xreplace(_at(vertex, axis_symbols))) for vertex in domain_polygon}
+    if len(signs) != 1 or 0 in signs:
+        raise InputError(f"{pack.path}: boundary between {top.name!r} and {other.name!r} is singular in the domain")
+    sign = signs.pop()
+    text = (f"{sp.sstr(top.size_exponent)} >= {sp.sstr(other.size_exponent)}"
+            if not denominator.free_symbols else f"{sp.sstr(sign * numerator)} >= 0")
+    return text, linear_halfspace(sign * numerator, axis_symbols, text, f"{pack.path}: {top.name}")
+
+
+def _region(pack: Pack, analysis: Analysis, axis_symbols: list[sp.Symbol], domain_polygon: list[Point],
+            representatives: list[tuple], top, tied: list[str]) -> Region | None:
+    """Where ``top`` binds: the domain clipped by ``x(top) >= x(other)`` for every other representative; None
+    where that leaves no area (no length, on one axis)."""
+    halves, texts = [], []
+    for other, _ in representatives:
+        if other is top:
             continue
-        # list only the comparisons that bound the region (a redundant one touches it in < 2 vertices)
-        needed = 1 if len(axes) == 1 else 2
-        texts = [text for text, half in zip(texts, halves)
-                 if sum(half.value(vertex) == 0 for vertex in polygon) >= needed]
-        exponent, log_power = analysis.required(top.name)
-        gaps = []
-        for name, bound in analysis.lower_bounds.items():
-            gaps.append({"name": name, "exponent": sp.sstr(bound.exponent), "exponent_latex": exponent_latex(bound.exponent),
-                         "log_power": sp.sstr(bound.log_power), "log_power_latex": exponent_latex(bound.log_power),
-                         "gap_exponent": sp.sstr(sp.simplify(exponent - bound.exponent)),
-                         "gap_log_power": sp.sstr(sp.simplify(log_power - bound.log_power))})
-        regions.append(Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent,
-                              top.size_log_power, gaps))
+        text, half = _boundary(pack, axis_symbols, domain_polygon, top, other)
+        texts.append(f"{text}  [x({top.name}) >= x({other.name})]")
+        halves.append(half)
+    polygon = _region_polygon(domain_polygon, halves)
+    if measure(polygon) == 0:
+        return None
+    # list only the comparisons that bound the region (a redundant one touches it in < 2 vertices)
+    needed = 1 if len(axis_symbols) == 1 else 2
+    texts = [text for text, half in zip(texts, halves)
+             if sum(half.value(vertex) == 0 for vertex in polygon) >= needed]
+    exponent, log_power = analysis.required(top.name)
+    return Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent, top.size_log_power,
+                  _lower_bound_gaps(analysis, exponent, log_power))
 
+
+def _lower_bound_gaps(analysis: Analysis, exponent: sp.Expr, log_power: sp.Expr) -> list[dict[str, str]]:
+    """How far a region's required parameter count lies above each of the pack's lower bounds."""
+    gaps = []
+    for name, bound in analysis.lower_bounds.items():
+        gaps.append({"name": name,
+                     "exponent": sp.sstr(bound.exponent), "exponent_latex": exponent_latex(bound.exponent),
+                     "log_power": sp.sstr(bound.log_power), "log_power_latex": exponent_latex(bound.log_power),
+                     "gap_exponent": sp.sstr(sp.simplify(exponent - bound.exponent)),
+                     "gap_log_power": sp.sstr(sp.simplify(log_power - bound.log_power))})
+    return gaps
+
+
+def _axis_labels(scaling: Scaling, axes: tuple[str, ...]) -> list[str]:
+    """Each axis with what it means under the scaling, e.g. ``a  (N = V^a)``."""
     labels = []
     for axis in axes:
         meaning = scaling.meaning_of(axis)
         labels.append(f"{axis}  ({meaning})" if meaning else axis)
-    diagram = RegionDiagram(
-        pack=pack.name, scaling=str(scaling), axes=axes, axis_labels=labels, base=pack.base, size=pack.size,
-        param_count=sp.sstr(pack.param_count), domain=domain_texts,
-        box=[[str(low), str(high)] for low, high in intervals], regions=regions, domain_vertices=domain_polygon,
-        param_count_latex=sp.latex(pack.param_count), feasibility=feasibility,
-        notes=notes)
-    diagram.corollary_check = _check_corollary(pack, scaling, axes, analysis, regions)
-    return diagram
+    return labels
 
 
 def _centre(polygon: list[Point]) -> list[sp.Rational]:
