@@ -19,6 +19,7 @@ import sympy as sp
 
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import Pack
+from recallkit.theory.predict import predict
 from recallkit.theory.scaling import Scaling, parse_scaling
 from recallkit.theory.symbols import VARIABLES
 
@@ -40,6 +41,10 @@ def _solve_log(f, lo: float = -20.0, hi: float = 40.0) -> float | None:
     return 0.5 * (lo + hi)
 
 
+_NOTE = ("binding terms of the asymptotic prediction evaluated at the realised sizes (floored counts, "
+        "log factors included, the pack's constants taken as 1); least-squares slope over the grid")
+
+
 def realised_prediction(pack: Pack, scaling: Scaling | str, rows: Sequence[Mapping[str, float]],
                         terms: Sequence[str] | None = None,
                         factors: Callable[[str, Mapping[str, Any]], float | None] | None = None) -> dict[str, Any]:
@@ -52,81 +57,111 @@ def realised_prediction(pack: Pack, scaling: Scaling | str, rows: Sequence[Mappi
     Returns ``{"slope", "terms", "points": [{base, ..., size, "param_count", "term"}], "note"}``; slope is
     None with fewer than 2 solvable rows.
     """
-    from recallkit.theory.predict import predict
-
     if isinstance(scaling, str):
         scaling = parse_scaling(scaling)
-    base, size = pack.base, pack.size
     if terms is None:
         prediction = predict(pack, scaling)
         terms = [prediction.dominant, *prediction.tied_with]
-    by_name = {t.name: t for t in pack.terms}
-    signal = next((t for t in pack.terms if t.role == "signal"), None)
-    if signal is None:
-        raise InputError(f"pack {pack.name}: no signal term to solve against")
-    unknown = [name for name in terms if name not in by_name]
-    if unknown:
-        raise InputError(f"pack {pack.name}: no term named {', '.join(unknown)}")
-    size_symbol = VARIABLES[size]
-    tied = {name: expr for name, expr in scaling.as_dict().items() if size_symbol in expr.free_symbols}
-    variables = list(pack.variables)
-    symbols = [VARIABLES[v] for v in variables]
-
-    def numeric(expr: sp.Expr):
-        return sp.lambdify(symbols, expr, "math")
-
-    signal_f = numeric(signal.expr)
-    count_f = numeric(pack.param_count)
-    tied_f = {name: numeric(expr) for name, expr in tied.items()}
-    noise_f = {name: numeric(by_name[name].expr) for name in terms}
-    points = []
+    line = _NumericLine(pack, scaling, terms)
     scale: dict[tuple[int, str], float] = {}
     if factors is not None:
-        for index, row in enumerate(rows):
-            for name in [signal.name, *terms]:
-                factor = factors(name, row)
-                if factor is None or not (factor > 0 and math.isfinite(factor)):
-                    return {"slope": None, "terms": list(terms), "points": [],
-                            "note": f"no finite-size form of term {name} at {dict(row)}"}
-                scale[(index, name)] = factor
+        scale, lacking = _finite_size_scales(rows, [line.signal_name, *terms], factors)
+        if lacking is not None:
+            name, row = lacking
+            return {"slope": None, "terms": list(terms), "points": [],
+                    "note": f"no finite-size form of term {name} at {dict(row)}"}
+    points = []
     for index, row in enumerate(rows):
-        missing = [v for v in variables if v != size and v not in tied and v not in row]
+        point = line.solve(row, {name: scale.get((index, name), 1.0) for name in [line.signal_name, *terms]})
+        if point is not None:
+            points.append(point)
+    return {"slope": _least_squares_slope(points, pack.base), "terms": list(terms), "points": points, "note": _NOTE}
+
+
+class _NumericLine:
+    """A pack's signal, parameter count and binding terms as float functions of its variables along a
+    scaling, with the sizes the scaling ties to the searched one (``m=d**2``) following it."""
+
+    def __init__(self, pack: Pack, scaling: Scaling, terms: Sequence[str]):
+        by_name = {t.name: t for t in pack.terms}
+        signal = next((t for t in pack.terms if t.role == "signal"), None)
+        if signal is None:
+            raise InputError(f"pack {pack.name}: no signal term to solve against")
+        unknown = [name for name in terms if name not in by_name]
+        if unknown:
+            raise InputError(f"pack {pack.name}: no term named {', '.join(unknown)}")
+        self.size = pack.size
+        size_symbol = VARIABLES[self.size]
+        tied = {name: expr for name, expr in scaling.as_dict().items() if size_symbol in expr.free_symbols}
+        self.variables = list(pack.variables)
+        symbols = [VARIABLES[v] for v in self.variables]
+
+        def numeric(expr: sp.Expr):
+            return sp.lambdify(symbols, expr, "math")
+
+        self.signal_name = signal.name
+        self.signal = numeric(signal.expr)
+        self.count = numeric(pack.param_count)
+        self.tied = {name: numeric(expr) for name, expr in tied.items()}
+        self.noise = {name: numeric(by_name[name].expr) for name in terms}
+
+    def values_at(self, row: Mapping[str, float], log_size: float) -> list[float]:
+        """Every variable, in the pack's order, at ``row`` with the searched size exp(``log_size``)."""
+        env = {v: float(row[v]) for v in self.variables if v != self.size and v not in self.tied}
+        env[self.size] = math.exp(log_size)
+        for name, f in self.tied.items():
+            env[name] = f(*[env.get(v, 1.0) for v in self.variables])
+        return [env[v] for v in self.variables]
+
+    def solve(self, row: Mapping[str, float], scale: Mapping[str, float]) -> dict[str, Any] | None:
+        """The row's point: the size where signal = noise for each binding term (each term's value times its
+        ``scale``), the one needing the largest parameter count; None where no term can be solved."""
+        missing = [v for v in self.variables if v != self.size and v not in self.tied and v not in row]
         if missing:
             raise InputError(f"realised prediction: row {dict(row)} lacks {', '.join(missing)}")
-
-        def values_at(log_size: float) -> list[float]:
-            env = {v: float(row[v]) for v in variables if v != size and v not in tied}
-            env[size] = math.exp(log_size)
-            for name, f in tied_f.items():
-                env[name] = f(*[env.get(v, 1.0) for v in variables])
-            return [env[v] for v in variables]
-
         best = None
-        for name, f in noise_f.items():
-            shift = math.log(scale.get((index, name), 1.0)) - math.log(scale.get((index, signal.name), 1.0))
+        for name, f in self.noise.items():
+            shift = math.log(scale[name]) - math.log(scale[self.signal_name])
 
             def gap(log_size, f=f, shift=shift):
-                vals = values_at(log_size)
+                vals = self.values_at(row, log_size)
                 try:
-                    return math.log(f(*vals)) - math.log(signal_f(*vals)) + shift
+                    return math.log(f(*vals)) - math.log(self.signal(*vals)) + shift
                 except (ValueError, ZeroDivisionError, OverflowError):
                     return math.nan
             root = _solve_log(gap)
             if root is None:
                 continue
-            count = count_f(*values_at(root))
+            count = self.count(*self.values_at(row, root))
             if best is None or count > best[1]:
                 best = (root, count, name)
-        if best is not None:
-            points.append({**{k: row[k] for k in row if k in variables}, size: math.exp(best[0]),
-                           "param_count": best[1], "term": best[2]})
-    slope = None
-    if len({p[base] for p in points}) >= 2:
-        xs = [math.log(p[base]) for p in points]
-        ys = [math.log(p["param_count"]) for p in points]
-        mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-        sxx = sum((x - mean_x) ** 2 for x in xs)
-        slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx
-    return {"slope": slope, "terms": list(terms), "points": points,
-            "note": "binding terms of the asymptotic prediction evaluated at the realised sizes (floored counts, "
-                    "log factors included, the pack's constants taken as 1); least-squares slope over the grid"}
+        if best is None:
+            return None
+        return {**{k: row[k] for k in row if k in self.variables}, self.size: math.exp(best[0]),
+                "param_count": best[1], "term": best[2]}
+
+
+def _finite_size_scales(rows: Sequence[Mapping[str, Any]], names: list[str],
+                        factors: Callable[[str, Mapping[str, Any]], float | None]
+                        ) -> tuple[dict[tuple[int, str], float], tuple[str, Mapping[str, Any]] | None]:
+    """``factors`` of every term at every row, keyed by (row index, term); with the first (term, row) it
+    gives no positive finite factor for (then the prediction has no finite-size form), else None."""
+    scale: dict[tuple[int, str], float] = {}
+    for index, row in enumerate(rows):
+        for name in names:
+            factor = factors(name, row)
+            if factor is None or not (factor > 0 and math.isfinite(factor)):
+                return scale, (name, row)
+            scale[(index, name)] = factor
+    return scale, None
+
+
+def _least_squares_slope(points: list[dict[str, Any]], base: str) -> float | None:
+    """The least-squares slope of log(parameter count) on log(base); None with fewer than two base values."""
+    if len({p[base] for p in points}) < 2:
+        return None
+    xs = [math.log(p[base]) for p in points]
+    ys = [math.log(p["param_count"]) for p in points]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx
