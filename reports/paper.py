@@ -7,7 +7,6 @@ store), so the numbers are the report's.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Callable
 
@@ -16,6 +15,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from recallkit.reports import figures
+from recallkit.reports.layout import heatmap_axes, lines_of, slug
+from recallkit.reports.phase import draw_phase_diagram
 from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_context
 from recallkit.theory.errors import InputError
 
@@ -25,10 +26,6 @@ FORMATS = ("pdf", "svg", "png")
 # what a journal's production wants: embedded TrueType (Type 42), not Type 3 bitmaps-of-outlines; the
 # report keeps Type 3 only because subsetting 60 pages of Type 42 costs a third of its build time
 PAPER_RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "path", "savefig.dpi": 300}
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower()[:60] or "x"
 
 
 def save_paper_figure(fig: Figure, path: Path) -> Path:
@@ -65,32 +62,28 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
     the capacity law, d_min against N. Returns the paths, in that order."""
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    from recallkit.reports.pdf import _heatmap_axes, _lines_of
-
-    name = _slug(entry.get("name", "experiment"))
+    name = slug(entry.get("name", "experiment"))
     out_dir = Path(out_dir)
     made: list[tuple[str, Callable[[], Figure]]] = []
     if entry.get("regions"):
-        from recallkit.reports.phase import draw_phase_diagram
-
         made.append(("phase", lambda: _without_furniture(
             draw_phase_diagram(entry["regions"], lines=entry.get("phase_lines") or []))))
     fits = entry.get("fits") or []
-    predictions = {line.get("name"): line.get("prediction") or {} for line in _lines_of(entry)}
+    predictions = {line.get("name"): line.get("prediction") or {} for line in lines_of(entry)}
     capacity = entry.get("kind") in ("capacity", "max_capacity")
-    for line in _lines_of(entry):
+    for line in lines_of(entry):
         lname = line.get("name")
         if line.get("heatmap"):
-            x_key, y_key = _heatmap_axes(entry, line["heatmap"])
+            x_key, y_key = heatmap_axes(entry, line["heatmap"])
             line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
-            made.append((f"heatmap-{_slug(lname)}", lambda line=line, lf=line_fits, x_key=x_key, y_key=y_key:
+            made.append((f"heatmap-{slug(lname)}", lambda line=line, lf=line_fits, x_key=x_key, y_key=y_key:
                          _without_furniture(figures.accuracy_heatmap(
                              line["heatmap"], line.get("boundary_points") or [], lf, x_key=x_key, y_key=y_key,
                              size=(7.0, 5.6), search=entry.get("kind")))))
     for fit in fits:
         fit = dict(fit, log_power=fit.get("log_power", predictions.get(fit.get("line"), {}).get("log_power")))
         thr = fit.get("threshold")
-        stem = f"fit-{_slug(fit.get('line'))}" + (f"-threshold-{_slug(f'{thr:g}')}" if thr is not None else "")
+        stem = f"fit-{slug(fit.get('line'))}" + (f"-threshold-{slug(f'{thr:g}')}" if thr is not None else "")
         made.append((stem, lambda fit=fit: _without_furniture(figures.fit_plot(fit, title="", size=FIG_SINGLE))))
     if capacity and fits:
         labels = [str(f.get("line") or f.get("experiment")) for f in fits]

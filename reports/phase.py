@@ -16,20 +16,22 @@ from typing import Any, Sequence
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.mathtext import MathTextParser
 from matplotlib.patches import Polygon
 
-from recallkit.reports.style import CYCLE, FIG_SINGLE, new_figure, style_context
+from recallkit.reports.style import CYCLE, FIG_SINGLE, PAGE_LANDSCAPE, new_figure, style_context, wrap_title
 from recallkit.theory.errors import InputError
+from recallkit.theory.expr import parse_expression
+from recallkit.theory.scaling import power_text
+from recallkit.theory.symbols import EXPONENTS
 
-__all__ = ["draw_phase_diagram", "count_label"]
+__all__ = ["draw_phase_diagram", "count_label", "phase_page"]
 
 _REGION_COLOURS = CYCLE[:6]
 
 
 def _mathtext_ok(text: str) -> bool:
     """Whether matplotlib's mathtext can typeset ``text`` (sympy.latex can emit unsupported macros)."""
-    from matplotlib.mathtext import MathTextParser
-
     try:
         MathTextParser("path").parse(text)
         return True
@@ -49,8 +51,6 @@ def power_label(base: str, exponent: str, exponent_latex: str, log_power: str, l
     text = rf"${prefix}{base}^{{{exponent_latex}}}{log_part}$"
     if _mathtext_ok(text):
         return text
-    from recallkit.theory.scaling import power_text
-
     return f"{plain_prefix}{power_text(base, exponent, log_power)}"
 
 
@@ -77,9 +77,6 @@ def _polygon_area(points: Sequence[Sequence[float]]) -> float:
 
 
 def _evaluate(expression: str, axis: str, values: Sequence[float]) -> list[float]:
-    from recallkit.theory.expr import parse_expression
-    from recallkit.theory.symbols import EXPONENTS
-
     expr = parse_expression(expression, EXPONENTS, "phase diagram")
     symbol = EXPONENTS[axis]
     return [float(expr.subs(symbol, value)) for value in values]
@@ -206,3 +203,12 @@ def _draw_line(ax: Axes, line: dict[str, Any], index: int, two_axes: bool) -> No
     else:
         for position, point in enumerate(points):
             ax.axvline(point[0], color="black", linestyle=":", linewidth=1.4, label=label if position == 0 else None)
+
+
+def phase_page(regions: dict, phase_lines: list, head: str) -> Figure:
+    """The report's page of an experiment's phase diagram (``regions``) with its ``phase_lines``."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE)
+        draw_phase_diagram(regions, lines=phase_lines, ax=fig.add_subplot())
+        fig.suptitle(wrap_title(f"{head}: phase diagram with the experiment's lines", 10.5, 14))
+    return fig

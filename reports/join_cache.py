@@ -1,0 +1,61 @@
+"""Reusing the previous build's joined PDF: the key of a joined PDF is a hash of everything it is made of
+(each page's cache key, stem, label and section in order, the title and the date), recorded in
+``figures/pages.json`` with the hash of the PDF's bytes. When a build's key equals the recorded one and
+the PDF on disk still has the recorded hash, the PDF is copied instead of joined again. (Each page is
+reused the same way, by its own key, in ``reports.render``.)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+from recallkit.reports import render
+
+__all__ = ["join_key", "reuse_previous_join", "record_join", "file_sha256"]
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of the file's bytes, in hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _previous_join(manifest: Path) -> dict:
+    """``{"key", "sha256"}`` of the PDF the previous build joined (see :func:`join_key`), or {}."""
+    try:
+        joined = json.loads(manifest.read_text()).get("joined")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return joined if isinstance(joined, dict) else {}
+
+
+def reuse_previous_join(key: str | None, previous_pdf: Path, previous_manifest: Path, target: Path) -> bool:
+    """Copy ``previous_pdf`` to ``target`` when it was joined under ``key`` (as ``previous_manifest`` records)
+    and is unchanged since; return whether it was."""
+    joined = _previous_join(previous_manifest)
+    if (key is not None and joined.get("key") == key and previous_pdf.is_file()
+            and file_sha256(previous_pdf) == joined.get("sha256")):
+        shutil.copyfile(previous_pdf, target)  # every page and its place unchanged
+        return True
+    return False
+
+
+def record_join(manifest: Path, key: str, pdf: Path) -> None:
+    """Record in ``manifest`` that ``pdf`` was joined under ``key``, with the hash of its bytes (so a PDF
+    replaced or cut short since is never taken for it)."""
+    doc = json.loads(manifest.read_text())
+    doc["joined"] = {"key": key, "sha256": file_sha256(pdf)}
+    manifest.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+def join_key(pages: Sequence[render.Page], manifest: dict, title: str, date) -> str | None:
+    """A hash of everything the joined PDF is made of: each page's cache key (from the drawer's ``manifest``),
+    stem, label and section in order, the title and the date. Equal keys, equal PDF bytes, so an unchanged
+    report copies the PDF in place instead of joining it again. None when a page is not cacheable."""
+    keys = [(manifest.get(p.stem) or {}).get("key") for p in pages]
+    if any(k is None for k in keys):
+        return None
+    text = json.dumps([title, str(date), [[p.stem, p.label, p.section, k] for p, k in zip(pages, keys)]])
+    return hashlib.sha256(text.encode()).hexdigest()

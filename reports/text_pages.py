@@ -1,0 +1,180 @@
+"""The report's pages of text and tables that frame the data figures: the title page (provenance and the
+per-experiment verdict overview), the first page of each experiment's section (what it is, then its
+fitted-against-predicted table), a plain text page, the page that stands in for one that could not be
+drawn, and the table of required parameter counts against the lower bounds. Each returns a matplotlib
+Figure in the house style; where the pages go and what they are drawn from is ``reports.layout``'s job.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from matplotlib.figure import Figure
+
+from recallkit.reports import tables
+from recallkit.reports.style import (
+    PAGE_LANDSCAPE,
+    PALETTE,
+    VERDICT_COLOURS,
+    fill,
+    new_figure,
+    source_date,
+    style_context,
+    wrap_title,
+)
+from recallkit.reports.summary_rows import overview_rows, summary_date
+from recallkit.theory.scaling import power_text
+
+__all__ = ["title_page", "write_text", "text_page", "section_page", "error_page", "lower_bound_gap_rows",
+           "lower_bound_gap_page"]
+
+
+def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
+    """Title, provenance, the per-experiment verdict overview and any failed experiments."""
+    prov = summary.get("provenance") or {}
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.text(0.04, 0.96, summary.get("title") or "recallkit report", fontsize=20, fontweight="bold", va="top")
+        if summary.get("subtitle"):
+            fig.text(0.04, 0.915, summary["subtitle"], fontsize=11, va="top", color="0.3")
+        hashes = prov.get("config_hashes") or {}
+        n_hashes = sum(len(v) for v in hashes.values()) if isinstance(hashes, dict) else len(hashes)
+        when = source_date() or summary_date(summary)
+        fields = [
+            ("code version", prov.get("code_version", "unknown")),
+            ("date", when.strftime("%Y-%m-%d %H:%M UTC") if when else prov.get("date", "unknown")),
+            ("device", f"{prov.get('device', 'unknown')}, {prov.get('threads', '?')} thread(s)"),
+            ("torch", prov.get("torch_version", "n/a")),
+            ("preset", prov.get("preset", "n/a")),
+            ("config hashes", f"{n_hashes} over {len(hashes)} experiments: first of each in the table below, "
+                              "all in summary.json (provenance.config_hashes)" if n_hashes else "none recorded"),
+        ]
+        # The run's wall time and how much came from the store stay in summary.json (run_wall_time_s,
+        # notes): the PDF shows only what the stored results determine, so a re-run is byte-identical.
+        y = 0.87
+        for key, value in fields:
+            fig.text(0.04, y, key, fontsize=9.5, color="0.35", va="top")
+            fig.text(0.17, y, str(value), fontsize=9.5, va="top", family="DejaVu Sans Mono")
+            y -= 0.028
+        counts = {v: sum(r.get("verdict") == v for r in rows) for v in VERDICT_COLOURS}
+        fig.text(0.04, y - 0.01, f"{len(rows)} checks: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+                 + " (each with its numbers on the next pages)",
+                 fontsize=11, va="top", fontweight="bold")
+        y -= 0.05
+        overview = overview_rows(summary, rows)
+        failures = [str(f) for f in summary.get("failures") or []]
+        fail_text = ""
+        if failures:
+            fail_text = "\n".join(fill(f"- {f}", 150, subsequent_indent="  ") for f in failures[:8])
+            if len(failures) > 8:
+                fail_text += f"\n... and {len(failures) - 8} more (summary.json: failures)"
+        fail_h = 0.0 if not fail_text else 0.05 + 0.022 * (fail_text.count("\n") + 1)
+        header = ["#", "experiment", "kind", "what is compared", "checks", "consistent", "inconsistent",
+                  "inconclusive", "config hash"]
+        cells, colours = [], []
+        for o in overview[:max_rows]:
+            cells.append([str(o["index"]), o["experiment"], o["kind"], o["compared"], str(o["checks"]),
+                          str(o["consistent"]), str(o["inconsistent"]), str(o["inconclusive"]), o["config_hashes"]])
+            colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
+                                         for v in ("consistent", "inconsistent", "inconclusive")] + [None])
+        ax = fig.add_axes((0.03, 0.04 + fail_h, 0.94, y - 0.04 - fail_h))
+        tables.draw_table(ax, header, cells, [0.03, 0.17, 0.09, 0.27, 0.05, 0.08, 0.08, 0.08, 0.15], fontsize=8,
+                          cell_colours=colours, wrap=[0, 27, 0, 43, 0, 0, 0, 0, 0])
+        if len(overview) > max_rows:
+            ax.text(0.0, 0.0, f"... {len(overview) - max_rows} more experiments in the sections that follow",
+                    transform=ax.transAxes, fontsize=9)
+        if fail_text:
+            fig.text(0.04, 0.03 + fail_h, f"{len(failures)} experiment(s) failed and are not in this report:",
+                     fontsize=10, fontweight="bold", va="top", color=PALETTE["vermillion"])
+            fig.text(0.04, 0.03 + fail_h - 0.03, fail_text, fontsize=8.5, va="top")
+    return fig
+
+
+_PARA_FONT = 10.5
+_PARA_LINE = _PARA_FONT * 1.25 / 72 / PAGE_LANDSCAPE[1]  # one text line, in figure height
+
+
+def write_text(fig: Figure, title: str, paragraphs: Sequence[str], bottom: float = 0.08) -> float:
+    """Title and paragraphs from the top of ``fig``; returns the y below the last one. Paragraphs that
+    would pass ``bottom`` are replaced by one line saying how many were left out (nothing runs off)."""
+    wrapped_title = wrap_title(title, PAGE_LANDSCAPE[0] * 0.92, 16, bold=True)
+    fig.text(0.04, 0.96, wrapped_title, fontsize=16, fontweight="bold", va="top")
+    y = 0.96 - (wrapped_title.count("\n") + 1) * 16 * 1.3 / 72 / PAGE_LANDSCAPE[1] - 0.03
+    for k, para in enumerate(paragraphs):
+        wrapped = fill(str(para), 120)
+        height = _PARA_LINE * (wrapped.count("\n") + 1)
+        if y - height < bottom:
+            fig.text(0.04, y, f"... {len(paragraphs) - k} more paragraph(s) (notes) in summary.json",
+                     fontsize=_PARA_FONT, va="top", style="italic")
+            return y - _PARA_LINE - 0.015
+        fig.text(0.04, y, wrapped, fontsize=_PARA_FONT, va="top")
+        y -= height + 0.015
+    return y
+
+
+def text_page(title: str, paragraphs: Sequence[str]) -> Figure:
+    """A page of a title and paragraphs only."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        write_text(fig, title, paragraphs)
+    return fig
+
+
+def section_page(title: str, paragraphs: Sequence[str], rows: list[dict], max_rows: int = 16) -> Figure:
+    """A section's first page: what the experiment is, then its fitted-against-predicted table."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        # keep room for at least a few table rows under the text
+        top = write_text(fig, title, paragraphs, bottom=0.30 if rows else 0.06) - 0.01
+        if rows:
+            height = max(top - 0.06, 0.2)
+            ax = fig.add_axes((0.03, 0.06, 0.94, height))
+            # as many rows as the space holds (a row is as tall as its most wrapped cell)
+            budget = tables.slope_table_budget(height * fig.get_figheight())
+            shown = tables.chunk_rows(rows, budget=budget)[0][:max_rows]
+            tables.draw_slope_table(ax, shown)
+            if len(rows) > len(shown):
+                fig.text(0.03, 0.035, f"{len(rows) - len(shown)} more rows in the summary of verdicts and in "
+                         "summary.json", fontsize=9, va="top")
+    return fig
+
+
+def error_page(stem: str, message: str) -> Figure:
+    """Drawn in place of page ``stem`` when its builder failed on the summary, so one bad field does not cost the
+    whole report."""
+    return text_page(f"page {stem} could not be drawn", [message, "The numbers are in summary.json; this is a bug in "
+                     "the report or a field missing from the summary, please report it."])
+
+
+def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
+    """One row per (region, lower bound): the required parameter-count exponent (upper bound), the
+    lower bound's exponent and the gap between them, each as base^(exponent) log(base)^(power)."""
+    base = diagram.get("base", "V")
+
+    def power(exponent: str, log_power: str) -> str:
+        return power_text(base, exponent, log_power)
+
+    rows = []
+    for region in diagram.get("regions", []):
+        required = power(region["required_param_exponent"], region["log_power"])
+        for gap in region.get("lower_bound_gaps", []):
+            rows.append([region["dominant"], required, gap["name"], power(gap["exponent"], gap["log_power"]),
+                         power(gap["gap_exponent"], gap["gap_log_power"])])
+    return rows
+
+
+def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
+    """The gap between what the theory requires (the upper bound) and each lower bound, region by region."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        fig.suptitle(wrap_title(title, 10.5, 14), x=0.04, ha="left")
+        fig.text(0.04, 0.90, fill(
+            f"Exponents in the free exponents of the scaling {diagram.get('scaling', '')}. required: the "
+            f"parameter count {diagram.get('param_count', '')} that signal >= noise needs where that noise "
+            "term dominates (upper bound); gap = required / lower bound. A zero gap means the bound is tight "
+            "in that region; each bound's provenance and assumptions are on the theory-terms page and in the "
+            "derivation.", 160), fontsize=9, va="top", color="0.25")
+        ax = fig.add_axes([0.04, 0.05, 0.92, 0.78])
+        tables.draw_table(ax, ["region (dominant noise)", "required count", "lower bound", "bound",
+                               "gap (required / bound)"], lower_bound_gap_rows(diagram),
+                          [0.18, 0.22, 0.2, 0.2, 0.2], fontsize=8.5, wrap=[24, 30, 26, 30, 30])
+    return fig
