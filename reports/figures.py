@@ -14,7 +14,10 @@ from typing import Iterable, Sequence
 import numpy as np
 from matplotlib import patheffects
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.transforms import offset_copy
 
 from recallkit.reports.style import (
     VERDICT_COLOURS,
@@ -363,8 +366,6 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False) -> N
         lines.append(f"bootstrap CI {_fmt_ci(boot)}")
     if fit.get("r2") is not None:
         lines.append(f"R² = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
-    from recallkit.reports.style import VERDICT_COLOURS
-
     ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=fontsize,
             bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5"))
 
@@ -374,8 +375,6 @@ def _major_labels_only(ax) -> None:
 
     matplotlib's default minor labels on a short log axis (3x10^1, 4x10^1, ...) run into each other.
     """
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
     for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
         if axis.get_scale() != "log" or lo <= 0:
             continue
@@ -410,6 +409,104 @@ def _size_from_params(points: list[dict], size_key: str = "d") -> tuple[float, f
     return float(u), float(w)
 
 
+def _mean_by_cell(cells: list[dict], x_key: str, y_key: str, metric: str) -> dict[tuple[float, float], float]:
+    """The mean ``metric`` of each (x, y) cell over its entries (seeds); rows with an ``error`` or no metric
+    (failed runs) are left out."""
+    acc_sum: dict = defaultdict(float)
+    acc_n: dict = defaultdict(int)
+    for i, c in enumerate(cells):
+        if c.get("error") is not None or (metric in c and c[metric] is None):
+            continue
+        key = (float(_require(c, x_key, f"heatmap.cells[{i}]")), float(_require(c, y_key, f"heatmap.cells[{i}]")))
+        acc_sum[key] += float(_require(c, metric, f"heatmap.cells[{i}]"))
+        acc_n[key] += 1
+    if not acc_sum:
+        raise InputError(f"heatmap.cells: no cell has a value for '{metric}' (all runs failed?)")
+    return {key: total / acc_n[key] for key, total in acc_sum.items()}
+
+
+def _draw_accuracy_strips(fig: Figure, ax, mean: dict, capacity: bool, metric: str):
+    """The heatmap tiles and their colour bar; returns (fixed values, their cell edges, lo, hi), where
+    lo..hi spans the searched axis."""
+    vmax = max(max(mean.values()), 1e-9)
+    fixed = np.array(sorted({k[1 if capacity else 0] for k in mean}))
+    fixed_edges = _log_edges(fixed)
+    lo, hi = math.inf, 0.0
+    # one strip per fixed value with its own cell edges: a bisection probes different sizes at each
+    # value, and a shared grid would cut every strip into slivers with gaps between the probed sizes
+    for j, value in enumerate(fixed):
+        if capacity:
+            probed = np.array(sorted(x for (x, y) in mean if y == value))
+            edges = _log_edges(probed)
+            mesh = ax.pcolormesh(edges, fixed_edges[j:j + 2], np.array([[mean[(x, value)] for x in probed]]),
+                                 cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
+        else:
+            probed = np.array(sorted(y for (x, y) in mean if x == value))
+            edges = _log_edges(probed)
+            mesh = ax.pcolormesh(fixed_edges[j:j + 2], edges, np.array([[mean[(value, y)]] for y in probed]),
+                                 cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
+        lo, hi = min(lo, edges[0]), max(hi, edges[-1])
+    cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
+    cbar.set_label("accuracy on fresh samples" if metric == "accuracy" else metric)
+    return fixed, fixed_edges, lo, hi
+
+
+def _draw_boundary(ax, pts: Sequence[dict], colour, marker, thr_text: str, capacity: bool, x_key: str,
+                   y_key: str) -> None:
+    """One threshold's searched boundary: the median found value of the seeds at each fixed value, and each
+    censored point as an open marker with an arrow pointing beyond the searched range."""
+    searched, other = (x_key, y_key) if capacity else (y_key, x_key)
+    word = "largest" if capacity else "smallest"
+    found: dict = defaultdict(list)
+    for p in pts:
+        if not p.get("censored"):
+            found[float(p[other])].append(float(p[searched]))
+    if found:
+        keys = np.array(sorted(found))
+        med = np.array([np.median(found[k]) for k in keys])
+        xs_, ys_ = (med, keys) if capacity else (keys, med)
+        ax.plot(xs_, ys_, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
+                label=f"{word} {searched} with accuracy >= {thr_text} at each {other} (median of seeds)")
+    cens = [p for p in pts if p.get("censored") and p.get(x_key) is not None and p.get(y_key) is not None]
+    for p in cens:
+        X, Y = float(p[x_key]), float(p[y_key])
+        ax.plot([X], [Y], ls="none", marker=marker, ms=7, mfc="none", mec=colour, mew=1.5, zorder=4)
+        ax.annotate("", xy=(X * 1.3, Y) if capacity else (X, Y * 1.3), xytext=(X, Y),
+                    arrowprops=dict(arrowstyle="->", color=colour, lw=1.3), zorder=4)
+
+
+def _frame_heatmap(fig: Figure, ax, boundary_points: Sequence[dict], fits: Sequence[dict], capacity: bool,
+                   limits: tuple, x_key: str, y_key: str, title: str | None, legend: bool, drawn_fit: bool) -> None:
+    """Legends, log axes, limits (``limits`` = fixed_edges, lo, hi of the strips), labels and title."""
+    fixed_edges, lo, hi = limits
+    searched = x_key if capacity else y_key
+    if any(p.get("censored") for p in boundary_points):
+        ax.plot([], [], ls="none", marker="o", mfc="none", mec="0.3",
+                label=f"censored: no {searched} in the searched range reached the accuracy (arrow: beyond)")
+    ax.add_artist(ax.legend(handles=[Patch(facecolor=UNPROBED_GREY, edgecolor="0.5",
+                                           label="grey: not trained (the search never probed there)")],
+                            loc="lower right", fontsize=7.5, framealpha=0.9))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if capacity:
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(fixed_edges[0], fixed_edges[-1])
+    else:
+        ax.set_xlim(fixed_edges[0], fixed_edges[-1])
+        ax.set_ylim(lo, hi)
+    _major_labels_only(ax)
+    names = {"V": "vocabulary size V", "d": "embedding dimension d", "N": "number of facts N"}
+    ax.set_xlabel(names.get(x_key, x_key))
+    ax.set_ylabel(names.get(y_key, y_key))
+    ax.set_title(wrap_title(title or "accuracy over (V, d)", fig.get_figwidth() * 0.75, 12))
+    if legend:
+        # outside the axes: over the heatmap a legend would hide the cells that matter
+        fig.legend(loc="outside lower center", ncol=2, fontsize=8,
+                   title=(f"slope = fitted slope of log(parameter count) against log {x_key}, 95% CI "
+                          + ("(seed curves)" if any(f.get("method") == "curve" for f in fits) else "(HC3)")
+                          if drawn_fit else None), title_fontsize=8)
+
+
 def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fits: Sequence[dict] = (),
                      title: str | None = None, size=FIG_SINGLE, x_key: str = "V", y_key: str = "d",
                      metric: str = "accuracy", search: str | None = None) -> Figure:
@@ -428,74 +525,24 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
     """
     if not cells:
         raise InputError("heatmap.cells: expected a non-empty list of {V, d, accuracy}")
-    acc_sum: dict = defaultdict(float)
-    acc_n: dict = defaultdict(int)
-    for i, c in enumerate(cells):
-        if c.get("error") is not None or (metric in c and c[metric] is None):
-            continue
-        key = (float(_require(c, x_key, f"heatmap.cells[{i}]")), float(_require(c, y_key, f"heatmap.cells[{i}]")))
-        acc_sum[key] += float(_require(c, metric, f"heatmap.cells[{i}]"))
-        acc_n[key] += 1
-    if not acc_sum:
-        raise InputError(f"heatmap.cells: no cell has a value for '{metric}' (all runs failed?)")
-    Vs = np.array(sorted({k[0] for k in acc_sum}))
-    mean = {key: total / acc_n[key] for key, total in acc_sum.items()}
-
+    mean = _mean_by_cell(cells, x_key, y_key, metric)
     thresholds = sorted({float(p["threshold"]) for p in boundary_points if p.get("threshold") is not None}
                         | {float(f["threshold"]) for f in fits if f.get("threshold") is not None})
     u, w = _size_from_params(list(boundary_points), y_key)
     # a min-size search probes sizes (y) at each base value (x); a capacity search probes the number of
     # facts (x) at each size (y): tiles and points follow the searched direction
     capacity = search in ("max_capacity", "capacity")
-    names = {"V": "vocabulary size V", "d": "embedding dimension d", "N": "number of facts N"}
     with style_context():
         fig = new_figure(size)
         ax = fig.add_subplot()
         ax.set_facecolor(UNPROBED_GREY)  # cells never trained show as plain grey, not as accuracy 0
-        vmax = max(max(mean.values()), 1e-9)
-        fixed = np.array(sorted({k[1 if capacity else 0] for k in acc_sum}))
-        fixed_edges = _log_edges(fixed)
-        lo, hi = math.inf, 0.0
-        # one strip per fixed value with its own cell edges: a bisection probes different sizes at each
-        # value, and a shared grid would cut every strip into slivers with gaps between the probed sizes
-        for j, value in enumerate(fixed):
-            if capacity:
-                probed = np.array(sorted(x for (x, y) in mean if y == value))
-                edges = _log_edges(probed)
-                mesh = ax.pcolormesh(edges, fixed_edges[j:j + 2], np.array([[mean[(x, value)] for x in probed]]),
-                                     cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
-            else:
-                probed = np.array(sorted(y for (x, y) in mean if x == value))
-                edges = _log_edges(probed)
-                mesh = ax.pcolormesh(fixed_edges[j:j + 2], edges, np.array([[mean[(value, y)]] for y in probed]),
-                                     cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
-            lo, hi = min(lo, edges[0]), max(hi, edges[-1])
-        cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
-        cbar.set_label("accuracy on fresh samples" if metric == "accuracy" else metric)
-        searched, other = (x_key, y_key) if capacity else (y_key, x_key)
-        word = "largest" if capacity else "smallest"
+        fixed, fixed_edges, lo, hi = _draw_accuracy_strips(fig, ax, mean, capacity, metric)
         drawn_fit = False
         for i, thr in enumerate(thresholds):
             colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]
-            marker = MARKERS[i % len(MARKERS)]
             pts = [p for p in boundary_points if p.get("threshold") is not None and float(p["threshold"]) == thr]
             thr_text = f"{thr:g} x ceiling" if any(p.get("threshold_relative") for p in pts) else f"{thr:g}"
-            ok = [p for p in pts if not p.get("censored")]
-            found: dict = defaultdict(list)
-            for p in ok:
-                found[float(p[other])].append(float(p[searched]))
-            if found:
-                keys = np.array(sorted(found))
-                med = np.array([np.median(found[k]) for k in keys])
-                xs_, ys_ = (med, keys) if capacity else (keys, med)
-                ax.plot(xs_, ys_, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
-                        label=f"{word} {searched} with accuracy >= {thr_text} at each {other} (median of seeds)")
-            cens = [p for p in pts if p.get("censored") and p.get(x_key) is not None and p.get(y_key) is not None]
-            for p in cens:
-                X, Y = float(p[x_key]), float(p[y_key])
-                ax.plot([X], [Y], ls="none", marker=marker, ms=7, mfc="none", mec=colour, mew=1.5, zorder=4)
-                ax.annotate("", xy=(X * 1.3, Y) if capacity else (X, Y * 1.3), xytext=(X, Y),
-                            arrowprops=dict(arrowstyle="->", color=colour, lw=1.3), zorder=4)
+            _draw_boundary(ax, pts, colour, MARKERS[i % len(MARKERS)], thr_text, capacity, x_key, y_key)
             fit = next((f for f in fits if f.get("threshold") is not None and float(f["threshold"]) == thr), None)
             if fit is not None and not capacity and fit.get("slope") is not None and fit.get("intercept") is not None:
                 lv = np.linspace(np.log(fixed[0]), np.log(fixed[-1]), 50)
@@ -503,37 +550,14 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                 ax.plot(np.exp(lv), np.exp(log_d), color=colour, lw=1.8, path_effects=_OUTLINE, zorder=3,
                         label=f"fit, accuracy {thr_text}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
                 drawn_fit = True
-        if any(p.get("censored") for p in boundary_points):
-            ax.plot([], [], ls="none", marker="o", mfc="none", mec="0.3",
-                    label=f"censored: no {searched} in the searched range reached the accuracy (arrow: beyond)")
-        from matplotlib.patches import Patch
-
-        ax.add_artist(ax.legend(handles=[Patch(facecolor=UNPROBED_GREY, edgecolor="0.5",
-                                               label="grey: not trained (the search never probed there)")],
-                                loc="lower right", fontsize=7.5, framealpha=0.9))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        if capacity:
-            ax.set_xlim(lo, hi)
-            ax.set_ylim(fixed_edges[0], fixed_edges[-1])
-        else:
-            ax.set_xlim(fixed_edges[0], fixed_edges[-1])
-            ax.set_ylim(lo, hi)
-        _major_labels_only(ax)
-        ax.set_xlabel(names.get(x_key, x_key))
-        ax.set_ylabel(names.get(y_key, y_key))
-        ax.set_title(wrap_title(title or "accuracy over (V, d)", fig.get_figwidth() * 0.75, 12))
-        if thresholds:
-            # outside the axes: over the heatmap a legend would hide the cells that matter
-            fig.legend(loc="outside lower center", ncol=2, fontsize=8,
-                       title=(f"slope = fitted slope of log(parameter count) against log {x_key}, 95% CI "
-                              + ("(seed curves)" if any(f.get("method") == "curve" for f in fits) else "(HC3)")
-                              if drawn_fit else None), title_fontsize=8)
+        _frame_heatmap(fig, ax, boundary_points, fits, capacity, (fixed_edges, lo, hi), x_key, y_key, title,
+                       bool(thresholds), drawn_fit)
     return fig
 
 
 def _invert_n_log_n(log_value: np.ndarray) -> np.ndarray:
     """N from log(N ln N) (principal branch of Lambert W: N ln N = y  <=>  N = y / W(y))."""
+    # scipy.special takes about 0.15 s to import and only the capacity page needs it: not at module import
     from scipy.special import lambertw
 
     y = np.exp(np.asarray(log_value, dtype=float))
@@ -610,6 +634,95 @@ def _limit_y_to_data(ax, y_values: Sequence[float]) -> None:
     ax.set_ylim(max(cur_lo, math.exp(lo - pad)), min(cur_hi, math.exp(hi + pad)))
 
 
+def _draw_dmin_log_fit(ax, lf: dict, Ngrid: np.ndarray, fitted_N: np.ndarray, colour, band: bool) -> None:
+    """The log form a + b log2 N of one group, with the b interval as a band when ``band``."""
+    log_curve = lf["a"] + lf["b"] * np.log2(Ngrid)
+    log_curve[log_curve <= 0] = np.nan  # a log axis cannot show d <= 0
+    ax.plot(Ngrid, log_curve, color=colour, lw=1.6,
+            label=f"   a + b log2 N: b = {lf['b']:.2f} {_fmt_ci(lf.get('b_ci'))}")
+    ci = lf.get("b_ci")
+    if ci and ci[0] is not None and band:
+        # the b interval pivoted at the data's centre (no a-b covariance in the dict)
+        x0 = float(np.mean(np.log2(fitted_N)))
+        y0 = lf["a"] + lf["b"] * x0
+        lo, hi = (y0 + c * (np.log2(Ngrid) - x0) for c in ci)
+        lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+        ax.fill_between(Ngrid, np.where(lo > 0, lo, np.nan), np.where(hi > 0, hi, np.nan),
+                        color=colour, alpha=0.12, lw=0)
+
+
+def _draw_dmin_power_fit(ax, pf: dict, Ngrid: np.ndarray, fitted_N: np.ndarray, colour, band: bool) -> None:
+    """The power form c N^p of one group (dashed), with the p interval as a band when ``band``."""
+    ax.plot(Ngrid, pf["c"] * Ngrid ** pf["p"], color=colour, lw=1.6, ls="--",
+            label=f"   c N$^p$: p = {pf['p']:.2f} {_fmt_ci(pf.get('p_ci'))}")
+    ci = pf.get("p_ci")
+    if ci and ci[0] is not None and pf["c"] > 0 and band:
+        x0 = float(np.mean(np.log(fitted_N)))
+        y0 = math.log(pf["c"]) + pf["p"] * x0
+        lo, hi = (np.exp(y0 + c * (np.log(Ngrid) - x0)) for c in ci)
+        ax.fill_between(Ngrid, np.minimum(lo, hi), np.maximum(lo, hi), color=colour, alpha=0.12,
+                        lw=0)
+
+
+def _draw_dmin_group(ax, sel: list[dict], g: dict, R, colour, selection: dict, Ngrid: np.ndarray,
+                     Ns: list[float]) -> bool:
+    """One group (R) of a d_min panel: its points (censored ones open), both fitted forms and the band of
+    the preferred one. Returns whether any point is censored."""
+    size_key = selection.get("size_key", "d")
+    ok = [p for p in sel if not p.get("censored") and p.get(size_key) is not None]
+    pref = g.get("preferred")
+    head = f"R = {R}" + ("" if not pref else ": no form preferred" if pref == "inconclusive"
+                         else f": prefers {pref}")
+    if g.get("delta_aic") is not None:
+        head += f", AIC(power) - AIC(log) = {g['delta_aic']:.1f}"
+    ax.scatter([p["N"] for p in ok], [p[size_key] for p in ok], s=20, alpha=0.6, color=colour,
+               edgecolors="none", label=head)
+    cens = [p for p in sel if p.get("censored") and p.get(size_key) is not None]
+    if cens:
+        ax.scatter([p["N"] for p in cens], [p[size_key] for p in cens], s=36, facecolors="white",
+                   edgecolors=colour, linewidths=1.4)
+    fitted_N = np.array([float(p["N"]) for p in ok]) if ok else np.array(Ns)
+    # one band per group, on the form the data prefer (else the predicted one): two
+    # overlapping bands, one of them for a form far off the data, hide the points
+    band_form = pref if pref in ("log", "power") else selection.get("predicted") or g.get("predicted")
+    if "log" in g:
+        _draw_dmin_log_fit(ax, g["log"], Ngrid, fitted_N, colour, band_form == "log")
+    if "power" in g:
+        _draw_dmin_power_fit(ax, g["power"], Ngrid, fitted_N, colour, band_form == "power")
+    return bool(cens)
+
+
+def _draw_dmin_panel(fig: Figure, ax, entry: dict, kind: str, Rs: list, colour_of: dict) -> tuple[bool, list[float]]:
+    """One panel (learned or frozen embeddings): every group, log-2 axes, the verdict in the title and the
+    legend below the panel. Returns (whether any point is censored, the panel's d values)."""
+    pts = entry["points"]
+    selection = entry.get("selection") or {}
+    size_key = selection.get("size_key", "d")
+    group_key = selection.get("group_key", "R")
+    groups = {g.get(group_key): g for g in selection.get("groups", [])}
+    Ns = [float(p["N"]) for p in pts]
+    Ngrid = np.geomspace(min(Ns), max(Ns), 60)
+    any_censored = False
+    for R in Rs:
+        sel = [p for p in pts if p.get("R") == R]
+        if sel:
+            any_censored |= _draw_dmin_group(ax, sel, groups.get(R, {}), R, colour_of[R], selection, Ngrid, Ns)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers: 2^k in mathtext cost a parse per label
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("subjects N")
+    verdict = selection.get("verdict")
+    ax.set_title((entry.get("label") or f"{kind} subject embeddings")
+                 + (f"\npredicted {selection['predicted']}: {verdict}" if verdict and selection.get("predicted")
+                    else ""),
+                 backgroundcolor=VERDICT_COLOURS.get(verdict, "none") if verdict else None)
+    # below the panel: inside, it would hide the large-N points that decide log against power
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+              bbox_transform=offset_copy(ax.transAxes, fig=fig, y=-42, units="points"))
+    return any_censored, [float(p[size_key]) for p in pts if p.get(size_key)]
+
+
 def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
     """d_min against N, learned vs frozen embeddings (one panel each), log and power-law fits per R.
 
@@ -632,80 +745,10 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
         any_censored = False
         y_lo, y_hi = math.inf, 0.0
         for ax, kind in zip(axes, kinds):
-            pts = dmin[kind]["points"]
-            selection = dmin[kind].get("selection") or {}
-            size_key = selection.get("size_key", "d")
-            group_key = selection.get("group_key", "R")
-            groups = {g.get(group_key): g for g in selection.get("groups", [])}
-            Ns = [float(p["N"]) for p in pts]
-            Ngrid = np.geomspace(min(Ns), max(Ns), 60)
-            for R in Rs:
-                sel = [p for p in pts if p.get("R") == R]
-                if not sel:
-                    continue
-                colour = colour_of[R]
-                ok = [p for p in sel if not p.get("censored") and p.get(size_key) is not None]
-                g = groups.get(R, {})
-                pref = g.get("preferred")
-                head = f"R = {R}" + ("" if not pref else ": no form preferred" if pref == "inconclusive"
-                                     else f": prefers {pref}")
-                if g.get("delta_aic") is not None:
-                    head += f", AIC(power) - AIC(log) = {g['delta_aic']:.1f}"
-                ax.scatter([p["N"] for p in ok], [p[size_key] for p in ok], s=20, alpha=0.6, color=colour,
-                           edgecolors="none", label=head)
-                cens = [p for p in sel if p.get("censored") and p.get(size_key) is not None]
-                if cens:
-                    any_censored = True
-                    ax.scatter([p["N"] for p in cens], [p[size_key] for p in cens], s=36, facecolors="white",
-                               edgecolors=colour, linewidths=1.4)
-                fitted_N = np.array([float(p["N"]) for p in ok]) if ok else np.array(Ns)
-                # one band per group, on the form the data prefer (else the predicted one): two
-                # overlapping bands, one of them for a form far off the data, hide the points
-                band_form = pref if pref in ("log", "power") else selection.get("predicted") or g.get("predicted")
-                if "log" in g:
-                    lf = g["log"]
-                    log_curve = lf["a"] + lf["b"] * np.log2(Ngrid)
-                    log_curve[log_curve <= 0] = np.nan  # a log axis cannot show d <= 0
-                    ax.plot(Ngrid, log_curve, color=colour, lw=1.6,
-                            label=f"   a + b log2 N: b = {lf['b']:.2f} {_fmt_ci(lf.get('b_ci'))}")
-                    ci = lf.get("b_ci")
-                    if ci and ci[0] is not None and band_form == "log":
-                        # the b interval pivoted at the data's centre (no a-b covariance in the dict)
-                        x0 = float(np.mean(np.log2(fitted_N)))
-                        y0 = lf["a"] + lf["b"] * x0
-                        lo, hi = (y0 + c * (np.log2(Ngrid) - x0) for c in ci)
-                        lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
-                        ax.fill_between(Ngrid, np.where(lo > 0, lo, np.nan), np.where(hi > 0, hi, np.nan),
-                                        color=colour, alpha=0.12, lw=0)
-                if "power" in g:
-                    pf = g["power"]
-                    ax.plot(Ngrid, pf["c"] * Ngrid ** pf["p"], color=colour, lw=1.6, ls="--",
-                            label=f"   c N$^p$: p = {pf['p']:.2f} {_fmt_ci(pf.get('p_ci'))}")
-                    ci = pf.get("p_ci")
-                    if ci and ci[0] is not None and pf["c"] > 0 and band_form == "power":
-                        x0 = float(np.mean(np.log(fitted_N)))
-                        y0 = math.log(pf["c"]) + pf["p"] * x0
-                        lo, hi = (np.exp(y0 + c * (np.log(Ngrid) - x0)) for c in ci)
-                        ax.fill_between(Ngrid, np.minimum(lo, hi), np.maximum(lo, hi), color=colour, alpha=0.12,
-                                        lw=0)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log", base=2)
-            for axis in (ax.xaxis, ax.yaxis):  # plain numbers: 2^k in mathtext cost a parse per label
-                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ys = [float(p[size_key]) for p in pts if p.get(size_key)]
+            censored, ys = _draw_dmin_panel(fig, ax, dmin[kind], kind, Rs, colour_of)
+            any_censored |= censored
             y_lo = min(y_lo, min(ys) / 1.5)
             y_hi = max(y_hi, max(ys) * 1.5)  # a fit far off the data is cut, not the data
-            ax.set_xlabel("subjects N")
-            verdict = selection.get("verdict")
-            ax.set_title((dmin[kind].get("label") or f"{kind} subject embeddings")
-                         + (f"\npredicted {selection['predicted']}: {verdict}" if verdict and selection.get("predicted")
-                            else ""),
-                         backgroundcolor=VERDICT_COLOURS.get(verdict, "none") if verdict else None)
-            # below the panel: inside, it would hide the large-N points that decide log against power
-            from matplotlib.transforms import offset_copy
-
-            ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                      bbox_transform=offset_copy(ax.transAxes, fig=fig, y=-42, units="points"))
         axes[0].set_ylim(y_lo, y_hi)
         axes[0].set_ylabel("d$_{min}$ (100% of the N R facts)")
         notes = ["shaded: interval of b (log form) or p (power form) of the preferred form, pivoted at the data's centre"]
@@ -717,6 +760,88 @@ def dmin_plot(dmin: dict, title: str | None = None, size=(9.0, 6.0)) -> Figure:
     return fig
 
 
+def _threshold_keys(fits: Sequence[dict]) -> list[tuple]:
+    """(threshold, relative) of every fit once: absolute thresholds first, then relative, each ascending."""
+    keys: list[tuple] = []
+    for f in fits:
+        key = (f.get("threshold"), bool(f.get("threshold_relative")))
+        if key not in keys:
+            keys.append(key)
+    keys.sort(key=lambda k: (k[1], float("inf") if k[0] is None else float(k[0])))  # absolute, then relative
+    return keys
+
+
+def _claim_lines(keys: Sequence[tuple], claims: Sequence[dict], chars: int) -> list[str]:
+    """One line per claim, in panel order: the panel's number, the claim, A - B and p, and its verdict."""
+    out = []
+    for i, key in enumerate(keys):
+        for c in claims:
+            if (c.get("threshold"), bool(c.get("threshold_relative"))) != key:
+                continue
+            numbers = "" if c.get("difference") is None else (
+                f": A - B = {float(c['difference']):.2f}" + (f", p = {float(c['p']):.2g}" if c.get("p") is not None else ""))
+            out.append(cut_lines(f"({i + 1}) claim {c.get('id')}, {c.get('claim', c.get('relation'))}"
+                                 f"{numbers}: {c.get('verdict')}", chars, max_lines=1))
+    return out
+
+
+def _draw_line_in_panel(ax, f: dict, colour, marker, predicted: bool, compact: bool) -> tuple[list[float], str]:
+    """One line of a lines-plot panel: its points, censored points, fitted line and (``predicted``) its
+    tested prediction through the data centre. Returns (its y values, its text for the panel's box)."""
+    label = str(f.get("line"))
+    xs, ys, _ = _points_xy(f.get("points") or [], f"fit '{f.get('experiment')}' line {label}")
+    cens = _censored_xy(f)
+    every_y = list(np.exp(ys)) + [math.exp(c[1]) for c in cens]
+    all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
+    if xs.size:
+        ax.scatter(np.exp(xs), np.exp(ys), s=26, color=colour, marker=marker, zorder=3, edgecolors="none", alpha=0.85)
+    _draw_censored(ax, cens, colour, "_nolegend_")
+    slope, intercept = f.get("slope"), f.get("intercept")
+    verdict = f.get("verdict", "n/a") if predicted else "reference"
+    if slope is None or intercept is None or not all_x.size:
+        return every_y, f"no fit, {verdict}"
+    span = max(all_x.max() - all_x.min(), 0.2)
+    g = np.linspace(all_x.min() - 0.04 * span, all_x.max() + 0.04 * span, 50)
+    ax.plot(np.exp(g), np.exp(float(intercept) + float(slope) * g), color=colour, lw=2)
+    text = (f"{float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict[:7]}" if compact
+            else f"slope {float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}")
+    tested, _ = tested_prediction(f)
+    if tested is not None and predicted and xs.size:
+        centre = float(xs.mean())
+        y0 = float(intercept) + float(slope) * centre
+        ax.plot(np.exp(g), np.exp(y0 + tested * (g - centre)), color=colour, ls="--", lw=1.3)
+        text += f", pred. {tested:.2f}" if compact else f" (prediction {tested:.2f})"
+    return every_y, text
+
+
+def _draw_lines_panel(ax, shown: Sequence[dict], i: int, n: int, grid_shape: tuple[int, int], colour: dict,
+                      marker: dict, predicted: set, y_label: str) -> None:
+    """Panel ``i`` of ``n`` (one threshold): every line in ``shown``, log axes, and the box of slopes."""
+    rows, cols = grid_shape
+    thr_text = threshold_label(shown[0]) if shown and shown[0].get("threshold") is not None else ""
+    ax.set_title(f"({i + 1}) threshold {thr_text}" if thr_text else f"({i + 1})", fontsize=11)
+    every_y: list[float] = []
+    box: list[tuple[str, str]] = []
+    for f in shown:
+        label = str(f.get("line"))
+        ys, text = _draw_line_in_panel(ax, f, colour[label], marker[label], label in predicted, n > 3)
+        every_y += ys
+        box.append((colour[label], text))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    if every_y:
+        _limit_y_to_data(ax, every_y)
+    if i >= n - cols:
+        ax.set_xlabel(regressor_label(shown[0].get("x") if shown else None))
+    if i % cols == 0:
+        ax.set_ylabel(y_label)
+    _major_labels_only(ax)
+    for j, (c, text) in enumerate(reversed(box)):  # the lines rise to the upper right: the box sits lower right
+        ax.text(0.98, 0.03 + j * (0.055 if rows == 1 else 0.09), text, transform=ax.transAxes, ha="right",
+                va="bottom", fontsize=7.5 if n <= 3 else 7,
+                color=c, bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85))
+
+
 def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | None = None,
                size=FIG_WIDE, y_label: str = "parameter count") -> Figure:
     """Every line of one experiment on the same axes, one panel per threshold: each line's boundary points and
@@ -726,12 +851,7 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
     claims are about: where the lines sit against one another, not one line against its prediction."""
     if not fits:
         raise InputError("lines plot: expected at least one fit dict")
-    keys: list[tuple] = []
-    for f in fits:
-        key = (f.get("threshold"), bool(f.get("threshold_relative")))
-        if key not in keys:
-            keys.append(key)
-    keys.sort(key=lambda k: (k[1], float("inf") if k[0] is None else float(k[0])))  # absolute, then relative
+    keys = _threshold_keys(fits)
     labels = list(dict.fromkeys(str(f.get("line")) for f in fits))
     colour = {label: CYCLE[i % len(CYCLE)] for i, label in enumerate(labels)}
     marker = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(labels)}
@@ -745,8 +865,6 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
         if title:
             fig.text(0.5, top, wrap_title(title, width_in * 0.95, 14), ha="center", va="top", fontsize=14)
             top -= 0.05
-        from matplotlib.lines import Line2D
-
         handles = [Line2D([], [], color=colour[k], marker=marker[k], lw=2,
                           label=k + ("  (dashed: its tested prediction)" if k in predicted else "  (no prediction tested)"))
                    for k in labels]
@@ -754,16 +872,7 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
         fig.legend(handles=handles, loc="upper center", ncol=min(len(labels), 2), bbox_to_anchor=(0.5, top),
                    fontsize=8.5, frameon=False, handlelength=2.2)
         top -= legend_rows * 1.6 * line_h + 0.045
-        chars = int(width_in * 14)
-        claim_lines_text = []
-        for i, key in enumerate(keys):
-            for c in claims:
-                if (c.get("threshold"), bool(c.get("threshold_relative"))) != key:
-                    continue
-                numbers = "" if c.get("difference") is None else (
-                    f": A - B = {float(c['difference']):.2f}" + (f", p = {float(c['p']):.2g}" if c.get("p") is not None else ""))
-                claim_lines_text.append(cut_lines(f"({i + 1}) claim {c.get('id')}, {c.get('claim', c.get('relation'))}"
-                                                  f"{numbers}: {c.get('verdict')}", chars, max_lines=1))
+        claim_lines_text = _claim_lines(keys, claims, int(width_in * 14))
         claim_text = "\n".join(claim_lines_text)
         claim_lines = len(claim_lines_text)
         bottom = 0.08 + claim_lines * line_h + (0.03 if claim_lines else 0)
@@ -774,49 +883,7 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
         grid = fig.add_gridspec(rows, cols, left=0.075, right=0.985, top=top, bottom=bottom, wspace=0.25,
                                 hspace=0.45 if rows > 1 else 0.2)
         for i, key in enumerate(keys):
-            ax = fig.add_subplot(grid[i // cols, i % cols])
             shown = [f for f in fits if (f.get("threshold"), bool(f.get("threshold_relative"))) == key]
-            thr_text = threshold_label(shown[0]) if shown and shown[0].get("threshold") is not None else ""
-            ax.set_title(f"({i + 1}) threshold {thr_text}" if thr_text else f"({i + 1})", fontsize=11)
-            every_y: list[float] = []
-            box: list[tuple[str, str]] = []
-            for f in shown:
-                label = str(f.get("line"))
-                xs, ys, _ = _points_xy(f.get("points") or [], f"fit '{f.get('experiment')}' line {label}")
-                cens = _censored_xy(f)
-                every_y += list(np.exp(ys)) + [math.exp(c[1]) for c in cens]
-                all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
-                if xs.size:
-                    ax.scatter(np.exp(xs), np.exp(ys), s=26, color=colour[label], marker=marker[label], zorder=3,
-                               edgecolors="none", alpha=0.85)
-                _draw_censored(ax, cens, colour[label], "_nolegend_")
-                slope, intercept = f.get("slope"), f.get("intercept")
-                verdict = f.get("verdict", "n/a") if label in predicted else "reference"
-                if slope is not None and intercept is not None and all_x.size:
-                    span = max(all_x.max() - all_x.min(), 0.2)
-                    g = np.linspace(all_x.min() - 0.04 * span, all_x.max() + 0.04 * span, 50)
-                    ax.plot(np.exp(g), np.exp(float(intercept) + float(slope) * g), color=colour[label], lw=2)
-                    box.append((colour[label], f"slope {float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}"
-                                if n <= 3 else f"{float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict[:7]}"))
-                    tested, _ = tested_prediction(f)
-                    if tested is not None and label in predicted and xs.size:
-                        centre = float(xs.mean())
-                        y0 = float(intercept) + float(slope) * centre
-                        ax.plot(np.exp(g), np.exp(y0 + tested * (g - centre)), color=colour[label], ls="--", lw=1.3)
-                        box[-1] = (colour[label], box[-1][1] + (f" (prediction {tested:.2f})" if n <= 3 else f", pred. {tested:.2f}"))
-                else:
-                    box.append((colour[label], f"no fit, {verdict}"))
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            if every_y:
-                _limit_y_to_data(ax, every_y)
-            if i >= n - cols:
-                ax.set_xlabel(regressor_label(shown[0].get("x") if shown else None))
-            if i % cols == 0:
-                ax.set_ylabel(y_label)
-            _major_labels_only(ax)
-            for j, (c, text) in enumerate(reversed(box)):  # the lines rise to the upper right: the box sits lower right
-                ax.text(0.98, 0.03 + j * (0.055 if rows == 1 else 0.09), text, transform=ax.transAxes, ha="right",
-                        va="bottom", fontsize=7.5 if n <= 3 else 7,
-                        color=c, bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85))
+            _draw_lines_panel(fig.add_subplot(grid[i // cols, i % cols]), shown, i, n, (rows, cols), colour, marker,
+                              predicted, y_label)
     return fig
