@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -29,8 +30,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import matplotlib
+import matplotlib.pyplot as plt
 
 from recallkit.reports.style import CREATOR, png_metadata, style_context
+from recallkit.theory.errors import InputError, RecallkitError
 
 __all__ = ["Page", "Drawer", "code_fingerprint", "page_keys", "draw_pages", "DrawStats", "MANIFEST", "default_jobs"]
 
@@ -82,8 +85,6 @@ def code_fingerprint() -> str:
     orchestration) and the matplotlib version: what a page's drawing can depend on besides its data."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        import importlib.util
-
         digest = hashlib.sha256(f"matplotlib {matplotlib.__version__}\n".encode())
         roots = []
         for name in ("recallkit", "recallkit.theory", "recallkit.empirics", "recallkit.compare",
@@ -145,10 +146,6 @@ def draw_one(stem: str, build: Callable[[], Any], pdf_path: Path, png: bool,
              error_page: Callable[[str, str], Any]) -> str | None:
     """Draw one page into ``pdf_path`` (and the same name ``.png``); returns the error text if its builder
     failed (an error page is drawn in its place, so one bad field does not cost the whole report)."""
-    import matplotlib.pyplot as plt
-
-    from recallkit.theory.errors import RecallkitError
-
     error = None
     try:
         fig = build()
@@ -345,8 +342,6 @@ def _env_jobs() -> int | None:
     try:
         return max(1, int(raw))
     except ValueError:
-        from recallkit.theory.errors import InputError
-
         raise InputError(f"RECALLKIT_REPORT_JOBS: expected a positive integer, got {raw!r}") from None
 
 

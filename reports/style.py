@@ -21,6 +21,8 @@ matplotlib.use("Agg")  # reports never open a window; Agg is the deterministic r
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from recallkit.theory.errors import InputError  # noqa: E402
+
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = {
     "black": "#000000",
@@ -89,8 +91,6 @@ def source_date() -> _dt.datetime | None:
     raw = os.environ.get("SOURCE_DATE_EPOCH")
     if raw is None or raw.strip() == "":
         return None
-    from recallkit.theory.errors import InputError
-
     try:
         epoch = int(raw)
     except ValueError:

@@ -4,11 +4,15 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+import sympy
 from matplotlib.figure import Figure
+from matplotlib.mathtext import MathTextParser
 
 from recallkit.reports.style import (PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context,
                                      wrap_title)
 from recallkit.theory.errors import InputError
+from recallkit.theory.expr import parse_expression  # the whitelist parser of the theory stage
+from recallkit.theory.symbols import EXPONENTS, VARIABLES
 
 __all__ = ["slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain",
            "slope_rows", "claim_table", "claim_cells"]
@@ -271,8 +275,6 @@ def mathtext_or_plain(latex: str, plain: str | None = None) -> tuple[str, bool]:
     ``\\operatorname{Min}`` in older matplotlib, ...); those fall back to the plain expression so a
     report never fails on a term, and the caller notes the fallback on the page.
     """
-    from matplotlib.mathtext import MathTextParser
-
     text = latex.strip()
     for pattern, repl in _LATEX_REWRITES:
         text = pattern.sub(repl, text)
@@ -288,21 +290,13 @@ def term_latex(term: dict) -> str | None:
     """The term's LaTeX: its own ``latex`` field, else sympy.latex of theory's whitelist parse of ``expr``.
 
     ``expr`` is never given to sympify (that evaluates Python); only ``theory.expr.parse_expression``
-    may parse it, and if that parser is unavailable the term is shown as plain text.
+    may parse it.
     """
     if term.get("latex"):
         return str(term["latex"])
     expr = term.get("expr")
     if not expr:
         return None
-    try:
-        from recallkit.theory.expr import parse_expression  # the whitelist parser of the theory stage
-    except ImportError:
-        return None
-    import sympy
-
-    from recallkit.theory.symbols import EXPONENTS, VARIABLES
-
     try:
         return sympy.latex(parse_expression(str(expr), {**VARIABLES, **EXPONENTS}, where="term.expr"))
     except Exception:  # a term that fails to parse is shown as plain text, not a crashed report
