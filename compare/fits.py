@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from recallkit.compare.bootstrap import bootstrap_over_units
 from recallkit.theory.errors import InputError
 
 DEFAULT_ALPHA = 0.05
@@ -166,7 +167,7 @@ class SlopeFit:
 
         Uses the full intercept/slope covariance, so it is narrowest near the data's centre.
         """
-        from scipy import stats
+        from scipy import stats  # lazy: scipy.stats takes about 0.5 s to import; most users of fits draw no band
 
         grid = np.linspace(self.x_range[0], self.x_range[1], n_grid)
         cov = np.asarray(self.covariance)
@@ -198,14 +199,6 @@ def _group_sums(x: np.ndarray, y: np.ndarray, groups: np.ndarray, n_groups: int)
     for column, values in enumerate((np.ones_like(x), x, y, x * x, x * y, y * y)):
         np.add.at(stats[:, column], groups, values)
     return stats
-
-
-def _bootstrap_counts(n_units: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """How often each unit appears in each resample (n_resamples x n_units)."""
-    draws = rng.integers(0, n_units, size=(n_resamples, n_units))
-    counts = np.zeros((n_resamples, n_units))
-    np.add.at(counts, (np.repeat(np.arange(n_resamples), n_units), draws.ravel()), 1.0)
-    return counts
 
 
 def _bootstrap_units(x: np.ndarray, seeds: np.ndarray) -> tuple[str, np.ndarray, int]:
@@ -253,20 +246,25 @@ def fit_slope(
 
     unit, groups, n_units = _bootstrap_units(x_arr, seed_codes)
     stats = _group_sums(x_arr, y_arr, groups, n_units)
-    rng = np.random.default_rng(bootstrap_seed)
-    pooled = _bootstrap_counts(n_units, n_bootstrap, rng) @ stats
-    n, sx, sy, sxx, sxy = (pooled[:, i] for i in range(5))
-    sxx_centred = sxx - sx * sx / n
-    # A resample with (numerically) one distinct x has no slope; drop it and count it.
-    usable = sxx_centred > 1e-12 * np.maximum(1.0, sxx)
-    boot_slopes = (sxy[usable] - sx[usable] * sy[usable] / n[usable]) / sxx_centred[usable]
+
+    def slopes(counts: np.ndarray) -> np.ndarray:
+        pooled = counts @ stats
+        n, sx, sy, sxx, sxy = (pooled[:, i] for i in range(5))
+        sxx_centred = sxx - sx * sx / n
+        # A resample with (numerically) one distinct x has no slope: NaN, so that it is dropped and counted.
+        usable = sxx_centred > 1e-12 * np.maximum(1.0, sxx)
+        out = np.full(n.size, math.nan)
+        out[usable] = (sxy[usable] - sx[usable] * sy[usable] / n[usable]) / sxx_centred[usable]
+        return out
+
+    boot = bootstrap_over_units(n_units, n_bootstrap, bootstrap_seed, slopes, pooled=True)
 
     return SlopeFit(
         slope=float(result.params[1]),
         slope_se=float(result.bse[1]),
         slope_ci=(float(ci[1, 0]), float(ci[1, 1])),
         slope_ci_tost=(float(ci_tost[1, 0]), float(ci_tost[1, 1])),
-        slope_ci_bootstrap=_percentile_interval(boot_slopes, alpha),
+        slope_ci_bootstrap=_percentile_interval(boot.values, alpha),
         covariance=tuple(tuple(float(v) for v in row) for row in np.asarray(result.cov_params())),
         intercept=float(result.params[0]),
         intercept_ci=(float(ci[0, 0]), float(ci[0, 1])),
@@ -278,7 +276,7 @@ def fit_slope(
         total_ss=float(result.centered_tss),
         x_range=(float(x_arr.min()), float(x_arr.max())),
         alpha=alpha,
-        bootstrap=BootstrapInfo(unit, n_bootstrap, int((~usable).sum()), bootstrap_seed, n_units),
+        bootstrap=BootstrapInfo(unit, n_bootstrap, boot.n_degenerate, bootstrap_seed, n_units),
     )
 
 
@@ -317,10 +315,13 @@ def fit_constant(
     sums = np.zeros((n_units, 2))
     np.add.at(sums[:, 0], groups, 1.0)
     np.add.at(sums[:, 1], groups, log_ratio)
-    rng = np.random.default_rng(bootstrap_seed)
-    pooled = _bootstrap_counts(n_units, n_bootstrap, rng) @ sums
-    boot_log_c = pooled[:, 1] / pooled[:, 0]
-    boot_lo, boot_hi = _percentile_interval(boot_log_c, alpha)
+
+    def means(counts: np.ndarray) -> np.ndarray:  # every resample holds >= 1 point: none is degenerate
+        pooled = counts @ sums
+        return pooled[:, 1] / pooled[:, 0]
+
+    boot = bootstrap_over_units(n_units, n_bootstrap, bootstrap_seed, means, pooled=True)
+    boot_lo, boot_hi = _percentile_interval(boot.values, alpha)
     log_c = float(result.params[0])
     return ConstantFit(
         fixed_slope=fixed_slope,
@@ -331,7 +332,7 @@ def fit_constant(
         C_ci_bootstrap=(math.exp(boot_lo), math.exp(boot_hi)),
         n_points=int(x_arr.size),
         alpha=alpha,
-        bootstrap=BootstrapInfo(unit, n_bootstrap, 0, bootstrap_seed, n_units),
+        bootstrap=BootstrapInfo(unit, n_bootstrap, boot.n_degenerate, bootstrap_seed, n_units),
     )
 
 
