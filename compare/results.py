@@ -9,9 +9,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+from scipy import stats  # compare.verdicts loads it anyway
+
+from recallkit.compare.bootstrap import Resampled, bootstrap_over_units
 from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, MIN_DISTINCT_X, X_TRANSFORMS,
-                                    ConstantFit, SlopeFit, log_positive, canonical_x, fit_constant, fit_slope)
-from recallkit.compare.verdicts import DEFAULT_DELTA, decide, undecidable
+                                    BootstrapInfo, ConstantFit, SlopeFit, log_positive, canonical_x, fit_constant,
+                                    fit_slope)
+from recallkit.compare.verdicts import DEFAULT_DELTA, Verdict, decide, undecidable
+from recallkit.empirics.curves import crossing, isotonic_increasing
 from recallkit.theory.errors import InputError
 
 
@@ -91,6 +97,12 @@ class FitResult:
         return out
 
 
+def _verdict_on(fit: SlopeFit, predicted_slope: float | None, delta: float, alpha: float, log_power: float) -> Verdict:
+    if predicted_slope is None:
+        return undecidable(None, delta, alpha, "no predicted slope for this line")
+    return decide(fit, predicted_slope, delta=delta, alpha=alpha, log_power=log_power)
+
+
 def fit_points(
     points: Sequence[Mapping[str, Any]],
     *,
@@ -162,10 +174,7 @@ def fit_points(
     seeds = [p["seed"] for p in used]
     fit = fit_slope([p["x"] for p in used], [p["y"] for p in used], seeds,
                     alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
-    if predicted_slope is None:
-        verdict = undecidable(None, delta, alpha, "no predicted slope for this line")
-    else:
-        verdict = decide(fit, predicted_slope, delta=delta, alpha=alpha, log_power=log_power)
+    verdict = _verdict_on(fit, predicted_slope, delta, alpha, log_power)
     constant = None
     if capacity:
         constant = fit_constant([p["x"] for p in used], [p["y"] for p in used], seeds, fixed_slope=1.0,
@@ -176,8 +185,6 @@ def fit_points(
 def _curve_log_counts(points: Sequence[Mapping[str, Any]], picks: Sequence[int] | None) -> list[float] | None:
     """log parameter count at the boundary of every point's curve, averaging the seeds at ``picks``
     (indices into the curve's seeds, repeats allowed; None: all seeds); None if any curve fails to cross."""
-    from recallkit.empirics.curves import crossing, isotonic_increasing
-
     out = []
     for point in points:
         curve = point["curve"]
@@ -203,6 +210,72 @@ CURVE_METHOD = ("boundary from the seed-mean accuracy curve (isotonic in log siz
                 "same seeds, relative thresholds the same seeds' ceiling), t quantiles with n_seeds - 1 df")
 
 
+def _split_curve_points(points: Sequence[Mapping[str, Any]], transform: Any) -> tuple[list, list, list]:
+    """(used: x and y of each boundary, censored: what the report lists, kept: the uncensored points)."""
+    used, censored, kept = [], [], []
+    for point in points:
+        if point.get("censored"):
+            censored.append({k: point.get(k) for k in ("line", "threshold", "threshold_relative", "seed", "V", "N",
+                                                        "L", "d", "m", "param_count", "censor_reason") if k in point})
+            continue
+        used.append({"x": transform(point), "y": log_positive(point, "param_count"), "seed": "mean"})
+        kept.append(point)
+    return used, censored, kept
+
+
+def _too_little_for_a_curve_fit(used: list, censored: list, n_seeds: int) -> str | None:
+    """Why these boundaries cannot give a slope with an interval (None: they can)."""
+    if len({p["x"] for p in used}) < MIN_DISTINCT_X:
+        reasons = sorted({str(c.get("censor_reason")) for c in censored if c.get("censor_reason")})
+        return (f"only {len(used)} base values have a boundary ({len(censored)} censored); a slope with an "
+                f"interval needs >= {MIN_DISTINCT_X}" + (f" (censor reasons: {'; '.join(reasons[:2])})" if reasons else ""))
+    if n_seeds < 2:
+        return "a curve fit takes its interval from resampling seeds; it needs >= 2 seeds"
+    return None
+
+
+def _seed_curve_bootstrap(kept: Sequence[Mapping[str, Any]], xs: np.ndarray, n_seeds: int, n_bootstrap: int,
+                          bootstrap_seed: int) -> Resampled:
+    """(slope, intercept) of the OLS line through the boundaries of every seed resample whose curves all cross."""
+    centred = xs - xs.mean()
+    sxx = float((centred ** 2).sum())
+
+    def refit(picks: np.ndarray) -> tuple[float, float] | None:
+        logs = _curve_log_counts(kept, picks)
+        if logs is None:
+            return None
+        y = np.asarray(logs)
+        slope = float((centred * (y - y.mean())).sum() / sxx)
+        return slope, float(y.mean() - slope * xs.mean())
+
+    # A resample's boundaries depend only on which seeds it holds, not on their order.
+    return bootstrap_over_units(n_seeds, n_bootstrap, bootstrap_seed, refit, each_multiset_once=True)
+
+
+def _seed_curve_fit(base_fit: SlopeFit, resampled: Resampled, n_seeds: int, alpha: float, n_bootstrap: int,
+                    bootstrap_seed: int) -> SlopeFit:
+    """The OLS line through the seed-mean boundaries with the seed bootstrap's standard error, t at n_seeds - 1 df."""
+    slopes = [f[0] for f in resampled.values]
+    intercepts = [f[1] for f in resampled.values]
+    boot = np.asarray(slopes)
+    se = float(boot.std(ddof=1))
+    df = n_seeds - 1
+    t_two, t_one = stats.t.ppf(1 - alpha / 2, df), stats.t.ppf(1 - alpha, df)
+    cov = np.cov(np.vstack([intercepts, slopes]))
+    lo_b, hi_b = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    return SlopeFit(
+        slope=base_fit.slope, slope_se=se,
+        slope_ci=(base_fit.slope - t_two * se, base_fit.slope + t_two * se),
+        slope_ci_tost=(base_fit.slope - t_one * se, base_fit.slope + t_one * se),
+        slope_ci_bootstrap=(float(lo_b), float(hi_b)), intercept=base_fit.intercept,
+        intercept_ci=tuple(float(v) for v in np.quantile(intercepts, [alpha / 2, 1 - alpha / 2])),
+        r2=base_fit.r2, n_points=base_fit.n_points, n_seeds=n_seeds, df_resid=df,
+        residual_ss=base_fit.residual_ss, total_ss=base_fit.total_ss, x_range=base_fit.x_range, alpha=alpha,
+        bootstrap=BootstrapInfo("seed curve", n_bootstrap, resampled.n_degenerate, bootstrap_seed, n_seeds),
+        covariance=tuple(tuple(float(v) for v in row) for row in cov),
+    )
+
+
 def fit_curve_points(
     points: Sequence[Mapping[str, Any]],
     *,
@@ -221,81 +294,26 @@ def fit_curve_points(
     """Fit the boundary points of a curve search (``empirics.search``, ``search.method = "curve"``): one point
     per base value, each carrying its per-seed curve. The verdict rests on the seed bootstrap's standard
     error (see :data:`CURVE_METHOD`); the slope itself is the OLS slope through the seed-mean boundaries."""
-    import numpy as np
-
-    from recallkit.compare.fits import BootstrapInfo
-    from recallkit.compare.verdicts import decide
-
     delta = DEFAULT_DELTA if delta is None else delta
     x_name = canonical_x(x)
-    transform = X_TRANSFORMS[x_name]
-    used, censored, kept = [], [], []
-    for point in points:
-        if point.get("censored"):
-            censored.append({k: point.get(k) for k in ("line", "threshold", "threshold_relative", "seed", "V", "N",
-                                                        "L", "d", "m", "param_count", "censor_reason") if k in point})
-            continue
-        used.append({"x": transform(point), "y": log_positive(point, "param_count"), "seed": "mean"})
-        kept.append(point)
+    used, censored, kept = _split_curve_points(points, X_TRANSFORMS[x_name])
     n_seeds = len(kept[0]["curve"]["seeds"]) if kept else 0
 
     def _empty(reason: str) -> FitResult:
         return FitResult(experiment, line, threshold, x_name, None,
                          undecidable(predicted_slope, delta, alpha, reason), used, censored)
 
-    if len({p["x"] for p in used}) < MIN_DISTINCT_X:
-        reasons = sorted({str(c.get("censor_reason")) for c in censored if c.get("censor_reason")})
-        return _empty(f"only {len(used)} base values have a boundary ({len(censored)} censored); a slope with an "
-                      f"interval needs >= {MIN_DISTINCT_X}" + (f" (censor reasons: {'; '.join(reasons[:2])})" if reasons else ""))
-    if n_seeds < 2:
-        return _empty("a curve fit takes its interval from resampling seeds; it needs >= 2 seeds")
+    problem = _too_little_for_a_curve_fit(used, censored, n_seeds)
+    if problem is not None:
+        return _empty(problem)
     xs = np.asarray([p["x"] for p in used])
     ys = np.asarray([p["y"] for p in used])
-    base_fit = fit_slope(xs, ys, None, alpha=alpha, n_bootstrap=0 or 1, bootstrap_seed=bootstrap_seed)
-    rng = np.random.default_rng(bootstrap_seed)
-    centred = xs - xs.mean()
-    sxx = float((centred ** 2).sum())
-    # A resample is a multiset of seeds (with 6 seeds at most 462 distinct ones among the resamples): each
-    # distinct one is fitted once and the resamples take its (slope, intercept), in the order drawn.
-    drawn = np.sort(rng.integers(0, n_seeds, size=(n_bootstrap, n_seeds)), axis=1)
-    distinct, which = np.unique(drawn, axis=0, return_inverse=True)
-    fitted: list[tuple[float, float] | None] = []
-    for picks in distinct.tolist():
-        logs = _curve_log_counts(kept, picks)
-        if logs is None:
-            fitted.append(None)
-            continue
-        y = np.asarray(logs)
-        slope = float((centred * (y - y.mean())).sum() / sxx)
-        fitted.append((slope, float(y.mean() - slope * xs.mean())))
-    per_resample = [fitted[i] for i in np.asarray(which).reshape(-1).tolist()]
-    degenerate = sum(f is None for f in per_resample)
-    slopes = [f[0] for f in per_resample if f is not None]
-    intercepts = [f[1] for f in per_resample if f is not None]
-    if len(slopes) < max(20, n_bootstrap // 4):
-        return _empty(f"in {degenerate} of {n_bootstrap} seed resamples some curve did not cross the threshold; "
-                      f"too few usable resamples for an interval (widen the searched sizes or add seeds)")
-    from scipy import stats
-
-    boot = np.asarray(slopes)
-    se = float(boot.std(ddof=1))
-    df = n_seeds - 1
-    t_two, t_one = stats.t.ppf(1 - alpha / 2, df), stats.t.ppf(1 - alpha, df)
-    cov = np.cov(np.vstack([intercepts, slopes]))
-    lo_b, hi_b = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    fit = SlopeFit(
-        slope=base_fit.slope, slope_se=se,
-        slope_ci=(base_fit.slope - t_two * se, base_fit.slope + t_two * se),
-        slope_ci_tost=(base_fit.slope - t_one * se, base_fit.slope + t_one * se),
-        slope_ci_bootstrap=(float(lo_b), float(hi_b)), intercept=base_fit.intercept,
-        intercept_ci=tuple(float(v) for v in np.quantile(intercepts, [alpha / 2, 1 - alpha / 2])),
-        r2=base_fit.r2, n_points=base_fit.n_points, n_seeds=n_seeds, df_resid=df,
-        residual_ss=base_fit.residual_ss, total_ss=base_fit.total_ss, x_range=base_fit.x_range, alpha=alpha,
-        bootstrap=BootstrapInfo("seed curve", n_bootstrap, degenerate, bootstrap_seed, n_seeds),
-        covariance=tuple(tuple(float(v) for v in row) for row in cov),
-    )
-    if predicted_slope is None:
-        verdict = undecidable(None, delta, alpha, "no predicted slope for this line")
-    else:
-        verdict = decide(fit, predicted_slope, delta=delta, alpha=alpha, log_power=log_power)
+    # Only its line is used: the interval comes from resampling whole seed curves, below.
+    base_fit = fit_slope(xs, ys, None, alpha=alpha, n_bootstrap=1, bootstrap_seed=bootstrap_seed)
+    resampled = _seed_curve_bootstrap(kept, xs, n_seeds, n_bootstrap, bootstrap_seed)
+    if len(resampled.values) < max(20, n_bootstrap // 4):
+        return _empty(f"in {resampled.n_degenerate} of {n_bootstrap} seed resamples some curve did not cross the "
+                      f"threshold; too few usable resamples for an interval (widen the searched sizes or add seeds)")
+    fit = _seed_curve_fit(base_fit, resampled, n_seeds, alpha, n_bootstrap, bootstrap_seed)
+    verdict = _verdict_on(fit, predicted_slope, delta, alpha, log_power)
     return FitResult(experiment, line, threshold, x_name, fit, verdict, used, censored)
