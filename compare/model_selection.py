@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from recallkit.compare.bootstrap import bootstrap_over_units
 from recallkit.theory.errors import InputError
 
 FORMS = ("log", "power")
@@ -65,7 +66,7 @@ def _fit_log(n: np.ndarray, d: np.ndarray) -> tuple[float, float]:
 
 
 def _fit_power(n: np.ndarray, d: np.ndarray) -> tuple[float, float, np.ndarray | None]:
-    from scipy.optimize import curve_fit
+    from scipy.optimize import curve_fit  # lazy: scipy.optimize takes about 0.5 s to import
 
     slope, intercept = np.polyfit(np.log(n), np.log(d), 1)
     start = (math.exp(intercept), slope)
@@ -114,6 +115,25 @@ def _compare(n: np.ndarray, d: np.ndarray) -> tuple[float, float, float]:
     return aic_log, aic_power, aic_power - aic_log
 
 
+def _bootstrap_fraction_log(seeds: Sequence[Any] | None, grid: np.ndarray, n_bootstrap: int, bootstrap_seed: int,
+                            log_wins: Callable[[np.ndarray], Any]) -> float | None:
+    """The fraction of seed resamples in which ``log_wins(rows)`` (the log form fits better) holds; None without
+    >= 2 seeds or without a usable resample. A resample pools the points of the seeds it drew, in the order drawn;
+    one with < 3 distinct ``grid`` values (N or d) cannot tell the forms apart and is skipped."""
+    if seeds is None or len(set(seeds)) < 2 or n_bootstrap <= 0:
+        return None
+    seeds_arr = np.asarray(seeds)
+    rows_of_seed = [np.flatnonzero(seeds_arr == seed) for seed in np.unique(seeds_arr)]
+
+    def log_wins_in(units: np.ndarray) -> Any:
+        rows = np.concatenate([rows_of_seed[unit] for unit in units])
+        if len(np.unique(grid[rows])) < 3:
+            return None
+        return log_wins(rows)
+
+    resampled = bootstrap_over_units(len(rows_of_seed), n_bootstrap, bootstrap_seed, log_wins_in)
+    return sum(resampled.values) / len(resampled.values) if resampled.values else None
+
 
 def _preferred_form(delta_aic: float, loo_log: float, loo_power: float, exact_fit: Mapping[str, bool],
                     min_delta_aic: float, *, held_out: str, digits: int, threshold: str, unit: str = "") -> tuple[str, str]:
@@ -153,6 +173,34 @@ def overall_verdict(group_verdicts: Sequence[str | None], predicted: str | None)
         return "consistent"
     return "inconclusive"
 
+
+def _log_form(n: np.ndarray, d: np.ndarray, alpha: float) -> dict[str, Any]:
+    """d = a + b log2 N by OLS (HC3, t intervals): its part of the report."""
+    log_fit = _ols(np.log2(n), d)
+    a, b = (float(v) for v in log_fit.params)
+    a_ci, b_ci = (list(map(float, row)) for row in log_fit.conf_int(alpha))
+    rss = float(np.sum(log_fit.resid**2))
+    return {"a": a, "a_ci": a_ci, "b": b, "b_ci": b_ci, "rss": rss, "aic": _aic(rss, len(n)),
+            "loo_rmse": _leave_one_n_out_rmse("log", n, d), "r2": float(log_fit.rsquared)}
+
+
+def _power_form(n: np.ndarray, d: np.ndarray, alpha: float) -> dict[str, Any]:
+    """d = c N^p by least squares on the d scale (t interval on p from its covariance) and the log-log OLS slope:
+    its part of the report."""
+    from scipy import stats  # lazy: scipy.stats takes about 0.5 s to import
+
+    n_points = len(n)
+    c, p, cov = _fit_power(n, d)
+    t_crit = float(stats.t.ppf(1 - alpha / 2, max(n_points - 2, 1)))
+    p_se = float(math.sqrt(cov[1, 1])) if cov is not None and np.isfinite(cov[1, 1]) else float("nan")
+    p_ci = [p - t_crit * p_se, p + t_crit * p_se] if math.isfinite(p_se) else [None, None]
+    loglog = _ols(np.log(n), np.log(d))
+    rss = float(np.sum((c * n**p - d) ** 2))
+    return {"c": c, "p": p, "p_ci": p_ci, "p_loglog": float(loglog.params[1]),
+            "p_loglog_ci": list(map(float, loglog.conf_int(alpha)[1])), "rss": rss,
+            "aic": _aic(rss, n_points), "loo_rmse": _leave_one_n_out_rmse("power", n, d)}
+
+
 def select_log_or_power(
     n_values: Sequence[float],
     d_values: Sequence[float],
@@ -172,46 +220,19 @@ def select_log_or_power(
     "bootstrap_fraction_log" (None without >= 2 seeds), "preferred": "log"|"power"|"inconclusive",
     "preferred_reason", "predicted", "verdict", "verdict_reason", "alpha", "estimator"}``.
     """
-    from scipy import stats
-
     n, d = _check_arrays(n_values, d_values)
     if predicted is not None and predicted not in FORMS:
         raise InputError(f"model selection: predicted: expected one of {FORMS}, got {predicted!r}")
     if not 0 < alpha < 1:
         raise InputError(f"model selection: alpha: expected a number in (0, 1), got {alpha!r}")
-    n_points = len(n)
-
-    log_fit = _ols(np.log2(n), d)
-    a, b = (float(v) for v in log_fit.params)
-    a_ci, b_ci = (list(map(float, row)) for row in log_fit.conf_int(alpha))
-    rss_log = float(np.sum(log_fit.resid**2))
-
-    c, p, cov = _fit_power(n, d)
-    t_crit = float(stats.t.ppf(1 - alpha / 2, max(n_points - 2, 1)))
-    p_se = float(math.sqrt(cov[1, 1])) if cov is not None and np.isfinite(cov[1, 1]) else float("nan")
-    p_ci = [p - t_crit * p_se, p + t_crit * p_se] if math.isfinite(p_se) else [None, None]
-    loglog = _ols(np.log(n), np.log(d))
-    rss_power = float(np.sum((c * n**p - d) ** 2))
-
-    aic_log, aic_power = _aic(rss_log, n_points), _aic(rss_power, n_points)
-    delta_aic = aic_power - aic_log
-    loo_log, loo_power = _leave_one_n_out_rmse("log", n, d), _leave_one_n_out_rmse("power", n, d)
+    log_part = _log_form(n, d, alpha)
+    power_part = _power_form(n, d, alpha)
+    rss_log, rss_power = log_part["rss"], power_part["rss"]
+    delta_aic = power_part["aic"] - log_part["aic"]
+    loo_log, loo_power = log_part["loo_rmse"], power_part["loo_rmse"]
     cv_ratio = loo_power / loo_log if loo_log > 0 else (math.inf if loo_power > 0 else 1.0)
-
-    bootstrap_fraction_log = None
-    if seeds is not None and len(set(seeds)) >= 2 and n_bootstrap > 0:
-        seeds_arr = np.asarray(seeds)
-        unique_seeds = np.unique(seeds_arr)
-        rng = np.random.default_rng(bootstrap_seed)
-        wins = total = 0
-        for _ in range(n_bootstrap):
-            chosen = rng.choice(unique_seeds, size=len(unique_seeds), replace=True)
-            idx = np.concatenate([np.flatnonzero(seeds_arr == s) for s in chosen])
-            if len(np.unique(n[idx])) < 3:
-                continue
-            wins += _compare(n[idx], d[idx])[2] > 0
-            total += 1
-        bootstrap_fraction_log = wins / total if total else None
+    bootstrap_fraction_log = _bootstrap_fraction_log(seeds, n, n_bootstrap, bootstrap_seed,
+                                                     lambda rows: _compare(n[rows], d[rows])[2] > 0)
 
     # An exact fit (residuals at rounding level, e.g. integer d_min exactly on a + b log2 N) makes AIC
     # unbounded: its Delta AIC is then a floor artefact, only its sign means something.
@@ -221,13 +242,10 @@ def select_log_or_power(
     verdict, verdict_reason = _verdict_on(preferred, predicted, reason)
 
     return {
-        "n_points": n_points,
+        "n_points": len(n),
         "N_values": sorted(float(v) for v in np.unique(n)),
-        "log": {"a": a, "a_ci": a_ci, "b": b, "b_ci": b_ci, "rss": rss_log, "aic": aic_log,
-                "loo_rmse": loo_log, "r2": float(log_fit.rsquared)},
-        "power": {"c": c, "p": p, "p_ci": p_ci, "p_loglog": float(loglog.params[1]),
-                  "p_loglog_ci": list(map(float, loglog.conf_int(alpha)[1])), "rss": rss_power,
-                  "aic": aic_power, "loo_rmse": loo_power},
+        "log": log_part,
+        "power": power_part,
         "delta_aic": delta_aic,
         "exact_fit": exact_fit,
         "cv_ratio": cv_ratio,
@@ -355,6 +373,36 @@ def _capacity_loo_rmse(form: str, d: np.ndarray, y: np.ndarray) -> float:
     return float(math.sqrt(np.mean(errors)))
 
 
+def _check_capacity_arrays(d_values: Sequence[float], n_values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    d = np.asarray(d_values, dtype=float)
+    n = np.asarray(n_values, dtype=float)
+    if d.shape != n.shape or d.ndim != 1:
+        raise InputError(f"capacity model selection: d and N must be 1-D of equal length, got {d.shape} and {n.shape}")
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(n))) or np.any(d <= 0) or np.any(n < 1):
+        raise InputError("capacity model selection: expected d > 0 and N >= 1, all finite")
+    if len(np.unique(d)) < 3:
+        raise InputError(f"capacity model selection: need at least 3 distinct d to tell log from power, got {len(np.unique(d))}")
+    return d, n
+
+
+def _capacity_forms(d: np.ndarray, y: np.ndarray, alpha: float) -> dict[str, dict[str, Any]]:
+    """Both forms fitted to y = log2 N_max by OLS (HC3, t intervals): their parts of the report."""
+    fits: dict[str, dict[str, Any]] = {}
+    for form in FORMS:
+        fit = _ols(_capacity_x(form, d), y)
+        a, b = (float(v) for v in fit.params)
+        a_ci, b_ci = (list(map(float, row)) for row in fit.conf_int(alpha))
+        rss = float(np.sum(fit.resid**2))
+        fits[form] = {"form": CAPACITY_FORMS[form], "a": a, "a_ci": a_ci, "b": b, "b_ci": b_ci, "rss": rss,
+                      "aic": _aic(rss, len(d)), "loo_rmse": _capacity_loo_rmse(form, d, y),
+                      "r2": float(fit.rsquared)}
+    power = fits["power"]
+    power["p"] = 1.0 / power["b"] if power["b"] != 0 else None
+    lo, hi = power["b_ci"]
+    power["p_ci"] = sorted([1.0 / hi, 1.0 / lo]) if lo * hi > 0 else [None, None]  # 1/b when b's interval excludes 0
+    return fits
+
+
 def select_capacity_form(
     d_values: Sequence[float],
     n_values: Sequence[float],
@@ -378,52 +426,21 @@ def select_capacity_form(
     "cv_ratio", "bootstrap_fraction_log", "preferred", "preferred_reason", "predicted", "verdict",
     "verdict_reason", "alpha", "min_delta_aic", "estimator"}``.
     """
-    d = np.asarray(d_values, dtype=float)
-    n = np.asarray(n_values, dtype=float)
-    if d.shape != n.shape or d.ndim != 1:
-        raise InputError(f"capacity model selection: d and N must be 1-D of equal length, got {d.shape} and {n.shape}")
-    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(n))) or np.any(d <= 0) or np.any(n < 1):
-        raise InputError("capacity model selection: expected d > 0 and N >= 1, all finite")
-    if len(np.unique(d)) < 3:
-        raise InputError(f"capacity model selection: need at least 3 distinct d to tell log from power, got {len(np.unique(d))}")
+    d, n = _check_capacity_arrays(d_values, n_values)
     if predicted is not None and predicted not in FORMS:
         raise InputError(f"capacity model selection: predicted: expected one of {FORMS}, got {predicted!r}")
     if not 0 < alpha < 1:
         raise InputError(f"capacity model selection: alpha: expected a number in (0, 1), got {alpha!r}")
     y = np.log2(n)
     n_points = len(d)
-    fits: dict[str, dict[str, Any]] = {}
-    for form in FORMS:
-        fit = _ols(_capacity_x(form, d), y)
-        a, b = (float(v) for v in fit.params)
-        a_ci, b_ci = (list(map(float, row)) for row in fit.conf_int(alpha))
-        rss = float(np.sum(fit.resid**2))
-        fits[form] = {"form": CAPACITY_FORMS[form], "a": a, "a_ci": a_ci, "b": b, "b_ci": b_ci, "rss": rss,
-                      "aic": _aic(rss, n_points), "loo_rmse": _capacity_loo_rmse(form, d, y),
-                      "r2": float(fit.rsquared)}
+    fits = _capacity_forms(d, y, alpha)
     power = fits["power"]
-    power["p"] = 1.0 / power["b"] if power["b"] != 0 else None
-    lo, hi = power["b_ci"]
-    power["p_ci"] = sorted([1.0 / hi, 1.0 / lo]) if lo * hi > 0 else [None, None]  # 1/b when b's interval excludes 0
-
     delta_aic = power["aic"] - fits["log"]["aic"]
     loo_log, loo_power = fits["log"]["loo_rmse"], power["loo_rmse"]
     cv_ratio = loo_power / loo_log if loo_log > 0 else (math.inf if loo_power > 0 else 1.0)
-
-    bootstrap_fraction_log = None
-    if seeds is not None and len(set(seeds)) >= 2 and n_bootstrap > 0:
-        seeds_arr = np.asarray(seeds)
-        unique_seeds = np.unique(seeds_arr)
-        rng = np.random.default_rng(bootstrap_seed)
-        wins = total = 0
-        for _ in range(n_bootstrap):
-            chosen = rng.choice(unique_seeds, size=len(unique_seeds), replace=True)
-            idx = np.concatenate([np.flatnonzero(seeds_arr == s) for s in chosen])
-            if len(np.unique(d[idx])) < 3:
-                continue
-            wins += _capacity_rss("power", d[idx], y[idx]) > _capacity_rss("log", d[idx], y[idx])
-            total += 1
-        bootstrap_fraction_log = wins / total if total else None
+    bootstrap_fraction_log = _bootstrap_fraction_log(
+        seeds, d, n_bootstrap, bootstrap_seed,
+        lambda rows: _capacity_rss("power", d[rows], y[rows]) > _capacity_rss("log", d[rows], y[rows]))
 
     exact_fit = {form: fits[form]["rss"] < 1e-9 * max(float(np.sum(y**2)), 1.0) for form in FORMS}
     preferred, reason = _preferred_form(delta_aic, loo_log, loo_power, exact_fit, min_delta_aic, held_out="d",
