@@ -33,12 +33,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
+import numpy as np
 from scipy import stats
 
+from recallkit.compare.assertions import fit_experiment
 from recallkit.compare.fits import DEFAULT_ALPHA
 from recallkit.compare.results import FitResult
+from recallkit.empirics.experiment import claim_from_dict
 from recallkit.theory.errors import InputError, RecallkitError
 
 RELATIONS = ("slope <", "slope >", "level <", "level >")
@@ -149,8 +152,6 @@ class ClaimResult:
 # ----------------------------------------------------------------------------- one side
 def _side_numbers(result: FitResult, statistic: str, x0: float | None) -> tuple[float, float, float, str]:
     """(value, se, df, how the se was made) of one fitted line's slope, or of its level at ``x0``."""
-    import numpy as np
-
     fit = result.fit
     curve = result.extra.get("method") == "curve" or fit.bootstrap.unit == "seed curve"
     df = float(fit.df_resid)
@@ -187,6 +188,119 @@ def _margin_factor(difference: float, se: float, df: float, alpha: float) -> str
     return "more than 1000x"
 
 
+def _checked_relation(relation: str, alpha: Any) -> tuple[str, str, str]:
+    """(relation as in RELATIONS, statistic, operator); InputError on an unknown relation or a bad level."""
+    normal = " ".join(str(relation).replace("<", " < ").replace(">", " > ").split())
+    if normal not in RELATIONS:
+        raise InputError(f"relation: expected one of {', '.join(map(repr, RELATIONS))}, got {relation!r}")
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 0.5):
+        raise InputError(f"alpha: expected a number in (0, 0.5) for a one-sided test, got {alpha!r}")
+    statistic, op = normal.split()
+    return normal, statistic, op
+
+
+def _side(result: FitResult | None, given: ClaimSideResult | None) -> ClaimSideResult:
+    """The side as described (``given``) or as its fit names it, with the fit's size and range."""
+    if given is not None:
+        out = given
+    elif result is not None:
+        out = ClaimSideResult(result.experiment, str(result.line), result.threshold,
+                              bool(result.extra.get("threshold_relative")))
+    else:
+        raise InputError("compare_fits: a side has neither a fit nor a description")
+    if result is not None:
+        out.n_points = len(result.points)
+        if result.fit is not None:
+            out.n_seeds, out.x_range = result.fit.n_seeds, result.fit.x_range
+    return out
+
+
+def _not_comparable(a: FitResult | None, b: FitResult | None, sa: ClaimSideResult, sb: ClaimSideResult,
+                    statistic: str) -> str | None:
+    """Why the two sides cannot be compared at all (None: they can)."""
+    for name, res, s in (("a", a, sa), ("b", b, sb)):
+        if res is None or res.fit is None:
+            why = s.note or (res.verdict.reason if res is not None else "no fit")
+            return f"side {name.upper()} {s.label()} has no fit: {why}"
+    if a.x != b.x:
+        return f"the sides are fitted on different x ({a.x} and {b.x}); a {statistic} comparison needs the same regressor"
+    if statistic == "level" and _matched_x(a, b) is None:
+        return (f"the fitted ranges of x do not overlap ({_fmt(a.fit.x_range[0])}..{_fmt(a.fit.x_range[1])} and "
+                f"{_fmt(b.fit.x_range[0])}..{_fmt(b.fit.x_range[1])}); levels at matched base values need a common range")
+    return None
+
+
+def _matched_x(a: FitResult, b: FitResult) -> float | None:
+    """The middle of the common fitted range of x, where levels are compared (None: the ranges do not overlap)."""
+    lo = max(a.fit.x_range[0], b.fit.x_range[0])
+    hi = min(a.fit.x_range[1], b.fit.x_range[1])
+    return None if lo > hi else (lo + hi) / 2
+
+
+def _welch_test(sa: ClaimSideResult, sb: ClaimSideResult, op: str, alpha: float) -> dict[str, Any]:
+    """The one-sided Welch t test of D = A - B in the claim's direction and the opposite one (se > 0)."""
+    difference = sa.value - sb.value
+    var = sa.se ** 2 + sb.se ** 2
+    se = math.sqrt(var)
+    df = var ** 2 / (sa.se ** 4 / sa.df + sb.se ** 4 / sb.df)
+    t_stat = difference / se
+    q = stats.t.ppf(1 - alpha, df)
+    if op == "<":
+        p, p_opposite = float(stats.t.cdf(t_stat, df)), float(stats.t.sf(t_stat, df))
+        interval = (-math.inf, difference + q * se)
+        opposite = (difference - q * se, math.inf)
+    else:
+        p, p_opposite = float(stats.t.sf(t_stat, df)), float(stats.t.cdf(t_stat, df))
+        interval = (difference - q * se, math.inf)
+        opposite = (-math.inf, difference + q * se)
+    return dict(difference=difference, se=se, df=df, q=q, interval=interval, opposite=opposite, p=p,
+                p_opposite=p_opposite)
+
+
+def _shown(pair: tuple[float, float]) -> str:
+    left = "(-inf" if math.isinf(pair[0]) else f"[{_fmt(pair[0])}"
+    right = "inf)" if math.isinf(pair[1]) else f"{_fmt(pair[1])}]"
+    return f"{left}, {right}"
+
+
+def _verdict_of_test(test: Mapping[str, Any], sa: ClaimSideResult, sb: ClaimSideResult, statistic: str, op: str,
+                     alpha: float, x_name: str, x0: float | None) -> tuple[str, str]:
+    """(verdict, reason) from the Welch test: the claimed ordering significant, the opposite one, or neither."""
+    difference, se, df, p, p_opposite = (test[k] for k in ("difference", "se", "df", "p", "p_opposite"))
+    claim_text = f"{statistic}(A) {op} {statistic}(B)"
+    level = f"{100 * (1 - alpha):g}%"
+    where = (f" at matched {x_name.removeprefix('log ')} = {math.exp(x0):.4g} (x = {_fmt(x0)}, the middle of the "
+             f"common fitted range)") if x0 is not None else ""
+    sources = sa.se_source if sa.se_source == sb.se_source else f"A: {sa.se_source}; B: {sb.se_source}"
+    errors = f"se {_fmt(se)} = sqrt({_fmt(sa.se)}^2 + {_fmt(sb.se)}^2) ({sources}), Welch df {df:.3g}"
+    estimate = f"{statistic}(A) - {statistic}(B) = {_fmt(difference)}{where}"
+    if p < alpha:
+        return "consistent", (f"{claim_text} is significant: {estimate}, its one-sided {level} interval "
+                              f"{_shown(test['interval'])} excludes 0, p = {p:.3g} < alpha = {alpha:g}; {errors}")
+    if p_opposite < alpha:
+        flipped = f"{statistic}(A) {({'<': '>', '>': '<'}[op])} {statistic}(B)"
+        return "inconsistent", (f"the opposite ordering {flipped} is significant: {estimate}, its one-sided "
+                                f"{level} interval {_shown(test['opposite'])} excludes 0, p = {p_opposite:.3g} < alpha "
+                                f"= {alpha:g} (p of the claim {p:.3g}); {errors}")
+    body = (f"neither ordering is significant: {estimate}, the one-sided {level} interval {_shown(test['interval'])} "
+            f"of {claim_text} includes 0 (p = {p:.3g}, alpha = {alpha:g}); {errors}")
+    return "inconclusive", body + _more_data_advice(difference, se, df, test["q"] * se, op, alpha)
+
+
+def _more_data_advice(difference: float, se: float, df: float, margin: float, op: str, alpha: float) -> str:
+    """What more data would do for an inconclusive claim at this estimate."""
+    claimed_way = difference < 0 if op == "<" else difference > 0
+    if difference == 0:
+        return "; the estimate is exactly 0, so no amount of data at this estimate would settle it"
+    if claimed_way:
+        return (f"; the estimate points the claimed way: to exclude 0 the interval's margin must shrink from "
+                f"{_fmt(margin)} to below {_fmt(abs(difference))}: {_margin_factor(difference, se, df, alpha)} as many "
+                f"points on both lines (more seeds or base values; se ~ 1/sqrt(n))")
+    return (f"; the estimate points the opposite way, so more data would more likely end 'inconsistent' "
+            f"({_margin_factor(difference, se, df, alpha)} as many points on both lines would settle it at this "
+            f"estimate; se ~ 1/sqrt(n))")
+
+
 def compare_fits(
     a: FitResult | None,
     b: FitResult | None,
@@ -204,50 +318,17 @@ def compare_fits(
 
     ``side_a`` / ``side_b`` describe the sides when a fit is missing (their ``note`` says why); a missing fit or
     one without an error estimate gives ``inconclusive`` with the reason, never an exception."""
-    normal = " ".join(str(relation).replace("<", " < ").replace(">", " > ").split())
-    if normal not in RELATIONS:
-        raise InputError(f"relation: expected one of {', '.join(map(repr, RELATIONS))}, got {relation!r}")
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 0.5):
-        raise InputError(f"alpha: expected a number in (0, 0.5) for a one-sided test, got {alpha!r}")
-    statistic, op = normal.split()
-
-    def side(result: FitResult | None, given: ClaimSideResult | None) -> ClaimSideResult:
-        if given is not None:
-            out = given
-        elif result is not None:
-            out = ClaimSideResult(result.experiment, str(result.line), result.threshold,
-                                  bool(result.extra.get("threshold_relative")))
-        else:
-            raise InputError("compare_fits: a side has neither a fit nor a description")
-        if result is not None:
-            out.n_points = len(result.points)
-            if result.fit is not None:
-                out.n_seeds, out.x_range = result.fit.n_seeds, result.fit.x_range
-        return out
-
-    sa, sb = side(a, side_a), side(b, side_b)
-    claim_text = f"{statistic}(A) {op} {statistic}(B)"
+    normal, statistic, op = _checked_relation(relation, alpha)
+    sa, sb = _side(a, side_a), _side(b, side_b)
 
     def result(verdict: str, reason: str, **numbers: Any) -> ClaimResult:
         return ClaimResult(claim_id, text, normal, sa, sb, float(alpha), verdict, reason, provenance, experiment,
                            **numbers)
 
-    for name, res, s in (("a", a, sa), ("b", b, sb)):
-        if res is None or res.fit is None:
-            why = s.note or (res.verdict.reason if res is not None else "no fit")
-            return result("inconclusive", f"side {name.upper()} {s.label()} has no fit: {why}")
-    if a.x != b.x:
-        return result("inconclusive", f"the sides are fitted on different x ({a.x} and {b.x}); "
-                                      f"a {statistic} comparison needs the same regressor")
-    x0 = None
-    if statistic == "level":
-        lo = max(a.fit.x_range[0], b.fit.x_range[0])
-        hi = min(a.fit.x_range[1], b.fit.x_range[1])
-        if lo > hi:
-            return result("inconclusive", f"the fitted ranges of x do not overlap ({_fmt(a.fit.x_range[0])}.."
-                                          f"{_fmt(a.fit.x_range[1])} and {_fmt(b.fit.x_range[0])}..{_fmt(b.fit.x_range[1])}); "
-                                          "levels at matched base values need a common range")
-        x0 = (lo + hi) / 2
+    why_not = _not_comparable(a, b, sa, sb, statistic)
+    if why_not is not None:
+        return result("inconclusive", why_not)
+    x0 = _matched_x(a, b) if statistic == "level" else None
     for s, res in ((sa, a), (sb, b)):
         s.value, s.se, s.df, s.se_source = _side_numbers(res, statistic, x0)
     exact = [name for name, res in (("A", a), ("B", b)) if _exact(res)]
@@ -256,59 +337,13 @@ def compare_fits(
                 else "a side has no finite standard error")
         return result("inconclusive", f"{what}, so there is no error estimate; add seeds or grid points",
                       difference=sa.value - sb.value, matched_x=x0)
-    difference = sa.value - sb.value
-    var = sa.se ** 2 + sb.se ** 2
-    se = math.sqrt(var)
-    if se == 0:
+    if math.sqrt(sa.se ** 2 + sb.se ** 2) == 0:
         return result("inconclusive", "both standard errors are zero; no error estimate",
-                      difference=difference, matched_x=x0)
-    df = var ** 2 / (sa.se ** 4 / sa.df + sb.se ** 4 / sb.df)
-    t_stat = difference / se
-    q = stats.t.ppf(1 - alpha, df)
-    if op == "<":
-        p, p_opposite = float(stats.t.cdf(t_stat, df)), float(stats.t.sf(t_stat, df))
-        interval = (-math.inf, difference + q * se)
-        opposite = (difference - q * se, math.inf)
-    else:
-        p, p_opposite = float(stats.t.sf(t_stat, df)), float(stats.t.cdf(t_stat, df))
-        interval = (difference - q * se, math.inf)
-        opposite = (-math.inf, difference + q * se)
-    level = f"{100 * (1 - alpha):g}%"
-
-    def shown(pair: tuple[float, float]) -> str:
-        left = "(-inf" if math.isinf(pair[0]) else f"[{_fmt(pair[0])}"
-        right = "inf)" if math.isinf(pair[1]) else f"{_fmt(pair[1])}]"
-        return f"{left}, {right}"
-
-    where = (f" at matched {a.x.removeprefix('log ')} = {math.exp(x0):.4g} (x = {_fmt(x0)}, the middle of the common "
-             f"fitted range)") if x0 is not None else ""
-    sources = sa.se_source if sa.se_source == sb.se_source else f"A: {sa.se_source}; B: {sb.se_source}"
-    errors = f"se {_fmt(se)} = sqrt({_fmt(sa.se)}^2 + {_fmt(sb.se)}^2) ({sources}), Welch df {df:.3g}"
-    estimate = f"{statistic}(A) - {statistic}(B) = {_fmt(difference)}{where}"
-    numbers = dict(difference=difference, se=se, df=df, interval=interval, p=p, p_opposite=p_opposite, matched_x=x0)
-    if p < alpha:
-        return result("consistent", f"{claim_text} is significant: {estimate}, its one-sided {level} interval "
-                                    f"{shown(interval)} excludes 0, p = {p:.3g} < alpha = {alpha:g}; {errors}", **numbers)
-    if p_opposite < alpha:
-        flipped = f"{statistic}(A) {({'<': '>', '>': '<'}[op])} {statistic}(B)"
-        return result("inconsistent", f"the opposite ordering {flipped} is significant: {estimate}, its one-sided "
-                                      f"{level} interval {shown(opposite)} excludes 0, p = {p_opposite:.3g} < alpha = "
-                                      f"{alpha:g} (p of the claim {p:.3g}); {errors}", **numbers)
-    margin = q * se
-    body = (f"neither ordering is significant: {estimate}, the one-sided {level} interval {shown(interval)} of "
-            f"{claim_text} includes 0 (p = {p:.3g}, alpha = {alpha:g}); {errors}")
-    claimed_way = difference < 0 if op == "<" else difference > 0
-    if difference == 0:
-        advice = "; the estimate is exactly 0, so no amount of data at this estimate would settle it"
-    elif claimed_way:
-        advice = (f"; the estimate points the claimed way: to exclude 0 the interval's margin must shrink from "
-                  f"{_fmt(margin)} to below {_fmt(abs(difference))}: {_margin_factor(difference, se, df, alpha)} as many "
-                  f"points on both lines (more seeds or base values; se ~ 1/sqrt(n))")
-    else:
-        advice = (f"; the estimate points the opposite way, so more data would more likely end 'inconsistent' "
-                  f"({_margin_factor(difference, se, df, alpha)} as many points on both lines would settle it at this "
-                  f"estimate; se ~ 1/sqrt(n))")
-    return result("inconclusive", body + advice, **numbers)
+                      difference=sa.value - sb.value, matched_x=x0)
+    test = _welch_test(sa, sb, op, alpha)
+    verdict, reason = _verdict_of_test(test, sa, sb, statistic, op, alpha, a.x, x0)
+    return result(verdict, reason, difference=test["difference"], se=test["se"], df=test["df"],
+                  interval=test["interval"], p=test["p"], p_opposite=test["p_opposite"], matched_x=x0)
 
 
 # ----------------------------------------------------------------------------- claims of an experiment
@@ -317,8 +352,6 @@ def _fields(claim: Any) -> Any:
     if hasattr(claim, "relation") and hasattr(claim, "a"):
         return claim
     if isinstance(claim, Mapping):
-        from recallkit.empirics.experiment import claim_from_dict
-
         return claim_from_dict(dict(claim), f"claim {claim.get('id', '?')!r}")
     raise InputError(f"claims: expected Claim objects or [[claims]] tables, got {type(claim).__name__}")
 
@@ -335,6 +368,88 @@ def _fits_of(source: Any) -> tuple[list[FitResult] | None, str | None, str | Non
 def _same_threshold(fit: FitResult, threshold: float | None, relative: bool) -> bool:
     return (fit.threshold is not None and threshold is not None and abs(float(fit.threshold) - threshold) < 1e-9
             and bool(fit.extra.get("threshold_relative")) == relative)
+
+
+class _SideSource(NamedTuple):
+    """Where one side of a claim takes its fits from."""
+
+    experiment: str
+    fits: list[FitResult] | None  # None: that experiment has no fits here (``why`` says why)
+    why: str | None
+    fitted_from: str | None  # for a side in another experiment: "this report" / "stored runs"
+    sweep: dict
+
+
+def _side_source(side: Any, name: str, own_fits: list[FitResult] | None, others: Mapping[str, Any]) -> _SideSource:
+    if side.experiment in (None, name):
+        return _SideSource(name, own_fits, None, None, {})
+    if side.experiment not in others:
+        return _SideSource(side.experiment, None, (f"experiment {side.experiment} is not fitted here (pass its fits "
+                                                   f"in other_fits)"), None, {})
+    found, _, why, sweep = _fits_of(others[side.experiment])
+    return _SideSource(side.experiment, found, why, getattr(others[side.experiment], "fitted_from", None), sweep)
+
+
+def _not_run(side: Any, source: _SideSource, threshold: float | None, relative: bool, name: str,
+             preset: str | None) -> str | None:
+    """Why this side is not run in the preset (None: it is)."""
+    where = f" ({preset})" if preset else ""
+    exp = source.experiment
+    if source.fits is None:
+        return f"{source.why}"
+    if exp != name and source.sweep.get("stored_runs") == 0:
+        return (f"experiment {exp} has no stored runs for this preset{where}; run it (recallkit sweep {exp}) "
+                f"or add it to the report")
+    mine = [f for f in source.fits if f.line == side.line]
+    if not mine:
+        return f"line {side.line!r} of {exp} is not among the lines of this preset{where}"
+    if threshold is not None and not any(_same_threshold(f, threshold, relative) for f in mine):
+        return (f"threshold {_threshold_text(threshold, relative)} of line {side.line!r} ({exp}) is not "
+                f"among the thresholds of this preset{where}")
+    return None
+
+
+def _threshold_pairs(claim: Any, fits_a: list[FitResult] | None,
+                     fits_b: list[FitResult] | None) -> list[tuple[tuple[Any, bool], tuple[Any, bool]]]:
+    """The (threshold, relative) of each side to judge at: as stated, the other side's, or every one both share."""
+    ta, tb = (claim.a.threshold, claim.a.relative), (claim.b.threshold, claim.b.relative)
+    if ta[0] is None and tb[0] is not None:
+        ta = tb
+    if tb[0] is None and ta[0] is not None:
+        tb = ta
+    if ta[0] is None and fits_a is not None and fits_b is not None:
+        keys_a = [(float(f.threshold), bool(f.extra.get("threshold_relative"))) for f in fits_a
+                  if f.line == claim.a.line and f.threshold is not None]
+        keys_b = {(float(f.threshold), bool(f.extra.get("threshold_relative"))) for f in fits_b
+                  if f.line == claim.b.line and f.threshold is not None}
+        common_keys = [k for k in dict.fromkeys(keys_a) if k in keys_b]
+        if common_keys:
+            return [(k, k) for k in common_keys]
+    return [(ta, tb)]
+
+
+def _judge_at(claim: Any, level: float, thresholds: tuple[tuple[Any, bool], tuple[Any, bool]],
+              sources: tuple[_SideSource, _SideSource], name: str, preset: str | None) -> ClaimResult:
+    """One claim judged at one threshold of each side ("not run" where a side is not in the preset)."""
+    sides = [ClaimSideResult(source.experiment, side.line, thr, rel, fitted_from=source.fitted_from,
+                             note=_not_run(side, source, thr, rel, name, preset))
+             for side, source, (thr, rel) in zip((claim.a, claim.b), sources, thresholds)]
+    side_a, side_b = sides
+    reasons = [f"side {label}: {s.note}" for label, s in (("A", side_a), ("B", side_b)) if s.note]
+    if reasons:
+        return ClaimResult(claim.id, claim.text, claim.relation, side_a, side_b, float(level), NOT_RUN,
+                           "not run in this preset: " + "; ".join(reasons), claim.provenance, name)
+    if thresholds[0][0] is None:  # both sides run, but no threshold in common
+        return ClaimResult(claim.id, claim.text, claim.relation, side_a, side_b, float(level), NOT_RUN,
+                           "not run in this preset: the two lines share no threshold "
+                           f"in this preset{f' ({preset})' if preset else ''}", claim.provenance, name)
+    (thr_a, rel_a), (thr_b, rel_b) = thresholds
+    fit_a = next(f for f in sources[0].fits if f.line == claim.a.line and _same_threshold(f, thr_a, rel_a))
+    fit_b = next(f for f in sources[1].fits if f.line == claim.b.line and _same_threshold(f, thr_b, rel_b))
+    side_a.note = None if fit_a.fit is not None else fit_a.verdict.reason
+    side_b.note = None if fit_b.fit is not None else fit_b.verdict.reason
+    return compare_fits(fit_a, fit_b, claim.relation, alpha=level, side_a=side_a, side_b=side_b, claim_id=claim.id,
+                        text=claim.text, provenance=claim.provenance, experiment=name)
 
 
 def judge_claims(
@@ -362,80 +477,9 @@ def judge_claims(
     for raw in claims:
         claim = _fields(raw)
         level = claim.alpha if claim.alpha is not None else (alpha if alpha is not None else DEFAULT_ALPHA)
-
-        def lookup(side: Any) -> tuple[str, list[FitResult] | None, str | None, str | None, dict]:
-            """(experiment, its fits or None, why not, fitted from, sweep) of one side."""
-            if side.experiment in (None, name):
-                return name, own_fits, None, None, {}
-            if side.experiment not in others:
-                return side.experiment, None, (f"experiment {side.experiment} is not fitted here (pass its fits "
-                                               f"in other_fits)"), None, {}
-            found, _, why, sweep = _fits_of(others[side.experiment])
-            source = getattr(others[side.experiment], "fitted_from", None)
-            return side.experiment, found, why, source, sweep
-
-        exp_a, fits_a, why_a, from_a, sweep_a = lookup(claim.a)
-        exp_b, fits_b, why_b, from_b, sweep_b = lookup(claim.b)
-
-        def describe(side: Any, exp: str, threshold: float | None, relative: bool, source: str | None,
-                     note: str | None = None) -> ClaimSideResult:
-            return ClaimSideResult(exp, side.line, threshold, relative, fitted_from=source, note=note)
-
-        def not_run(side: Any, exp: str, found: list[FitResult] | None, why: str | None, sweep: dict,
-                    threshold: float | None, relative: bool) -> str | None:
-            """Why this side is not run in the preset (None: it is)."""
-            where = f" ({preset})" if preset else ""
-            if found is None:
-                return f"{why}"
-            if exp != name and sweep.get("stored_runs") == 0:
-                return (f"experiment {exp} has no stored runs for this preset{where}; run it (recallkit sweep {exp}) "
-                        f"or add it to the report")
-            mine = [f for f in found if f.line == side.line]
-            if not mine:
-                return f"line {side.line!r} of {exp} is not among the lines of this preset{where}"
-            if threshold is not None and not any(_same_threshold(f, threshold, relative) for f in mine):
-                return (f"threshold {_threshold_text(threshold, relative)} of line {side.line!r} ({exp}) is not "
-                        f"among the thresholds of this preset{where}")
-            return None
-
-        # the thresholds to judge at: as stated, the other side's, or every one both sides share
-        ta, tb = (claim.a.threshold, claim.a.relative), (claim.b.threshold, claim.b.relative)
-        if ta[0] is None and tb[0] is not None:
-            ta = tb
-        if tb[0] is None and ta[0] is not None:
-            tb = ta
-        pairs: list[tuple[tuple[Any, bool], tuple[Any, bool]]] = [(ta, tb)]
-        if ta[0] is None and fits_a is not None and fits_b is not None:
-            keys_a = [(float(f.threshold), bool(f.extra.get("threshold_relative"))) for f in fits_a
-                      if f.line == claim.a.line and f.threshold is not None]
-            keys_b = {(float(f.threshold), bool(f.extra.get("threshold_relative"))) for f in fits_b
-                      if f.line == claim.b.line and f.threshold is not None}
-            common_keys = [k for k in dict.fromkeys(keys_a) if k in keys_b]
-            if common_keys:
-                pairs = [(k, k) for k in common_keys]
-        for (thr_a, rel_a), (thr_b, rel_b) in pairs:
-            side_a = describe(claim.a, exp_a, thr_a, rel_a, from_a,
-                              not_run(claim.a, exp_a, fits_a, why_a, sweep_a, thr_a, rel_a))
-            side_b = describe(claim.b, exp_b, thr_b, rel_b, from_b,
-                              not_run(claim.b, exp_b, fits_b, why_b, sweep_b, thr_b, rel_b))
-            reasons = [f"side {label}: {s.note}" for label, s in (("A", side_a), ("B", side_b)) if s.note]
-            common = dict(claim_id=claim.id, text=claim.text, provenance=claim.provenance, experiment=name)
-            if reasons:
-                results.append(ClaimResult(claim.id, claim.text, claim.relation, side_a, side_b, float(level), NOT_RUN,
-                                           "not run in this preset: " + "; ".join(reasons), claim.provenance, name))
-                continue
-            if thr_a is None:  # both sides run, but no threshold in common
-                results.append(ClaimResult(claim.id, claim.text, claim.relation, side_a, side_b, float(level),
-                                           NOT_RUN, "not run in this preset: the two lines share no threshold "
-                                                    f"in this preset{f' ({preset})' if preset else ''}",
-                                           claim.provenance, name))
-                continue
-            fit_a = next(f for f in fits_a if f.line == claim.a.line and _same_threshold(f, thr_a, rel_a))
-            fit_b = next(f for f in fits_b if f.line == claim.b.line and _same_threshold(f, thr_b, rel_b))
-            side_a.note = None if fit_a.fit is not None else fit_a.verdict.reason
-            side_b.note = None if fit_b.fit is not None else fit_b.verdict.reason
-            results.append(compare_fits(fit_a, fit_b, claim.relation, alpha=level, side_a=side_a, side_b=side_b,
-                                        **common))
+        sources = (_side_source(claim.a, name, own_fits, others), _side_source(claim.b, name, own_fits, others))
+        for thresholds in _threshold_pairs(claim, sources[0].fits, sources[1].fits):
+            results.append(_judge_at(claim, level, thresholds, sources, name, preset))
     return results
 
 
@@ -444,8 +488,6 @@ def other_experiment_fits(claims: Iterable[Any], experiment: str, *, store: Any,
     """For each other experiment the claims name: its fits from ``available`` (e.g. fitted earlier in the same
     report), else fitted from what the results store holds (``compare.fit_experiment``: nothing is trained), else
     a string saying why it cannot be. The value carries ``fitted_from`` ("this report" / "stored runs")."""
-    from recallkit.compare.assertions import fit_experiment
-
     out: dict[str, Any] = {}
     for raw in claims:
         claim = _fields(raw)
