@@ -4,12 +4,18 @@ One torch thread: on the shared 2-core machines two OpenMP threads per process o
 and tiny models run far slower, and the float results of a trained config depend on the thread count
 (``recallkit train``, ``sweep`` and ``report`` all default to one thread too). torch is imported inside
 the fixtures, never at import time, so collecting a test that does not need torch stays cheap.
+
+Every test under tests/systems/<name>/ carries the marker <name> (registered in pyproject.toml), so one
+system's tests run alone: ``python -m pytest -m geometric_recall``.
 """
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
+
+SYSTEMS_DIR = Path(__file__).parent / "systems"
 
 
 @contextlib.contextmanager
@@ -37,3 +43,13 @@ def one_torch_thread_module():
     so such a fixture asks for this one (one thread for the whole module, restored after it)."""
     with _torch_threads(1):
         yield
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
+def pytest_collection_modifyitems(config, items):
+    """Mark each test under tests/systems/<name>/ with <name>; a folder not registered as a marker warns."""
+    systems = SYSTEMS_DIR.resolve()
+    for item in items:
+        path = Path(item.path).resolve()
+        if path.is_relative_to(systems) and len(path.relative_to(systems).parts) > 1:
+            item.add_marker(getattr(pytest.mark, path.relative_to(systems).parts[0]))
