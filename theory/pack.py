@@ -184,9 +184,26 @@ def resolve_pack_path(name_or_path: str | Path) -> tuple[Path, str]:
     return path, text
 
 
+# Packs loaded in this process, keyed by (file, its size, its modification time, the label errors name it by): a
+# Pack is frozen, so one object serves every reader, and an edited file is read again.
+_LOADED: dict[tuple[str, int, int, str], Pack] = {}
+
+
 def load_pack(name_or_path: str | Path) -> Pack:
-    """Load and validate a pack by shipped name (``"example"``) or path to a TOML file."""
+    """Load and validate a pack by shipped name (``"example"``) or path to a TOML file (read once per process
+    while the file is unchanged)."""
     path, label = resolve_pack_path(name_or_path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return _read_pack(path, label)
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, label)
+    if key not in _LOADED:
+        _LOADED[key] = _read_pack(path, label)
+    return _LOADED[key]
+
+
+def _read_pack(path: Path, label: str) -> Pack:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
