@@ -29,6 +29,7 @@ mean the same.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -370,6 +371,11 @@ class RunConfig:
     def param_count(self) -> int:
         return self.task_config.param_count
 
+    @functools.cached_property
+    def digest(self) -> str:
+        """The store key (:func:`config_hash`), computed once per parsed config."""
+        return store_key(self.to_dict())
+
 
 def _from_dict(raw: dict) -> RunConfig:
     if not isinstance(raw, dict):
@@ -416,8 +422,29 @@ def _from_dict(raw: dict) -> RunConfig:
     return RunConfig(task, model, trainer, seed, task_config, trainer_config)
 
 
+class ParsedConfig(dict):
+    """A flat run config (a plain dict to every reader: runners, the store, JSON) that carries its validated
+    :class:`RunConfig`, so that the executors and the engine do not parse it again. Made by
+    :func:`planned_config`; a copy made with ``dict(...)`` is a plain dict again and is parsed when used."""
+
+    parsed: RunConfig
+
+
+def planned_config(raw: dict, where: str = "") -> ParsedConfig:
+    """``raw`` validated once: a :class:`ParsedConfig` with the same keys and values."""
+    config = ParsedConfig(raw)
+    config.parsed = parse_config(raw, where)
+    return config
+
+
 def parse_config(raw: dict | RunConfig, where: str = "") -> RunConfig:
-    return raw if isinstance(raw, RunConfig) else RunConfig.from_dict(raw, where)
+    """The validated config of a dict (one-line InputError otherwise); a RunConfig or a ParsedConfig's own."""
+    if isinstance(raw, RunConfig):
+        return raw
+    parsed = getattr(raw, "parsed", None)
+    if isinstance(raw, ParsedConfig) and isinstance(parsed, RunConfig):
+        return parsed
+    return RunConfig.from_dict(raw, where)
 
 
 def store_key(config: dict, prefix: str = "") -> str:
@@ -431,7 +458,7 @@ def store_key(config: dict, prefix: str = "") -> str:
 
 def config_hash(cfg: dict | RunConfig) -> str:
     """The store key of a training config: :func:`store_key` of its canonical form (defaults filled in)."""
-    return store_key(parse_config(cfg).to_dict())
+    return parse_config(cfg).digest
 
 
 def shape_key(cfg: RunConfig) -> str:

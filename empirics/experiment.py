@@ -96,13 +96,14 @@ Integer-valued parameters (sizes, batch size, epochs, steps) are floored after e
 """
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recallkit.empirics.config import MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V
+from recallkit.empirics.config import MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V, check_memory, planned_config
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
 
@@ -273,6 +274,9 @@ class Experiment:
     relative_thresholds: list[float] = field(default_factory=list)  # search.method = "curve" only
     claims: list[Claim] = field(default_factory=list)  # [[claims]]: comparative claims between fitted lines
     file_lines: list[str] = field(default_factory=list)  # every line label of the file (a preset may run fewer)
+    # the run configs validated when the file was loaded (the corners of each line), by their canonical JSON:
+    # the search takes these instead of validating the same config a second time
+    checked_configs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def values_of(self, line_index: int) -> list[int]:
         """The base values swept along one line (the preset's list, or that line's own)."""
@@ -325,6 +329,12 @@ class Experiment:
                 env[name] = value
             config[name] = value
         return config
+
+    def planned_config(self, line: Line, base_value: int, size_value: int, seed: int):
+        """:meth:`build_config` validated (an ``empirics.config.ParsedConfig``), once per config."""
+        config = self.build_config(line, base_value, size_value, seed)
+        checked = self.checked_configs.get(json.dumps(config, sort_keys=True, default=str))
+        return checked if checked is not None else planned_config(config)
 
     def metric_of(self, line: "int | str") -> str:
         """The metric line ``line`` (an index or a label) is judged on: its own ``metric``, else the experiment's."""
@@ -674,8 +684,6 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
         experiment.claims = parse_claims(raw["claims"], shown, raw, verdict.get("alpha"))
     # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
     # The run-config validator (empirics.config) then names any key the task or trainer does not take.
-    from recallkit.empirics.config import check_memory, parse_config
-
     for i, line in enumerate(lines):
         values = experiment.values_of(i)
         settings = line.search or search
@@ -686,7 +694,9 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
                 where = f"{shown}: line {line.label!r} at {base}={b}, {size}={s}"
-                parsed = parse_config(config, where=where)
+                checked = planned_config(config, where=where)
+                experiment.checked_configs[json.dumps(config, sort_keys=True, default=str)] = checked
+                parsed = checked.parsed
                 if kind == "grid":  # every size of a grid is trained; a search may never reach its max
                     check_memory(parsed, where)
                 if search.budget_factor is not None and search.budget_key not in config:
