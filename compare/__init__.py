@@ -12,7 +12,7 @@ every run - costs nothing until a name is used)::
     compare.assert_slope(points_or_arrays, predicted, expect="consistent", ...) -> FitResult
 
 compare fits and judges; it never trains. The convenience that runs a sweep first and then asserts is
-orchestration: ``recallkit.assert_scaling`` / ``recallkit.fit_experiment``.
+orchestration: ``recallkit.assert_scaling`` / ``recallkit.sweep_and_fit``.
 """
 from __future__ import annotations
 

@@ -18,10 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from recallkit import registry, theory
 from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
 from recallkit.compare.results import FitResult, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
+from recallkit.empirics.experiment import Experiment, load_experiment
+from recallkit.empirics.plan import Plan, plan_of, realised_rows
+from recallkit.empirics.search import replay
+from recallkit.empirics.store import ResultStore
 from recallkit.theory.errors import InputError
+from recallkit.theory.realised import realised_prediction
 
 def default_store_path() -> str:
     """The store `recallkit sweep` uses: $RECALLKIT_STORE, else empirics.store.DEFAULT_STORE."""
@@ -264,52 +270,66 @@ def fit_boundary_points(
     return results
 
 
-def realised_predictions(experiment: Any, sweep: Any = None) -> dict[str, Any]:
-    """The pack's prediction at the sizes a loaded min-size experiment actually runs, per line label:
-    ``{"realised": theory.realised.realised_prediction(...) (floored counts, log factors), "finite_size": the
+def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
+    """The pack's prediction at the sizes a min-size experiment actually runs, per line label:
+    ``{"realised": the plan's realised-grid prediction (floored counts, log factors), "finite_size": the
     same with each term in its finite-size form where the pack's system provides one (registry
     ``System.finite_size``, given the runs' mean metrics at each row, e.g. the attention mass), or None}``;
-    ``{"error": ...}`` where neither can be computed."""
-    from recallkit import registry, theory
-    from recallkit.theory.realised import realised_prediction
-    from recallkit.theory.symbols import VARIABLES
-
+    ``{"error": ...}`` where neither can be computed. ``plan``: an ``empirics.plan.Plan`` (or a loaded
+    experiment, planned here)."""
+    plan = plan_of(plan)
+    experiment, pack = plan.experiment, plan.pack
     out: dict[str, Any] = {}
-    if experiment.pack is None or experiment.kind != "min_size":
+    if pack is None or experiment.kind != "min_size":
         return out
-    pack = theory.load_pack(experiment.pack)
     system = registry.system_of_pack(experiment.pack)
     hook = registry.load_object(system.finite_size) if system is not None and system.finite_size else None
     runs = list(getattr(sweep, "runs", None) or [])
     for line in experiment.lines:
+        realised = plan.realised.get(line.label) or {}
+        if "error" in realised:
+            out[line.label] = {"error": realised["error"]}
+            continue
+        entry: dict[str, Any] = {"realised": dict(realised), "finite_size": None}
         try:
-            scaling = theory.parse_scaling(getattr(line, "theory_scaling", "") or line.scaling)
-            tied = {name for name, expr in scaling.as_dict().items() if VARIABLES[pack.size] in expr.free_symbols}
-            rows = []
-            for value in experiment.base_values:
-                config = experiment.build_config(line, value, experiment.search.min, experiment.seeds[0])
-                row = {v: config[v] for v in pack.variables if v != pack.size and v in config and v not in tied}
-                mine = [r for r in runs if r.get("line") == line.label and r.get(experiment.base) == value]
-                measured = {}
-                for key in ("attention_mass",):
-                    values = [r[key] for r in mine if isinstance(r.get(key), (int, float))]
-                    if values:
-                        measured[key] = sum(values) / len(values)
-                rows.append({**row, "_config": config, "_measured": measured})
-            plain = [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]
-            entry: dict[str, Any] = {"realised": realised_prediction(pack, scaling, plain), "finite_size": None}
             if hook is not None:
-                finite = realised_prediction(pack, scaling, rows, factors=lambda term, row: hook(
-                    pack.name, term, {k: v for k, v in row.items() if not k.startswith("_")},
-                    {"config": row["_config"], **row["_measured"]}))
-                if finite.get("slope") is not None:
-                    finite["constants"] = [hook(pack.name, None, {k: v for k, v in row.items() if not k.startswith("_")},
-                                                {"config": row["_config"], **row["_measured"]}) for row in rows]
-                    entry["finite_size"] = finite
-            out[line.label] = entry
+                entry["finite_size"] = _finite_size(plan, line, runs, hook)
         except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
-            out[line.label] = {"error": str(exc)}
+            entry = {"error": str(exc)}
+        out[line.label] = entry
     return out
+
+
+def _mean_metrics(runs: list[dict], skip: set[str]) -> dict[str, float]:
+    """The mean of every numeric metric over some runs: what a system's finite-size form may read (the
+    stage does not know which metric a system needs, e.g. token retrieval's measured attention)."""
+    sums: dict[str, list[float]] = {}
+    for run in runs:
+        for key, value in run.items():
+            if key not in skip and isinstance(value, (int, float)) and not isinstance(value, bool):
+                sums.setdefault(key, []).append(value)
+    return {key: sum(values) / len(values) for key, values in sums.items()}
+
+
+def _finite_size(plan: Any, line: Any, runs: list[dict], hook: Any) -> dict[str, Any] | None:
+    """The realised prediction with each term in the system's finite-size form at the runs' measured metrics."""
+    experiment, pack = plan.experiment, plan.pack
+    scaling = theory.parse_scaling(line.theory_scaling or line.scaling)
+    rows = realised_rows(experiment, pack, line)
+    for row, value in zip(rows, experiment.base_values):
+        mine = [r for r in runs if r.get("line") == line.label and r.get(experiment.base) == value]
+        row["_measured"] = _mean_metrics(mine, skip={"line", "seed", experiment.base, experiment.size})
+
+    def plain(row: dict) -> dict:
+        return {k: v for k, v in row.items() if not k.startswith("_")}
+
+    finite = realised_prediction(pack, scaling, rows, factors=lambda term, row: hook(
+        pack.name, term, plain(row), {"config": row["_config"], **row["_measured"]}))
+    if finite.get("slope") is None:
+        return None
+    finite["constants"] = [hook(pack.name, None, plain(row), {"config": row["_config"], **row["_measured"]})
+                           for row in rows]
+    return finite
 
 
 @dataclass
@@ -324,6 +344,9 @@ class ExperimentFits:
     fits: list[FitResult]
     predictions: dict[str, Any] = field(default_factory=dict)
     sweep: dict[str, Any] = field(default_factory=dict)  # reused / computed / missing / violations
+    # the typed records the fits were made from, so that nothing downstream replays the search to rebuild them
+    sweep_result: Any = field(default=None, repr=False, compare=False)
+    plan: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
@@ -353,22 +376,9 @@ def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
 
 
 def predictions_for(experiment: Any) -> dict[str, Any]:
-    """theory.predict for each line of a loaded experiment, keyed by line label; an entry holds
+    """theory.predict for each line of a plan (or a loaded experiment), keyed by line label; an entry holds
     ``{"error": message}`` where the pack cannot predict the line (its fits are then inconclusive)."""
-    from recallkit import theory
-
-    out: dict[str, Any] = {}
-    if experiment.pack is None:
-        return {line.label: {"error": f"{experiment.path}: no 'pack' to predict from"} for line in experiment.lines}
-    pack = theory.load_pack(experiment.pack)
-    for line in experiment.lines:
-        try:
-            # theory_scaling: the line as the pack states it (a linear memory's config has no m; the pack's m = d)
-            scaling = getattr(line, "theory_scaling", "") or line.scaling
-            out[line.label] = theory.predict(pack, theory.parse_scaling(scaling)).to_dict()
-        except InputError as exc:
-            out[line.label] = {"error": str(exc)}
-    return out
+    return {label: dict(found) for label, found in plan_of(experiment).predictions.items()}
 
 
 def fit_experiment(
@@ -382,54 +392,79 @@ def fit_experiment(
     thresholds: Iterable[float] | None = None,
     predicted: float | Mapping[str, Any] | None = None,
 ) -> ExperimentFits:
-    """Fit and judge what the results store holds for ``experiment`` (a path, a shipped name or a loaded
-    experiment); nothing is trained here (``recallkit.fit_experiment`` runs the sweep first).
+    """Fit and judge what the results store holds for ``experiment`` (an ``empirics.plan.Plan``, a loaded
+    experiment, a path or a shipped name); nothing is trained here (``recallkit.sweep_and_fit`` runs the
+    sweep first).
 
     ``sweep``: an ``empirics.search.SweepResult`` just computed for it (else the store is replayed).
     delta / alpha default to the experiment's ``[verdict]`` table, then to the compare defaults.
     ``predicted`` replaces the theory pack's prediction: one slope for every line, or a mapping
     line label -> slope or prediction dict (for theories that are not packs, or to test a wrong one).
     """
-    from recallkit.empirics.experiment import Experiment, load_experiment
-    from recallkit.empirics.search import replay
-    from recallkit.empirics.store import ResultStore
-
-    loaded = experiment if isinstance(experiment, Experiment) else load_experiment(experiment, preset=preset)
+    plan = experiment if isinstance(experiment, Plan) else plan_of(
+        experiment if isinstance(experiment, Experiment) else load_experiment(experiment, preset=preset))
+    loaded = plan.experiment
     store_path = str(store) if store is not None else default_store_path()
     delta = delta if delta is not None else loaded.verdict.get("delta", DEFAULT_DELTA)
     alpha = alpha if alpha is not None else loaded.verdict.get("alpha", DEFAULT_ALPHA)
     if loaded.kind == "grid":
         raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
                          f"max_capacity experiment)")
-    if thresholds is not None:
-        thresholds = list(thresholds)
-        known = [float(t) for t in loaded.thresholds]
-        for value in thresholds:
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or float(value) not in known:
-                raise InputError(f"--threshold: {value} is not a threshold of {loaded.name} "
-                                 f"(its thresholds: {', '.join(f'{t:g}' for t in known)})")
+    thresholds = _checked_thresholds(loaded, thresholds)
     with ResultStore(store_path, readonly=True) as results_store:
         if sweep is None:
-            sweep = replay(loaded, results_store)
+            sweep = replay(plan, results_store)
         provenance = _run_provenance(results_store, loaded.name)
-    if predicted is None:
-        predictions = predictions_for(loaded)
-    else:
-        predictions = {}
-        for line in loaded.lines:
-            given = predicted.get(line.label) if isinstance(predicted, Mapping) else predicted
-            if given is None:
-                predictions[line.label] = {"error": f"no slope given for line {line.label!r}"}
-            elif isinstance(given, Mapping):
-                predictions[line.label] = {**given, "source": "given"}
-            else:
-                predictions[line.label] = {"slope_on_x": float(given), "source": "given"}
+    predictions = predictions_for(plan) if predicted is None else _given_predictions(loaded, predicted)
     slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
-    realised = realised_predictions(loaded, sweep) if predicted is None else {}
+    realised = realised_predictions(plan, sweep) if predicted is None else {}
     fits = fit_boundary_points(sweep.points, slopes, experiment=loaded.name, kind=loaded.kind, base=loaded.base,
                                delta=delta, alpha=alpha, thresholds=thresholds, realised=realised)
-    reference_only = bool(loaded.verdict.get("reference_only")) and predicted is None
-    line_notes = {ln.label: ln.reference_note for ln in loaded.lines if ln.reference_note} if predicted is None else {}
+    _untested_lines(loaded, fits, predictions, predicted is None, delta, alpha)
+    summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
+               "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
+               "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions),
+               **provenance}
+    for label, found in realised.items():
+        if label in predictions and "error" not in predictions[label]:
+            predictions[label]["realised"] = found
+    return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
+                          summary, sweep_result=sweep, plan=plan)
+
+
+def _checked_thresholds(loaded: Experiment, thresholds: Iterable[float] | None) -> list[float] | None:
+    """``--threshold`` values, each one of the experiment's thresholds (one-line error otherwise)."""
+    if thresholds is None:
+        return None
+    thresholds = list(thresholds)
+    known = [float(t) for t in loaded.thresholds]
+    for value in thresholds:
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or float(value) not in known:
+            raise InputError(f"--threshold: {value} is not a threshold of {loaded.name} "
+                             f"(its thresholds: {', '.join(f'{t:g}' for t in known)})")
+    return thresholds
+
+
+def _given_predictions(loaded: Experiment, predicted: float | Mapping[str, Any]) -> dict[str, Any]:
+    """A user's slopes in place of the pack's: one for every line, or per line label."""
+    predictions: dict[str, Any] = {}
+    for line in loaded.lines:
+        given = predicted.get(line.label) if isinstance(predicted, Mapping) else predicted
+        if given is None:
+            predictions[line.label] = {"error": f"no slope given for line {line.label!r}"}
+        elif isinstance(given, Mapping):
+            predictions[line.label] = {**given, "source": "given"}
+        else:
+            predictions[line.label] = {"slope_on_x": float(given), "source": "given"}
+    return predictions
+
+
+def _untested_lines(loaded: Experiment, fits: list[FitResult], predictions: Mapping[str, Any], from_pack: bool,
+                    delta: float, alpha: float) -> None:
+    """Fits without a tested prediction (the pack cannot predict the line, the file marks it reference-only)
+    become inconclusive, with the reason."""
+    reference_only = bool(loaded.verdict.get("reference_only")) and from_pack
+    line_notes = {ln.label: ln.reference_note for ln in loaded.lines if ln.reference_note} if from_pack else {}
     for result in fits:
         error = predictions.get(result.line, {}).get("error")
         if reference_only and not error:
@@ -443,12 +478,3 @@ def fit_experiment(
             if result.fit is None:  # keep the data's own reason too
                 reason += f"; and {result.verdict.reason}"
             result.verdict = type(result.verdict)("inconclusive", reason, None, None, delta, alpha)
-    summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
-               "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
-               "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions),
-               **provenance}
-    for label, found in realised.items():
-        if label in predictions and "error" not in predictions[label]:
-            predictions[label]["realised"] = found
-    return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
-                          summary)

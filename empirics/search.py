@@ -46,7 +46,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from recallkit.empirics.config import planned_config
 from recallkit.empirics.experiment import Experiment, Line
+from recallkit.empirics.plan import Plan, plan_of
 from recallkit.theory.errors import InputError, RecallkitError
 
 
@@ -101,39 +103,13 @@ class SweepResult:
         return f"reused {self.reused} / computed {self.computed}"
 
 
-def _config_hash(config: dict) -> str:
-    from recallkit.empirics.config import config_hash
-
-    return config_hash(config)
-
-
-def predicted_exponents(experiment: Experiment, line: Line) -> tuple[float, float] | None:
-    """(x, y) with searched size ~ base**x (log base)**y on ``line``, from the theory pack, or None.
-
-    ``theory.predict`` solves the pack's success condition for its size variable as a power of its
-    base (``size_exponent_float``, ``size_log_power_float``). When the experiment searches the
-    pack's base at fixed size (capacity: N at each d, pack stated as d ~ N**x (log N)**y) the
-    relation is inverted to leading order: N ~ d**(1/x) (log d)**(-y/x). None when the pack is
-    missing or cannot predict this line; the search then calibrates from data alone.
-    """
-    if experiment.pack is None:
-        return None
+def predicted_exponents(experiment: Experiment | Plan, line: Line) -> tuple[float, float] | None:
+    """(x, y) with searched size ~ base**x (log base)**y on ``line``, from the plan's theory pack, or None
+    when the pack is missing or cannot predict this line (the search then calibrates from data alone)."""
     try:
-        from recallkit import theory
-
-        prediction = theory.predict(theory.load_pack(experiment.pack), line.theory_scaling).to_dict()
-        x = float(prediction["size_exponent_float"])
-        y = float(prediction["size_log_power_float"])
-        pack_base, pack_size = prediction["base"], prediction["size"]
-    except Exception:  # no such pack, a line the pack cannot predict: use the data-driven fallback
+        return plan_of(experiment).search_exponents.get(line.label)
+    except RecallkitError:
         return None
-    if not (math.isfinite(x) and math.isfinite(y)):
-        return None
-    if (pack_base, pack_size) == (experiment.base, experiment.size):
-        return x, y
-    if (pack_base, pack_size) == (experiment.size, experiment.base) and x > 0:
-        return 1 / x, -y / x
-    return None
 
 
 class _Cell:
@@ -149,9 +125,10 @@ class _Cell:
 class SweepDriver:
     """Runs (or, with ``executor=None``, replays from the store) one experiment's search."""
 
-    def __init__(self, experiment: Experiment, store, executor=None, progress: bool = False,
+    def __init__(self, experiment: Experiment | Plan, store, executor=None, progress: bool = False,
                  log: TextIO | None = sys.stderr, code_version: str | None = None):
-        self.exp = experiment
+        self.plan = plan_of(experiment)
+        self.exp = self.plan.experiment
         self.store = store
         self.executor = executor
         self.progress = progress
@@ -161,7 +138,6 @@ class SweepDriver:
         self.sizes_of: dict[tuple[int, int, int], dict[int, str]] = {}  # (line, base, seed) -> {size: hash}
         self.config_of: dict[str, dict] = {}
         self.reused = self.computed = self.failed = self.missing = 0
-        self._predicted: dict[int, tuple[float, float] | None] = {}
         self._grids: dict[int | None, list[int] | None] = {}
         self.budget: dict[tuple[int, int, int, float], dict] = {}  # (line, base, seed, threshold) -> check
         if code_version is None:
@@ -175,9 +151,9 @@ class SweepDriver:
         key = (line_index, base_value, size, seed)
         if key not in self.hash_of:
             line = self.exp.lines[line_index]
-            config = self.exp.build_config(line, base_value, size, seed)
-            try:
-                h = _config_hash(config)
+            try:  # validated once here; the executors and the engine read the parsed form it carries
+                config = self.exp.planned_config(line, base_value, size, seed)
+                h = config.parsed.digest
             except InputError as exc:  # e.g. an lr expression that is fine at the corners but not here
                 raise InputError(f"{self.exp.path}: line {line.label!r} at {self.exp.base}={base_value}, "
                                  f"{self.exp.size}={size}: {exc} (runs stored so far are kept)") from None
@@ -269,9 +245,7 @@ class SweepDriver:
         if not previous:
             return self._clamp(round(search.max if exp.kind == "min_size" else search.min), li)
         b_prev, a_prev = previous[-1]
-        if cell.line_index not in self._predicted:
-            self._predicted[cell.line_index] = predicted_exponents(exp, exp.lines[cell.line_index])
-        exponents = self._predicted[cell.line_index]
+        exponents = self.plan.search_exponents.get(exp.lines[cell.line_index].label)
         if exponents is None and len(previous) >= 2:
             (b0, a0), (b1, a1) = previous[-2], previous[-1]
             slope = math.log(a1 / a0) / math.log(b1 / b0) if a0 > 0 and a1 > 0 and b1 != b0 else 0.0
@@ -463,7 +437,8 @@ class SweepDriver:
             config = dict(self.config_of[self._key(cell.line_index, r.base_value, neighbour, cell.seed)])
             scaled = config[key] * factor
             config[key] = int(math.floor(scaled + 1e-9)) if isinstance(config[key], int) else scaled
-            h = _config_hash(config)
+            config = planned_config(config)
+            h = config.parsed.digest
             self.config_of[h] = config
             check.update({exp.size: neighbour, "answer": r.size, "value": config[key], "config_hash": h})
             if h not in self.cache:
@@ -670,9 +645,7 @@ class SweepDriver:
         previous = [(bv, a) for bv, a in previous if a]
         if not previous:
             return self._clamp(round(math.sqrt(search.min * search.max)), li)
-        if li not in self._predicted:
-            self._predicted[li] = predicted_exponents(exp, exp.lines[li])
-        x, y = self._predicted[li] or (0.5, 0.0)
+        x, y = self.plan.search_exponents.get(exp.lines[li].label) or (0.5, 0.0)
         b_prev, a_prev = previous[-1]
         guess = a_prev * (b / b_prev) ** x
         if y and b > 1 and b_prev > 1:
@@ -907,22 +880,22 @@ def _torch_version() -> str | None:
     return getattr(torch, "__version__", None)
 
 
-def run_sweep(experiment: Experiment, store, executor, progress: bool = False,
+def run_sweep(experiment: Experiment | Plan, store, executor, progress: bool = False,
               log: TextIO | None = sys.stderr) -> SweepResult:
     """Train what the experiment's search needs (reusing the store) and return its boundary points."""
     return SweepDriver(experiment, store, executor, progress=progress, log=log).run()
 
 
-def replay(experiment: Experiment, store) -> SweepResult:
+def replay(experiment: Experiment | Plan, store) -> SweepResult:
     """The sweep's result as the store holds it, training nothing; missing runs censor their cells."""
     return SweepDriver(experiment, store, executor=None, log=None, code_version="replay").run()
 
 
-def boundary_points(experiment: Experiment, store) -> list[dict]:
+def boundary_points(experiment: Experiment | Plan, store) -> list[dict]:
     """The contract of docs/ARCHITECTURE.md: one dict per (line, threshold, seed, base value)."""
     return replay(experiment, store).points
 
 
-def grid_points(experiment: Experiment, store) -> list[dict]:
+def grid_points(experiment: Experiment | Plan, store) -> list[dict]:
     """Every stored run of a (line, base, size, seed) for heatmaps, with its metrics."""
     return replay(experiment, store).runs
