@@ -11,7 +11,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "assert_claim", "assert_scaling", "code_version", "fit_experiment", "results", "fits"]
+__all__ = ["__version__", "assert_claim", "assert_scaling", "code_version", "sweep_and_fit", "results", "fits"]
 
 
 def __getattr__(name: str):
@@ -20,7 +20,7 @@ def __getattr__(name: str):
         from recallkit.empirics.provenance import code_version
 
         return code_version
-    if name in ("assert_scaling", "assert_claim", "fit_experiment"):
+    if name in ("assert_scaling", "assert_claim", "sweep_and_fit", "fit_experiment"):  # fit_experiment: deprecated
         from recallkit import assertions
 
         return getattr(assertions, name)

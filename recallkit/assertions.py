@@ -7,17 +7,26 @@ judges what is stored (:func:`recallkit.compare.fit_experiment`) and never train
 from __future__ import annotations
 
 import sys
+import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from recallkit.compare.assertions import (ExperimentFits, check_verdicts, default_store_path, expected_verdicts)
 from recallkit.compare.assertions import fit_experiment as fit_stored
+from recallkit.compare.claims import CLAIM_VERDICTS, check_claims, judge_claims
+from recallkit.empirics.executors import make_executor
+from recallkit.empirics.plan import Plan, plan
+from recallkit.empirics.search import run_sweep
+from recallkit.empirics.store import ResultStore
+from recallkit.interrupts import watch_store
+from recallkit.theory.errors import InputError
 
-__all__ = ["assert_claim", "assert_scaling", "fit_experiment", "judge_experiment_claims"]
+__all__ = ["assert_claim", "assert_scaling", "judge_experiment_claims", "sweep_and_fit"]
 
 
-def fit_experiment(
-    experiment: str | Path,
+def sweep_and_fit(
+    experiment: Any,
     *,
     store: str | Path | None = None,
     preset: str = "quick",
@@ -29,35 +38,36 @@ def fit_experiment(
 ) -> ExperimentFits:
     """Search (training only what the store lacks when ``run``; else replaying it), fit, decide.
 
-    ``experiment``: a path or a shipped experiment's name. ``fit_options`` (delta, alpha, thresholds,
-    predicted) go to :func:`recallkit.compare.fit_experiment`.
+    ``experiment``: an ``empirics.plan.Plan``, a path or a shipped experiment's name (planned here with
+    ``preset``). ``fit_options`` (delta, alpha, thresholds, predicted) go to
+    :func:`recallkit.compare.fit_experiment`, which fits the search's own records (nothing is replayed).
     """
-    from recallkit.empirics.experiment import load_experiment
-
-    loaded = load_experiment(experiment, preset=preset)
+    planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset)
+    if not planned.is_search:
+        raise InputError(f"{planned.path}: not a search experiment (its system runs it: recallkit report)")
     store_path = str(store) if store is not None else default_store_path()
     sweep = None
     if run:
-        from recallkit.empirics.executors import make_executor
-        from recallkit.empirics.search import run_sweep
-        from recallkit.empirics.store import ResultStore
-        from recallkit.theory.errors import InputError
-
-        if loaded.kind == "grid":
-            raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
+        if planned.experiment.kind == "grid":
+            raise InputError(f"{planned.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
                              f"max_capacity experiment)")
-        from recallkit.interrupts import watch_store
-
         watch_store(store_path)
         own_executor = executor is None
         executor = make_executor("local") if own_executor else executor
         try:
             with ResultStore(store_path) as results_store:
-                sweep = run_sweep(loaded, results_store, executor, progress=progress, log=log)
+                sweep = run_sweep(planned, results_store, executor, progress=progress, log=log)
         finally:
             if own_executor:
                 executor.close()
-    return fit_stored(loaded, store=store_path, preset=preset, sweep=sweep, **fit_options)
+    return fit_stored(planned, store=store_path, preset=preset, sweep=sweep, **fit_options)
+
+
+def fit_experiment(*args: Any, **kwargs: Any) -> ExperimentFits:
+    """Deprecated name of :func:`sweep_and_fit` (``recallkit.compare.fit_experiment`` is the one that never
+    trains); kept so that existing scripts run, with a DeprecationWarning."""
+    warnings.warn("recallkit.fit_experiment is now recallkit.sweep_and_fit", DeprecationWarning, stacklevel=2)
+    return sweep_and_fit(*args, **kwargs)
 
 
 def assert_scaling(
@@ -75,11 +85,11 @@ def assert_scaling(
 ) -> ExperimentFits:
     """Run (reusing the store) and fit ``experiment`` (a path or a shipped name); assert every fitted line
     and threshold has a verdict in ``expect``. ``threshold`` restricts the check to one threshold or a
-    list of them; ``predicted`` replaces the theory pack's prediction (see :func:`fit_experiment`)."""
+    list of them; ``predicted`` replaces the theory pack's prediction (see :func:`sweep_and_fit`)."""
     wanted = expected_verdicts(expect)
     thresholds = None if threshold is None else ([threshold] if isinstance(threshold, (int, float)) else threshold)
-    fitted = fit_experiment(experiment, store=store, preset=preset, run=run, progress=progress, delta=delta,
-                            alpha=alpha, thresholds=thresholds, predicted=predicted)
+    fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, progress=progress, delta=delta,
+                           alpha=alpha, thresholds=thresholds, predicted=predicted)
     check_verdicts(fitted.fits, wanted, f"scaling law of {fitted.experiment} ({fitted.preset} preset)")
     return fitted
 
@@ -97,13 +107,10 @@ def judge_experiment_claims(
     """Run (reusing the store; ``run=False`` replays it) and fit ``experiment`` and every other experiment its
     ``[[claims]]`` name, then judge the claims (all, or those with the id(s) ``claim``): a list of
     :class:`recallkit.compare.claims.ClaimResult`. ``alpha`` replaces the level of every claim."""
-    from dataclasses import replace
-
-    from recallkit.compare.claims import judge_claims
-    from recallkit.empirics.experiment import load_experiment
-    from recallkit.theory.errors import InputError
-
-    loaded = load_experiment(experiment, preset=preset)
+    planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset)
+    if not planned.is_search:
+        raise InputError(f"{planned.path}: not a search experiment, so it has no [[claims]] to judge")
+    loaded = planned.experiment
     claims = list(loaded.claims)
     if not claims:
         raise InputError(f"{loaded.path}: no [[claims]] to judge")
@@ -116,13 +123,13 @@ def judge_experiment_claims(
         claims = [c for c in claims if c.id in wanted]
     if alpha is not None:
         claims = [replace(c, alpha=alpha) for c in claims]
-    fitted = fit_experiment(loaded.path, store=store, preset=preset, run=run, progress=progress)
+    fitted = sweep_and_fit(planned, store=store, preset=preset, run=run, progress=progress)
     others: dict[str, Any] = {}
     for side in [c.a for c in claims] + [c.b for c in claims]:
         if side.experiment and side.experiment != loaded.name and side.experiment not in others:
             try:
-                others[side.experiment] = fit_experiment(side.experiment_path or side.experiment, store=store,
-                                                         preset=preset, run=run, progress=progress)
+                others[side.experiment] = sweep_and_fit(side.experiment_path or side.experiment, store=store,
+                                                        preset=preset, run=run, progress=progress)
             except InputError as exc:
                 others[side.experiment] = f"experiment {side.experiment} cannot be fitted in preset {preset}: {exc}"
     return judge_claims(fitted, claims, experiment=loaded.name, preset=preset, other_fits=others)
@@ -142,9 +149,6 @@ def assert_claim(
     """Judge ``experiment``'s comparative claims (all, or the id(s) ``claim``; see
     :func:`judge_experiment_claims`) and assert each verdict is in ``expect`` (default ``consistent``):
     AssertionError with the claim, both sides and the reason otherwise. Returns the claim results."""
-    from recallkit.compare.claims import CLAIM_VERDICTS, check_claims
-    from recallkit.theory.errors import InputError
-
     wanted = (expect,) if isinstance(expect, str) else tuple(expect)
     if not wanted or any(v not in CLAIM_VERDICTS for v in wanted):
         raise InputError(f"expect: expected one of {', '.join(CLAIM_VERDICTS)} (or a list of them), got {expect!r}")

@@ -27,10 +27,13 @@ def _judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
     from recallkit.pipeline import judge_loaded_claims
     from recallkit.theory.errors import RecallkitError
 
-    try:
-        loaded = load_experiment(fitted.path, preset=preset)
-    except RecallkitError:  # the fits did not come from a file this process can read (a stand-in fit)
-        return []
+    if fitted.plan is not None:  # the experiment as planned for the fit: not read again
+        loaded = fitted.plan.experiment
+    else:
+        try:
+            loaded = load_experiment(fitted.path, preset=preset)
+        except RecallkitError:  # the fits did not come from a file this process can read (a stand-in fit)
+            return []
     if not loaded.claims:
         return []
     claims = [replace(c, alpha=alpha) for c in loaded.claims] if alpha is not None else None
@@ -134,7 +137,7 @@ def register(app: typer.Typer) -> None:
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
-        from recallkit.assertions import fit_experiment
+        from recallkit.assertions import sweep_and_fit
         from recallkit.pipeline import fail_on_verdicts, verdicts_matching
         from recallkit.theory.errors import InputError
 
@@ -149,9 +152,9 @@ def register(app: typer.Typer) -> None:
 
             executor = make_executor("local", device=None if device == "auto" else device)
         try:
-            fitted = fit_experiment(experiment, store=store, preset=preset, run=run, executor=executor,
-                                    progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,
-                                    thresholds=threshold, log=sys.stderr)
+            fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, executor=executor,
+                                   progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,
+                                   thresholds=threshold, log=sys.stderr)
         finally:
             if executor is not None:
                 executor.close()

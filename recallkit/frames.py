@@ -1,6 +1,6 @@
 """Results and fits as pandas DataFrames, for notebooks: ``recallkit.results(...)`` and ``recallkit.fits(...)``.
 
-Both read the results store only; nothing is trained (``recallkit.fit_experiment`` trains what is missing,
+Both read the results store only; nothing is trained (``recallkit.sweep_and_fit`` trains what is missing,
 ``recallkit sweep`` too). pandas is the ``export`` extra (``pip install 'recallkit[export]'``): the toolkit
 itself needs no DataFrame, so pandas stays out of the core dependencies.
 """

@@ -23,9 +23,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from recallkit import __version__, registry
+from recallkit import __version__, registry, theory
+from recallkit.assertions import sweep_and_fit
+from recallkit.compare.assertions import default_store_path
+from recallkit.compare.claims import judge_claims, other_experiment_fits
+from recallkit.empirics.device import resolve_device
+from recallkit.empirics.executors import _ignore_sigint, make_executor, usable_cores
+from recallkit.empirics.experiment import read_experiment_file
+from recallkit.empirics.experiment import resolve_experiment as resolve
+from recallkit.empirics.plan import Plan, plan, runner_of
 from recallkit.empirics.provenance import code_version
+from recallkit.empirics.store import DEFAULT_STORE, ResultStore
+from recallkit.interrupts import watch_store
+from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.theory.scaling import to_monomial
 
 DEFAULT_OUT = Path("reports/out")
 
@@ -51,8 +63,6 @@ class ReportSettings:
 
 def resolve_experiment(name: str | Path) -> Path:
     """A path as given, or a shipped experiment of any registered system by name (its file stem)."""
-    from recallkit.empirics.experiment import resolve_experiment as resolve
-
     return resolve(name)
 
 
@@ -86,17 +96,7 @@ class StepContext:
 def runner_for(path: Path) -> tuple[Any, str] | None:
     """(system, runner reference) when the file is one of a system's own experiment kinds (a top-level
     table the system registered in ``System.runners``), else None: a plain search experiment."""
-    from recallkit.empirics.experiment import read_experiment_file
-
-    raw = read_experiment_file(path)
-    try:
-        runners = registry.runners()
-    except registry.RegistryError as exc:
-        raise InputError(str(exc)) from None
-    for table in raw:
-        if table in runners and isinstance(raw[table], dict):
-            return runners[table]
-    return None
+    return runner_of(read_experiment_file(path))
 
 
 # ----------------------------------------------------------------------------- theory pieces
@@ -106,8 +106,6 @@ _REGIONS: dict[str, Any] = {}
 def _regions(pack_name: str, pack) -> Any:
     """The pack's default phase diagram, computed once per process: several experiments of one report
     share a pack, and the symbolic computation took a second or more each time."""
-    from recallkit import theory
-
     path = Path(str(getattr(pack, "path", "") or ""))
     # keyed by the file and its modification time: an edited pack is computed again
     key = f"{pack_name}\0{path}\0{path.stat().st_mtime_ns if path.is_file() else ''}"
@@ -122,13 +120,14 @@ def _regions(pack_name: str, pack) -> Any:
     return found
 
 
-def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
-    """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it."""
-    from recallkit import theory
-
-    if not pack_name:
+def pack_pieces(pack: Any, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
+    """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it.
+    ``pack``: a loaded ``theory.Pack`` (a plan's), or a pack's name or path."""
+    if not pack:
         return {}
-    pack = theory.load_pack(pack_name)
+    pack_name = pack if isinstance(pack, (str, Path)) else pack.name
+    if isinstance(pack, (str, Path)):
+        pack = theory.load_pack(pack)
     pieces: dict[str, Any] = {
         "pack": pack.name,
         "reference": pack.reference,
@@ -136,7 +135,7 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
         "lower_bounds": [lb.to_dict() for lb in pack.lower_bounds],
     }
     try:
-        diagram = _regions(pack_name, pack)
+        diagram = _regions(str(pack_name), pack)
     except RecallkitError as exc:
         pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
         return pieces
@@ -152,9 +151,6 @@ def pack_pieces(pack_name: str | None, line_scalings: list[tuple[str, str]]) -> 
 def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
     """Where each experiment line (label, scaling such as "N=V**1.5, L=V**0.5") sits on a phase diagram:
     ``[{"label", "point": [exponent per axis]}]``, and a note for each line that cannot be placed."""
-    from recallkit import theory
-    from recallkit.theory.scaling import to_monomial
-
     axes = list(diagram.axes)
     # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c".
     axis_variable: dict[str, str] = {}
@@ -180,26 +176,20 @@ def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[li
 
 
 # ----------------------------------------------------------------------------- experiment steps
-def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Path, run: bool = True,
+def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path: Path, run: bool = True,
                   fitted_runs: dict | None = None) -> dict:
-    """The summary entry of a search experiment: sweep (``run=False``: replay the store, train nothing),
+    """The summary entry of a planned search experiment: sweep (``run=False``: replay the store, train nothing),
     fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts,
     and its comparative claims (``claims``, ``compare.claims``). ``fitted_runs``: experiment name ->
     (loaded experiment, fits) of this report so far; this one is added, and a claim's side in another
-    experiment is judged from it (or, for one not in the report, from the stored runs)."""
-    from recallkit.assertions import fit_experiment
-    from recallkit.empirics.experiment import load_experiment
-    from recallkit.empirics.search import replay
-    from recallkit.empirics.store import ResultStore
-    from recallkit.reports.pdf import experiment_entry
-
-    loaded = load_experiment(path, preset=settings.preset)
-    fitted = fit_experiment(path, store=store_path, preset=settings.preset, run=run, executor=executor,
-                            progress=run, log=settings.log)
+    experiment is judged from it (or, for one not in the report, from the stored runs). The heatmap cells
+    and boundary points are the search's own records, kept with the fits: nothing is replayed."""
+    loaded = planned.experiment
+    fitted = sweep_and_fit(planned, store=store_path, preset=settings.preset, run=run, executor=executor,
+                           progress=run, log=settings.log)
     print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}"
           + (f" / missing {fitted.sweep['missing']}" if fitted.sweep.get("missing") else ""), file=settings.log)
-    with ResultStore(store_path, readonly=True) as store:
-        sweep = replay(loaded, store)
+    sweep = fitted.sweep_result
     lines = []
     for line in loaded.lines:
         lines.append({
@@ -208,7 +198,7 @@ def _search_entry(path: Path, settings: ReportSettings, executor, store_path: Pa
             "boundary_points": [p for p in sweep.points if p.get("line") == line.label],
         })
     scalings = [(line.label, line.theory_scaling or line.scaling) for line in loaded.lines]
-    pieces = pack_pieces(loaded.pack, scalings)
+    pieces = pack_pieces(planned.pack, scalings)
     notes = pieces.pop("notes", [])
     pieces.pop("lower_bounds", None)
     entry = experiment_entry(fitted.to_dict(), title=loaded.name, lines=lines,
@@ -240,8 +230,6 @@ def judge_loaded_claims(loaded, fitted, store_path, preset: str, fitted_runs: di
     """The experiment's ``[[claims]]`` (or ``claims``) judged from its fits (``compare.claims``): ClaimResults. A
     side in another experiment uses that experiment's fits from this report where it has them, else its stored
     runs (nothing is trained for a claim)."""
-    from recallkit.compare.claims import judge_claims, other_experiment_fits
-
     claims = loaded.claims if claims is None else claims
     available = {name: pair[1] for name, pair in (fitted_runs or {}).items()}
     others = other_experiment_fits(claims, loaded.name, store=store_path, preset=preset, available=available)
@@ -272,17 +260,16 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
                  log: TextIO | None = None) -> dict:
     """The report's entry of one search experiment from what the store holds (nothing is trained): what
     ``recallkit figures`` draws."""
-    from recallkit.compare.assertions import default_store_path
-
-    path = resolve_experiment(experiment)
-    if runner_for(path) is not None:
+    planned = plan(experiment, preset=preset)
+    path = planned.path
+    if not planned.is_search:
         raise InputError(f"{path.name}: not a search experiment (its system draws its own report pages); "
                          "recallkit figures draws search experiments")
     store_path = Path(store) if store is not None else Path(default_store_path())
     if not store_path.is_file():
         raise InputError(f"--store {store_path}: no such results store (run 'recallkit sweep' or 'recallkit report' first)")
     settings = ReportSettings(experiments=[path], preset=preset, store=store_path, log=log or sys.stderr)
-    return _search_entry(path, settings, None, store_path, run=False)
+    return _search_entry(planned, settings, None, store_path, run=False)
 
 
 def json_default(value: Any) -> Any:
@@ -340,8 +327,6 @@ def verdicts_matching(rows, wanted) -> str | None:
 def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
     import torch
 
-    from recallkit.empirics.device import resolve_device
-
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     now = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch
            else _dt.datetime.now(_dt.timezone.utc))
@@ -359,14 +344,9 @@ def run_report(settings: ReportSettings) -> Path:
     import torch
     from tqdm import tqdm
 
-    from recallkit.empirics.executors import make_executor
-    from recallkit.empirics.store import DEFAULT_STORE
-    from recallkit.reports.pdf import ReportBuilder
-
     if settings.threads:
         torch.set_num_threads(settings.threads)
     store_path = Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
-    from recallkit.interrupts import watch_store
 
     watch_store(store_path)
     try:  # a broken plug-in is one line before anything runs, not a failure of every experiment
@@ -387,8 +367,6 @@ def run_report(settings: ReportSettings) -> Path:
     for failure in failures:
         print(f"error: {failure} (continuing with the other experiments)", file=settings.log)
     # --out and --store are checked before anything is trained
-    from recallkit.empirics.store import ResultStore
-    from recallkit.reports.pdf import check_output_dir
 
     check_output_dir(Path(settings.out_dir))
     if store_path.is_dir():
@@ -397,18 +375,13 @@ def run_report(settings: ReportSettings) -> Path:
         pass
     # Read and check every file before training anything, so a typo in the last file costs no time; a
     # bad file is a failure of its own (in summary.json and on the title page) and the others go on.
-    from recallkit.empirics.experiment import load_experiment
-
-    runners = {}
+    plans: dict[Path, Plan] = {}
     for path in paths:
         try:
-            runners[path] = runner_for(path)
-            if runners[path] is None:
-                load_experiment(path, preset=settings.preset)
+            plans[path] = plan(path, preset=settings.preset)
         except RecallkitError as exc:
             _failed(failures, path.name, exc, settings.log)
-    paths = [path for path in paths if path in runners]
-    from recallkit.empirics.executors import usable_cores
+    paths = [path for path in paths if path in plans]
 
     workers = settings.workers if settings.workers is not None else usable_cores() if settings.executor == "local" else 1
     executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
@@ -417,29 +390,29 @@ def run_report(settings: ReportSettings) -> Path:
     entries: list[dict] = []
     fitted_runs: dict = {}  # experiment name -> (loaded, fits): claims may compare lines of two experiments
     started = time.perf_counter()
-    from recallkit.empirics.device import resolve_device
 
     steps = [step for system in registry.systems() for step in system.report_steps]
     background = (settings.executor == "local" and workers > 1 and resolve_device(settings.device).type == "cpu"
-                  and (any(runners[path] is not None for path in paths) or bool(steps)))
+                  and (any(not plans[path].is_search for path in paths) or bool(steps)))
     own = OwnSteps(settings, store_path, context, background)
     failed = True
     # each experiment's pages are drawn (in worker processes) while the next experiment is computed
     with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
         try:
             for path in paths:  # with a worker process they start now and run beside the searches
-                if runners[path] is not None:
-                    own.start(path, runners[path][1], path)
+                if not plans[path].is_search:
+                    own.start(path, plans[path].runner, path)
             for index, step in enumerate(steps):
                 own.start(index, step, None)
             bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
             for path in bar:
                 bar.set_postfix_str(path.stem)
                 try:
-                    if runners[path] is not None:
+                    if not plans[path].is_search:
                         entries.append(own.result(path))
                     else:
-                        entries.append(_search_entry(path, settings, executor, store_path, fitted_runs=fitted_runs))
+                        entries.append(_search_entry(plans[path], settings, executor, store_path,
+                                                     fitted_runs=fitted_runs))
                 except RecallkitError as exc:
                     _failed(failures, path.name, exc, settings.log)
                     continue
@@ -506,8 +479,6 @@ class OwnSteps:
         self._pending: dict[Any, Any] = {}
         if background:
             import multiprocessing
-
-            from recallkit.empirics.executors import _ignore_sigint
 
             self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=_ignore_sigint)
 

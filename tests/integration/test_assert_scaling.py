@@ -13,7 +13,7 @@ import pytest
 
 import recallkit
 from recallkit import compare
-from recallkit.assertions import fit_experiment
+from recallkit.assertions import sweep_and_fit
 
 pytestmark = pytest.mark.integration
 pytest_plugins = ["pytester"]
@@ -73,7 +73,7 @@ def test_real_sweep_is_consistent_with_the_anchor(small_sweep):
 
 def test_rerun_reuses_the_store_and_gives_the_same_numbers(small_sweep):
     path, store, first = small_sweep
-    again = fit_experiment(path, store=store, run=False)  # replay only: trains nothing
+    again = sweep_and_fit(path, store=store, run=False)  # replay only: trains nothing
     assert again.sweep["computed"] == 0 and again.sweep["missing"] == 0
     assert again.fits[0].to_dict() == first.fits[0].to_dict()
 
@@ -135,13 +135,13 @@ def test_experiment_verdict_table_sets_delta(small_sweep, tmp_path):
     path, store, first = small_sweep
     strict = tmp_path / "strict.toml"
     strict.write_text(path.read_text() + "\n[verdict]\ndelta = 0.1\nalpha = 0.05\n")
-    fitted = fit_experiment(strict, store=store, run=False)
+    fitted = sweep_and_fit(strict, store=store, run=False)
     (fit,) = fitted.fits
     assert fitted.sweep["missing"] == 0 and fit.fit.slope == first.fits[0].fit.slope
     assert fit.verdict.delta == 0.1
     # slope 0.875, 95% CI [0.787, 0.963]: no longer inside 1 +- 0.1, not yet outside it
     assert fit.verdict.verdict == "inconclusive", fit.verdict.reason
-    assert fit_experiment(strict, store=store, run=False, delta=0.3).fits[0].verdict.delta == 0.3  # flag wins
+    assert sweep_and_fit(strict, store=store, run=False, delta=0.3).fits[0].verdict.delta == 0.3  # flag wins
 
 
 def test_reference_only_shows_the_prediction_but_decides_nothing(small_sweep, tmp_path):
@@ -149,7 +149,7 @@ def test_reference_only_shows_the_prediction_but_decides_nothing(small_sweep, tm
     path, store, first = small_sweep
     reference = tmp_path / "reference.toml"
     reference.write_text(path.read_text() + "\n[verdict]\nreference_only = true\n")
-    fitted = fit_experiment(reference, store=store, run=False)
+    fitted = sweep_and_fit(reference, store=store, run=False)
     (fit,) = fitted.fits
     assert first.fits[0].verdict.verdict == "consistent"
     assert fit.fit.slope == first.fits[0].fit.slope
@@ -176,7 +176,7 @@ def test_a_lines_reference_note_takes_only_that_line_out_of_the_verdicts(small_s
                                     'reference_note = "the pack states its slope for the first line only"\n', 1)
     noted = tmp_path / "noted.toml"
     noted.write_text(text)
-    fitted = fit_experiment(noted, store=store, run=False)
+    fitted = sweep_and_fit(noted, store=store, run=False)
     by_line = {f.line: f for f in fitted.fits}
     assert by_line["m=d"].verdict.verdict == "consistent"
     assert by_line["m=d, noted"].fit.slope == by_line["m=d"].fit.slope  # the same runs, fitted alike

@@ -1,5 +1,5 @@
 """`recallkit fit`: table and --json output, flags passed through, one-line errors (no training here:
-fit_experiment is replaced by a function that fits synthetic boundary points)."""
+sweep_and_fit is replaced by a function that fits synthetic boundary points)."""
 import importlib
 import json
 import math
@@ -38,7 +38,7 @@ def calls(monkeypatch):
         return ExperimentFits("anchor", experiment, options["preset"], "max_capacity", "s.sqlite", fits,
                               {"m=d": {"slope": 1.0}}, {"reused": 12, "computed": 0, "missing": 0})
 
-    monkeypatch.setattr(assertions, "fit_experiment", fake_fit_experiment)
+    monkeypatch.setattr(assertions, "sweep_and_fit", fake_fit_experiment)
     return seen
 
 

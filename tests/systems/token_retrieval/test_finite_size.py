@@ -57,12 +57,12 @@ seeds = [0, 1, 2]
 
 
 def test_a_real_curve_sweep_is_judged_against_the_finite_size_prediction(tmp_path):
-    from recallkit.assertions import fit_experiment
+    from recallkit.assertions import sweep_and_fit
 
     torch.set_num_threads(1)
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
-    fits = fit_experiment(str(path), store=str(tmp_path / "s.db"), run=True).to_dict()
+    fits = sweep_and_fit(str(path), store=str(tmp_path / "s.db"), run=True).to_dict()
     prediction = fits["predictions"]["N=V**1.5, L=V**0.5"]["realised"]
     assert prediction["realised"]["slope"] is not None and prediction["finite_size"]["slope"] is not None
     assert [c["L"] for c in prediction["finite_size"]["constants"]] == [4, 4, 5]  # floored L is what was run
