@@ -120,11 +120,13 @@ def _many_terms(n: int) -> dict:
     rng = random.Random(0)
     terms = [{"name": "signal", "role": "signal", "expr": "d**2", "provenance": "derived-here"}]
     for i in range(n):
+        powers = (rng.randint(0, 4), rng.randint(0, 3), rng.randint(0, 1), rng.randint(1, 2))
         terms.append({"name": f"n{i}", "role": "noise", "provenance": "derived-here",
-                      "expr": f"V**{rng.randint(0, 4)}*L**{rng.randint(0, 3)}*d**{rng.randint(0, 1)}/N**{rng.randint(1, 2)}"})
+                      "expr": "V**{}*L**{}*d**{}/N**{}".format(*powers)})
     return {"pack": {"name": "big", "title": "t", "reference": "r", "variables": ["V", "N", "d", "L"], "base": "V",
                      "size": "d", "param_count": "d**2"},
-            "terms": terms, "defaults": {"scaling": "N=V**a, L=V**c", "axes": ["a", "c"], "box": {"a": [1, 3], "c": [0, 1]}}}
+            "terms": terms,
+            "defaults": {"scaling": "N=V**a, L=V**c", "axes": ["a", "c"], "box": {"a": [1, 3], "c": [0, 1]}}}
 
 
 def _show(text: str, limit: int = 48) -> str:
