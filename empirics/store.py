@@ -23,7 +23,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from recallkit.theory.errors import InputError, RecallkitError
 
@@ -292,3 +292,17 @@ def flatten_row(record: dict) -> dict:
     flat.update({f"config.{k}": v for k, v in record["config"].items()})
     flat.update({f"metrics.{k}": v for k, v in record["metrics"].items()})
     return flat
+
+
+def json_default(value: Any) -> Any:
+    """``json.dumps(..., default=json_default)`` for results: numpy scalars and arrays as plain numbers and lists,
+    anything else as its text."""
+    try:
+        import numpy as np  # only for values that json cannot write as they are
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)

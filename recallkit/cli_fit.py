@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
         from recallkit.assertions import sweep_and_fit
-        from recallkit.pipeline import fail_on_verdicts, verdicts_matching
+        from recallkit.fail_on import fail_on_verdicts, verdicts_matching
         from recallkit.theory.errors import InputError
 
         wanted = fail_on_verdicts(fail_on)

@@ -42,7 +42,8 @@ def report(
     every page alone as PDF (and PNG with --png) under figures/, and summary.json. Pages unchanged since
     the previous report in --out are reused, not redrawn. Progress goes to stderr; the last lines say
     where the report is. With --fail-on, exit 1 when a verdict matches."""
-    from recallkit.pipeline import ReportSettings, fail_on_verdicts, run_report, verdicts_matching
+    from recallkit.fail_on import fail_on_verdicts, verdicts_matching
+    from recallkit.pipeline import ReportSettings, run_report
     from recallkit.theory.errors import InputError
 
     if threads < 1:

@@ -158,7 +158,7 @@ def regions_command(
                                      domain=domain or ())
     document = diagram.to_dict()
     if out is not None:
-        from recallkit.pipeline import line_points
+        from recallkit.theory.summary import line_points
         from recallkit.reports.paper import save_paper_figure
         from recallkit.reports.phase import draw_phase_diagram
 

@@ -19,51 +19,30 @@ import datetime as _dt
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from recallkit import __version__, registry, theory
+from tqdm import tqdm
+
+from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
 from recallkit.compare.assertions import default_store_path
 from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.empirics.device import resolve_device
-from recallkit.empirics.executors import _ignore_sigint, make_executor, usable_cores
-from recallkit.empirics.experiment import read_experiment_file
-from recallkit.empirics.experiment import resolve_experiment as resolve
-from recallkit.empirics.plan import Plan, plan, runner_of
+from recallkit.empirics.executors import fixed_threads, make_executor, usable_cores
+from recallkit.empirics.experiment import resolve_experiment
+from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import DEFAULT_STORE, ResultStore
 from recallkit.interrupts import watch_store
+from recallkit.own_steps import OwnSteps
+from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.theory.errors import InputError, RecallkitError
-from recallkit.theory.scaling import to_monomial
+from recallkit.theory.summary import pack_pieces
 
-DEFAULT_OUT = Path("reports/out")
-
-
-@dataclass
-class ReportSettings:
-    experiments: list[Path]
-    out_dir: Path = DEFAULT_OUT
-    preset: str = "quick"
-    store: Path | None = None
-    executor: str = "local"
-    scheduler: str | None = None
-    dask_local: int | None = None
-    device: str | None = None
-    threads: int | None = 1
-    probes: bool = True
-    png: bool = False  # also each page as PNG under figures/
-    jobs: int | None = None  # processes drawing pages (None: one per free core)
-    workers: int | None = None  # local executor: processes training (None: one per usable core)
-    redraw: bool = False  # draw every page even when the previous report in out_dir has it unchanged
-    log: TextIO = field(default=sys.stderr)
-
-
-def resolve_experiment(name: str | Path) -> Path:
-    """A path as given, or a shipped experiment of any registered system by name (its file stem)."""
-    return resolve(name)
+__all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext", "default_experiments", "judge_loaded_claims",
+           "run_report", "search_entry"]
 
 
 def default_experiments() -> list[Path]:
@@ -72,107 +51,6 @@ def default_experiments() -> list[Path]:
         return registry.default_report()
     except registry.RegistryError as exc:
         raise InputError(str(exc)) from None
-
-
-@dataclass
-class StepContext:
-    """What a system's runner or report step gets from the main job."""
-
-    settings: "ReportSettings"
-    store_path: Path
-    executor: Any = None
-
-    @property
-    def log(self) -> TextIO:
-        return self.settings.log
-
-    @property
-    def preset(self) -> str:
-        return self.settings.preset
-
-    pack_pieces = staticmethod(lambda pack, lines=(): pack_pieces(pack, list(lines)))
-
-
-def runner_for(path: Path) -> tuple[Any, str] | None:
-    """(system, runner reference) when the file is one of a system's own experiment kinds (a top-level
-    table the system registered in ``System.runners``), else None: a plain search experiment."""
-    return runner_of(read_experiment_file(path))
-
-
-# ----------------------------------------------------------------------------- theory pieces
-_REGIONS: dict[str, Any] = {}
-
-
-def _regions(pack_name: str, pack) -> Any:
-    """The pack's default phase diagram, computed once per process: several experiments of one report
-    share a pack, and the symbolic computation took a second or more each time."""
-    path = Path(str(getattr(pack, "path", "") or ""))
-    # keyed by the file and its modification time: an edited pack is computed again
-    key = f"{pack_name}\0{path}\0{path.stat().st_mtime_ns if path.is_file() else ''}"
-    if key not in _REGIONS:
-        try:
-            _REGIONS[key] = theory.compute_regions(pack)
-        except RecallkitError as exc:
-            _REGIONS[key] = exc
-    found = _REGIONS[key]
-    if isinstance(found, RecallkitError):
-        raise found
-    return found
-
-
-def pack_pieces(pack: Any, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
-    """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it.
-    ``pack``: a loaded ``theory.Pack`` (a plan's), or a pack's name or path."""
-    if not pack:
-        return {}
-    pack_name = pack if isinstance(pack, (str, Path)) else pack.name
-    if isinstance(pack, (str, Path)):
-        pack = theory.load_pack(pack)
-    pieces: dict[str, Any] = {
-        "pack": pack.name,
-        "reference": pack.reference,
-        "terms": [t.to_dict() for t in pack.terms],
-        "lower_bounds": [lb.to_dict() for lb in pack.lower_bounds],
-    }
-    try:
-        diagram = _regions(str(pack_name), pack)
-    except RecallkitError as exc:
-        pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
-        return pieces
-    pieces["regions"] = diagram.to_dict()
-    phase_lines, notes = line_points(pack, diagram, line_scalings)
-    if notes:
-        pieces.setdefault("notes", []).extend(notes)
-    if phase_lines:
-        pieces["phase_lines"] = phase_lines
-    return pieces
-
-
-def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
-    """Where each experiment line (label, scaling such as "N=V**1.5, L=V**0.5") sits on a phase diagram:
-    ``[{"label", "point": [exponent per axis]}]``, and a note for each line that cannot be placed."""
-    axes = list(diagram.axes)
-    # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c".
-    axis_variable: dict[str, str] = {}
-    for variable, expr in theory.parse_scaling(diagram.scaling).entries:
-        for symbol in expr.free_symbols:
-            if symbol.name in axes:
-                axis_variable[symbol.name] = variable
-    phase_lines, notes = [], []
-    for label, scaling_text in line_scalings:
-        try:
-            line = dict(theory.parse_scaling(scaling_text).entries)
-            point = []
-            for axis in axes:
-                expr = line.get(axis_variable.get(axis, ""))
-                if expr is None:
-                    raise InputError(f"line {label!r} does not set the variable behind axis {axis}")
-                exponent = to_monomial(expr, pack.base).exponent
-                point.append(float(exponent))
-            phase_lines.append({"label": label, "point": point})
-        except RecallkitError as exc:
-            notes.append(f"line {label!r} not drawn on the phase diagram: {exc}")
-    return phase_lines, notes
 
 
 # ----------------------------------------------------------------------------- experiment steps
@@ -272,57 +150,6 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
     return _search_entry(planned, settings, None, store_path, run=False)
 
 
-def json_default(value: Any) -> Any:
-    try:
-        import numpy as np
-
-        if isinstance(value, np.generic):
-            return value.item()
-        if isinstance(value, np.ndarray):
-            return value.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    return str(value)
-
-
-# ----------------------------------------------------------------------------- --fail-on
-FAIL_ON_CHOICES = ("inconsistent", "inconclusive")
-
-
-def fail_on_verdicts(values) -> tuple[str, ...]:
-    """``--fail-on`` values (repeatable, each may be comma-separated) as a tuple of verdict names."""
-    wanted: list[str] = []
-    for value in values or ():
-        for name in str(value).split(","):
-            name = name.strip()
-            if name not in FAIL_ON_CHOICES:
-                raise InputError(f"--fail-on: expected {' or '.join(FAIL_ON_CHOICES)} (comma-separated or repeated), "
-                                 f"got {name!r}")
-            if name not in wanted:
-                wanted.append(name)
-    return tuple(wanted)
-
-
-def verdicts_matching(rows, wanted) -> str | None:
-    """One line naming the checks whose verdict is in ``wanted`` (None if there are none): what a CI job
-    prints before it exits 1. ``rows``: summary entries or fit dicts (``experiment``, ``line``,
-    ``threshold``, ``verdict``)."""
-    hits = [r for r in rows if r.get("verdict") in wanted]
-    if not hits:
-        return None
-
-    def name(r):
-        thr = r.get("threshold")
-        relative = " x ceiling" if r.get("threshold_relative") else ""
-        return (f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}{relative}" if thr is not None else "")
-                + "]")
-
-    counts = ", ".join(f"{sum(r.get('verdict') == v for r in hits)} {v}" for v in wanted if any(r.get("verdict") == v for r in hits))
-    shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:3])
-    more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
-    return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"
-
-
 # ----------------------------------------------------------------------------- the job
 def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
     import torch
@@ -341,19 +168,54 @@ def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
 
 def run_report(settings: ReportSettings) -> Path:
     """Run every experiment, write ``summary.json``, the figures and ``recallkit-report.pdf``."""
-    import torch
-    from tqdm import tqdm
+    with fixed_threads(settings.threads or None):
+        store_path = Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
+        watch_store(store_path)
+        failures: list[str] = []
+        plans = _checked_plans(settings, store_path, failures)
+        workers = (settings.workers if settings.workers is not None
+                   else usable_cores() if settings.executor == "local" else 1)
+        executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
+                                 scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
+        steps = [step for system in registry.systems() for step in system.report_steps]
+        background = (settings.executor == "local" and workers > 1 and resolve_device(settings.device).type == "cpu"
+                      and (any(not planned.is_search for planned in plans) or bool(steps)))
+        own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background)
+        started = time.perf_counter()
+        # each experiment's pages are drawn (in worker processes) while the next experiment is computed
+        with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
+            failed = True
+            try:
+                entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
+                                                        failures)
+                failed = False
+            finally:
+                own.close(failed=failed)
+                executor.close()
+            _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
+            summary = {
+                "schema": "recallkit.summary/1",
+                "title": "recallkit report",
+                "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
+                "provenance": _provenance(settings, entries),
+                "experiments": entries,
+                "failures": failures,
+                "run_wall_time_s": round(time.perf_counter() - started, 1),
+            }
+            stats: dict = {}
+            pdf = builder.finish(summary, stats=stats)
+    print(stats["line"], file=settings.log)
+    return pdf
 
-    if settings.threads:
-        torch.set_num_threads(settings.threads)
-    store_path = Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
 
-    watch_store(store_path)
+def _checked_plans(settings: ReportSettings, store_path: Path, failures: list[str]) -> list[Plan]:
+    """Every experiment planned (read and checked) and ``--out`` / ``--store`` checked before anything trains,
+    so a typo in the last file costs no time; a bad file is a failure of its own (in summary.json and on the
+    title page) and the others go on. Nothing left to run is one line, as any other bad input."""
     try:  # a broken plug-in is one line before anything runs, not a failure of every experiment
         registry.systems()
     except registry.RegistryError as exc:
         raise InputError(str(exc)) from None
-    failures: list[str] = []
     paths = []
     for name in settings.experiments:
         try:
@@ -362,156 +224,53 @@ def run_report(settings: ReportSettings) -> Path:
             _failed(failures, str(name), exc, None)  # said below, once it is known whether others go on
     if not settings.experiments:
         paths = default_experiments()
-    if not paths:  # nothing left to report: one line, as any other bad input
+    if not paths:
         raise InputError(failures[0] if len(failures) == 1 else f"none of the experiments can run: {'; '.join(failures)}")
     for failure in failures:
         print(f"error: {failure} (continuing with the other experiments)", file=settings.log)
-    # --out and --store are checked before anything is trained
-
     check_output_dir(Path(settings.out_dir))
     if store_path.is_dir():
         raise InputError(f"--store {store_path}: is a directory, expected a results store file (SQLite)")
     with ResultStore(store_path):
         pass
-    # Read and check every file before training anything, so a typo in the last file costs no time; a
-    # bad file is a failure of its own (in summary.json and on the title page) and the others go on.
-    plans: dict[Path, Plan] = {}
+    plans = []
     for path in paths:
         try:
-            plans[path] = plan(path, preset=settings.preset)
+            plans.append(plan(path, preset=settings.preset))
         except RecallkitError as exc:
             _failed(failures, path.name, exc, settings.log)
-    paths = [path for path in paths if path in plans]
+    return plans
 
-    workers = settings.workers if settings.workers is not None else usable_cores() if settings.executor == "local" else 1
-    executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
-                             scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
-    context = StepContext(settings, store_path, executor)
+
+def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettings, executor, store_path: Path,
+                     own: OwnSteps, builder: ReportBuilder, failures: list[str]) -> tuple[list[dict], dict]:
+    """Each experiment's entry, in order (a runner experiment's and each report step's from ``own``), handed
+    to ``builder`` as it comes; and the fits so far by experiment name (claims may compare two experiments)."""
     entries: list[dict] = []
-    fitted_runs: dict = {}  # experiment name -> (loaded, fits): claims may compare lines of two experiments
-    started = time.perf_counter()
-
-    steps = [step for system in registry.systems() for step in system.report_steps]
-    background = (settings.executor == "local" and workers > 1 and resolve_device(settings.device).type == "cpu"
-                  and (any(not plans[path].is_search for path in paths) or bool(steps)))
-    own = OwnSteps(settings, store_path, context, background)
-    failed = True
-    # each experiment's pages are drawn (in worker processes) while the next experiment is computed
-    with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
+    fitted_runs: dict = {}
+    for planned in plans:  # with a worker process they start now and run beside the searches
+        if not planned.is_search:
+            own.start(planned.path, planned.runner, planned.path)
+    for index, step in enumerate(steps):
+        own.start(index, step, None)
+    bar = tqdm(plans, desc="report", unit="experiment", file=settings.log, leave=True)
+    for planned in bar:
+        bar.set_postfix_str(planned.path.stem)
         try:
-            for path in paths:  # with a worker process they start now and run beside the searches
-                if not plans[path].is_search:
-                    own.start(path, plans[path].runner, path)
-            for index, step in enumerate(steps):
-                own.start(index, step, None)
-            bar = tqdm(paths, desc="report", unit="experiment", file=settings.log, leave=True)
-            for path in bar:
-                bar.set_postfix_str(path.stem)
-                try:
-                    if not plans[path].is_search:
-                        entries.append(own.result(path))
-                    else:
-                        entries.append(_search_entry(plans[path], settings, executor, store_path,
-                                                     fitted_runs=fitted_runs))
-                except RecallkitError as exc:
-                    _failed(failures, path.name, exc, settings.log)
-                    continue
-                builder.add(entries[-1])
-            for index, _ in enumerate(steps):
-                entry = own.result(index)
-                if entry is not None:
-                    entries.append(entry)
-                    builder.add(entry)
-            failed = False
-        finally:
-            own.close(failed=failed)
-            executor.close()
-        _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
-        summary = {
-            "schema": "recallkit.summary/1",
-            "title": "recallkit report",
-            "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
-            "provenance": _provenance(settings, entries),
-            "experiments": entries,
-            "failures": failures,
-            "run_wall_time_s": round(time.perf_counter() - started, 1),
-        }
-        stats: dict = {}
-        pdf = builder.finish(summary, stats=stats)
-    print(stats["line"], file=settings.log)
-    return pdf
-
-
-def _call_own_step(ref: str, path: Path | None, context: StepContext) -> dict | None:
-    """A system's runner, ``(path, context) -> entry``, or report step, ``(context) -> entry | None``."""
-    function = registry.load_object(ref)
-    return function(path, context) if path is not None else function(context)
-
-
-def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, store_path: Path) -> tuple:
-    """A runner experiment (``path``) or a report step (``path`` None) in a worker process of the main job:
-    ``("entry", entry or None, log text)`` or ``("error", message, log text)``. Its numbers are those of the
-    same call in the main process: one model trains on one thread from its own seeded streams either way."""
-    import io
-
-    import torch
-
-    if settings.threads:
-        torch.set_num_threads(settings.threads)
-    log = io.StringIO()
-    context = StepContext(replace(settings, log=log), store_path, None)
-    try:
-        entry = _call_own_step(ref, path, context)
-    except RecallkitError as exc:
-        return "error", str(exc), log.getvalue()
-    return "entry", entry, log.getvalue()
-
-
-class OwnSteps:
-    """The main job's runner experiments and system report steps: trained in one worker process beside the
-    searches when the local executor has more than one worker on the CPU (they train one model at a time, and
-    the searches leave cores idle between rounds), else in this process when asked for. Results come back in
-    the order asked for, whatever the order they finish in."""
-
-    def __init__(self, settings: ReportSettings, store_path: Path, context: StepContext, background: bool):
-        self.settings, self.store_path, self.context = settings, store_path, context
-        self._pool = None
-        self._pending: dict[Any, Any] = {}
-        if background:
-            import multiprocessing
-
-            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=_ignore_sigint)
-
-    def start(self, key: Any, ref: str, path: Path | None) -> None:
-        """Queue one step (nothing happens yet without a worker process)."""
-        if self._pool is None:
-            self._pending[key] = (ref, path)
-            return
-        child_settings = replace(self.settings, log=None)
-        self._pending[key] = self._pool.apply_async(_own_step_in_worker, (ref, path, child_settings, self.store_path))
-
-    def result(self, key: Any) -> dict | None:
-        """The step's entry; its log lines go to the report's log. A RecallkitError is raised here."""
-        job = self._pending.pop(key)
-        if self._pool is None:
-            return _call_own_step(*job, self.context)
-        kind, value, text = job.get()
-        if text:
-            self.settings.log.write(text)
-        if kind == "error":
-            raise RecallkitError(value)
-        return value
-
-    def close(self, failed: bool = False) -> None:
-        """Stop the worker: at once after an error or Ctrl-C (what it had stored stays stored), else when done."""
-        if self._pool is None:
-            return
-        if failed:
-            self._pool.terminate()
-        else:
-            self._pool.close()
-        self._pool.join()
-        self._pool = None
+            if planned.is_search:
+                entries.append(_search_entry(planned, settings, executor, store_path, fitted_runs=fitted_runs))
+            else:
+                entries.append(own.result(planned.path))
+        except RecallkitError as exc:
+            _failed(failures, planned.path.name, exc, settings.log)
+            continue
+        builder.add(entries[-1])
+    for index, _ in enumerate(steps):
+        entry = own.result(index)
+        if entry is not None:
+            entries.append(entry)
+            builder.add(entry)
+    return entries, fitted_runs
 
 
 def _failed(failures: list[str], name: str, exc: Exception, log: TextIO | None) -> None:

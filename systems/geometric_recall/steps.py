@@ -9,19 +9,18 @@ from typing import Any
 
 from recallkit.empirics.config import store_key
 from recallkit.empirics.provenance import code_version
+from recallkit.empirics.store import ResultStore, json_default
 from recallkit.theory.errors import RecallkitError
+from recallkit.theory.summary import pack_pieces
 
 
 def geometric_entry(path: Path, context: Any) -> dict:
     """The registry's runner for ``[geometric]`` files: run (or reuse from the store) one experiment and
     turn it into a summary entry. Its result is one store row keyed by the hash of its settings."""
-    from recallkit.pipeline import json_default
-
     settings, store_path = context.settings, context.store_path
     import torch
 
     from recallkit.systems.geometric_recall.runners import load_geometric_experiment, run_geometric_experiment
-    from recallkit.empirics.store import ResultStore
 
     spec = load_geometric_experiment(path, settings.preset)
     # the row's config is the experiment's settings; its hash is the key, as for trained models
@@ -48,8 +47,6 @@ def geometric_entry(path: Path, context: Any) -> dict:
 
 def geometric_summary_entry(spec: dict, result: dict, key: str) -> dict:
     """A summary entry for a geometric-recall experiment: d_min experiments become the report's 'dmin' kind."""
-    from recallkit.pipeline import pack_pieces
-
     pieces = pack_pieces(spec.get("pack"), [])
     pieces.pop("regions", None)
     notes = pieces.pop("notes", [])

@@ -1,5 +1,5 @@
 """The main job's runner experiments and report steps in a worker process beside the searches
-(``pipeline.OwnSteps``): results in the order asked for, log lines forwarded, a step's bad input a failure
+(``recallkit.own_steps.OwnSteps``): results in the order asked for, log lines forwarded, a step's bad input a failure
 of that step, and Ctrl-C or an error stops the worker at once instead of waiting for its work."""
 import os
 import sys
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from recallkit.pipeline import OwnSteps, ReportSettings, StepContext
+from recallkit.own_steps import OwnSteps
+from recallkit.report_settings import ReportSettings, StepContext
 from recallkit.theory.errors import RecallkitError
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from recallkit.compare.assertions import fit_arrays
 from recallkit.compare.claims import judge_claims
-from recallkit.pipeline import verdicts_matching
+from recallkit.fail_on import verdicts_matching
 from recallkit.reports.pdf import build_report, overview_rows, summary_entries
 from recallkit.reports.tables import claim_cells
 from tests.unit.reports.test_reports_figures import synthetic_line

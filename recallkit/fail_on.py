@@ -1,0 +1,42 @@
+"""``--fail-on``: which verdicts make ``recallkit fit`` and ``recallkit report`` exit 1 after their output."""
+from __future__ import annotations
+
+from recallkit.theory.errors import InputError
+
+__all__ = ["FAIL_ON_CHOICES", "fail_on_verdicts", "verdicts_matching"]
+
+FAIL_ON_CHOICES = ("inconsistent", "inconclusive")
+
+
+def fail_on_verdicts(values) -> tuple[str, ...]:
+    """``--fail-on`` values (repeatable, each may be comma-separated) as a tuple of verdict names."""
+    wanted: list[str] = []
+    for value in values or ():
+        for name in str(value).split(","):
+            name = name.strip()
+            if name not in FAIL_ON_CHOICES:
+                raise InputError(f"--fail-on: expected {' or '.join(FAIL_ON_CHOICES)} (comma-separated or repeated), "
+                                 f"got {name!r}")
+            if name not in wanted:
+                wanted.append(name)
+    return tuple(wanted)
+
+
+def verdicts_matching(rows, wanted) -> str | None:
+    """One line naming the checks whose verdict is in ``wanted`` (None if there are none): what a CI job
+    prints before it exits 1. ``rows``: summary entries or fit dicts (``experiment``, ``line``,
+    ``threshold``, ``verdict``)."""
+    hits = [r for r in rows if r.get("verdict") in wanted]
+    if not hits:
+        return None
+
+    def name(r):
+        thr = r.get("threshold")
+        relative = " x ceiling" if r.get("threshold_relative") else ""
+        return (f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}{relative}" if thr is not None else "")
+                + "]")
+
+    counts = ", ".join(f"{sum(r.get('verdict') == v for r in hits)} {v}" for v in wanted if any(r.get("verdict") == v for r in hits))
+    shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:3])
+    more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
+    return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"

@@ -1,0 +1,52 @@
+"""What the main job is asked to do (:class:`ReportSettings`, the flags of ``recallkit report``) and what a
+system's runner or report step gets from it (:class:`StepContext`)."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from recallkit.theory.summary import pack_pieces
+
+__all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext"]
+
+DEFAULT_OUT = Path("reports/out")
+
+
+@dataclass
+class ReportSettings:
+    experiments: list[Path]
+    out_dir: Path = DEFAULT_OUT
+    preset: str = "quick"
+    store: Path | None = None
+    executor: str = "local"
+    scheduler: str | None = None
+    dask_local: int | None = None
+    device: str | None = None
+    threads: int | None = 1
+    probes: bool = True
+    png: bool = False  # also each page as PNG under figures/
+    jobs: int | None = None  # processes drawing pages (None: one per free core)
+    workers: int | None = None  # local executor: processes training (None: one per usable core)
+    redraw: bool = False  # draw every page even when the previous report in out_dir has it unchanged
+    log: TextIO = field(default=sys.stderr)
+
+
+@dataclass
+class StepContext:
+    """What a system's runner or report step gets from the main job."""
+
+    settings: ReportSettings
+    store_path: Path
+    executor: Any = None
+
+    @property
+    def log(self) -> TextIO:
+        return self.settings.log
+
+    @property
+    def preset(self) -> str:
+        return self.settings.preset
+
+    pack_pieces = staticmethod(lambda pack, lines=(): pack_pieces(pack, list(lines)))

@@ -1,0 +1,90 @@
+"""The theory side of a report entry: a pack's terms, its default phase diagram and where each experiment line
+sits on it, as the plain dicts the report pages draw.
+
+:func:`default_regions` keeps each pack's diagram for the life of the process, keyed by the pack's file and
+its modification time (an edited pack is computed again): several experiments of one report share a pack,
+and the exact symbolic computation takes a second or more.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.theory.pack import Pack, load_pack
+from recallkit.theory.regions import RegionDiagram, compute_regions
+from recallkit.theory.scaling import parse_scaling, to_monomial
+
+__all__ = ["default_regions", "line_points", "pack_pieces"]
+
+_REGIONS: dict[tuple[str, str, str], RegionDiagram | RecallkitError] = {}
+
+
+def default_regions(pack: Pack) -> RegionDiagram:
+    """The pack's phase diagram with its default scaling, axes and box (computed once per process and file);
+    a pack without one raises the same RecallkitError every time."""
+    path = Path(str(pack.path or ""))
+    key = (pack.name, str(path), str(path.stat().st_mtime_ns) if path.is_file() else "")
+    if key not in _REGIONS:
+        try:
+            _REGIONS[key] = compute_regions(pack)
+        except RecallkitError as exc:
+            _REGIONS[key] = exc
+    found = _REGIONS[key]
+    if isinstance(found, RecallkitError):
+        raise found
+    return found
+
+
+def pack_pieces(pack: Pack | str | Path | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
+    """Terms, the phase diagram from the pack's defaults, and each experiment line as a point on it.
+    ``pack``: a loaded pack (a plan's), or a pack's name or path; ``line_scalings``: (label, scaling) pairs."""
+    if not pack:
+        return {}
+    if isinstance(pack, (str, Path)):
+        pack = load_pack(pack)
+    pieces: dict[str, Any] = {
+        "pack": pack.name,
+        "reference": pack.reference,
+        "terms": [t.to_dict() for t in pack.terms],
+        "lower_bounds": [lb.to_dict() for lb in pack.lower_bounds],
+    }
+    try:
+        diagram = default_regions(pack)
+    except RecallkitError as exc:
+        pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
+        return pieces
+    pieces["regions"] = diagram.to_dict()
+    phase_lines, notes = line_points(pack, diagram, line_scalings)
+    if notes:
+        pieces.setdefault("notes", []).extend(notes)
+    if phase_lines:
+        pieces["phase_lines"] = phase_lines
+    return pieces
+
+
+def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
+    """Where each experiment line (label, scaling such as "N=V**1.5, L=V**0.5") sits on a phase diagram:
+    ``[{"label", "point": [exponent per axis]}]``, and a note for each line that cannot be placed."""
+    axes = list(diagram.axes)
+    # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c".
+    axis_variable: dict[str, str] = {}
+    for variable, expr in parse_scaling(diagram.scaling).entries:
+        for symbol in expr.free_symbols:
+            if symbol.name in axes:
+                axis_variable[symbol.name] = variable
+    phase_lines, notes = [], []
+    for label, scaling_text in line_scalings:
+        try:
+            line = dict(parse_scaling(scaling_text).entries)
+            point = []
+            for axis in axes:
+                expr = line.get(axis_variable.get(axis, ""))
+                if expr is None:
+                    raise InputError(f"line {label!r} does not set the variable behind axis {axis}")
+                exponent = to_monomial(expr, pack.base).exponent
+                point.append(float(exponent))
+            phase_lines.append({"label": label, "point": point})
+        except RecallkitError as exc:
+            notes.append(f"line {label!r} not drawn on the phase diagram: {exc}")
+    return phase_lines, notes
