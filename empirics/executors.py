@@ -18,8 +18,9 @@ not depend on where a config ran.
 """
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from recallkit.theory.errors import InputError
 
@@ -39,6 +40,23 @@ def run_with_threads(runner: Runner, configs: list[dict], device, threads: int |
 
         torch.set_num_threads(threads)
     return list(runner(configs, device=device, progress=False))
+
+
+@contextlib.contextmanager
+def fixed_threads(threads: int | None) -> Iterator[None]:
+    """torch's thread count fixed to ``threads`` (None: left as it is) for the block, then restored: the main
+    job's own training (runner experiments, report steps) gives the same numbers as its executors'."""
+    if threads is None:
+        yield
+        return
+    import torch  # only where training happens: the CLI's other commands never load it
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def shape_group_key(config: dict) -> str:

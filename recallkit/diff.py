@@ -12,6 +12,10 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
+from recallkit import registry
+from recallkit.compare.assertions import fit_experiment
+from recallkit.empirics.plan import Plan, plan
+from recallkit.frames import fit_rows
 from recallkit.theory.errors import InputError
 
 __all__ = ["diff_stores", "format_diff", "search_experiments"]
@@ -19,21 +23,17 @@ __all__ = ["diff_stores", "format_diff", "search_experiments"]
 TOLERANCE = 5e-4  # slopes and interval ends are printed to 3 decimals; smaller differences are not changes
 
 
-def search_experiments() -> list[Path]:
-    """The main job's experiments that are searches (they have fits); the others are judged by their system."""
-    from recallkit.pipeline import default_experiments, runner_for
+def search_experiments(preset: str = "quick") -> list[Plan]:
+    """The main job's experiments that are searches (they have fits), planned; the others are judged by their
+    system."""
+    plans = [plan(path, preset=preset) for path in registry.default_report()]
+    return [planned for planned in plans if planned.is_search]
 
-    return [path for path in default_experiments() if runner_for(path) is None]
 
-
-def _fits(path: Path, store: Path, preset: str) -> tuple[list[dict], dict]:
-    from recallkit.compare.assertions import fit_experiment
-    from recallkit.empirics.experiment import load_experiment
-    from recallkit.frames import fit_rows
-
-    if load_experiment(path, preset=preset).kind == "grid":
+def _fits(planned: Plan, store: Path) -> tuple[list[dict], dict]:
+    if planned.experiment.kind == "grid":
         return [], {}
-    doc = fit_experiment(path, store=str(store), preset=preset).to_dict()
+    doc = fit_experiment(planned, store=str(store)).to_dict()
     return fit_rows(doc), doc.get("sweep", {}).get("stored_code_versions") or doc.get("sweep", {}).get("code_versions") or {}
 
 
@@ -53,24 +53,25 @@ def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[
     """Fit both stores and compare check by check. Returns ``{"store_a", "store_b", "code_versions":
     {"a", "b"}, "checks": n, "changed": [{"experiment", "line", "threshold", "a": row|None, "b": row|None,
     "fields": [...]}], "experiments": [...]}`` with rows as :func:`recallkit.frames.fit_rows` gives them."""
-    from recallkit.empirics.experiment import resolve_experiment
-
     stores = []
     for flag, store in (("STORE_A", store_a), ("STORE_B", store_b)):
         path = Path(store)
         if not path.is_file():
             raise InputError(f"{flag} {path}: no such results store")
         stores.append(path)
-    paths = [resolve_experiment(e) for e in experiments] or search_experiments()
+    plans = [plan(e, preset=preset) for e in experiments] or search_experiments(preset)
     changed, checks, names = [], 0, []
     versions: dict[str, dict] = {"a": {}, "b": {}}
-    for path in paths:
-        rows_a, versions_a = _fits(path, stores[0], preset)
-        rows_b, versions_b = _fits(path, stores[1], preset)
+    for planned in plans:
+        if not planned.is_search:
+            raise InputError(f"--exp {planned.path}: not a search experiment (its system judges it; it has no fits "
+                             "to compare)")
+        rows_a, versions_a = _fits(planned, stores[0])
+        rows_b, versions_b = _fits(planned, stores[1])
         for side, found in (("a", versions_a), ("b", versions_b)):
             for version, n in (found or {}).items():
                 versions[side][version] = versions[side].get(version, 0) + n
-        names.append(path.stem)
+        names.append(planned.path.stem)
         key = lambda r: (r["line"], r["threshold"])  # noqa: E731
         by_a, by_b = {key(r): r for r in rows_a}, {key(r): r for r in rows_b}
         for k in list(by_a) + [k for k in by_b if k not in by_a]:
