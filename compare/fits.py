@@ -24,7 +24,7 @@ Everything is deterministic: the bootstrap uses ``numpy.random.default_rng(boots
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
