@@ -1,0 +1,81 @@
+"""What the search's pieces share: a failed probe, a cell's answer, the sweep's result, and the one interface
+every search strategy (bisection, curve, grid) offers the driver.
+
+Kept apart from :mod:`recallkit.empirics.search` so that the strategies and the driver can import these
+without importing the module that imports them (``search`` re-exports every name here).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from recallkit.empirics.experiment import Experiment
+
+__all__ = ["MISSING", "CellResult", "Failure", "SearchStrategy", "SweepResult"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A run that raised; kept in memory only (not stored), so a rerun retries it."""
+
+    message: str
+
+
+MISSING = Failure("not in the results store (run 'recallkit sweep' for this experiment and preset)")
+
+
+@dataclass
+class CellResult:
+    line_index: int
+    base_value: int
+    seed: int
+    threshold: float
+    size: int | None           # the answer (for censored points: the bound that was hit, or None)
+    censored: bool
+    censor_reason: str | None
+    rounds: int
+
+
+@dataclass
+class SweepResult:
+    experiment: Experiment
+    points: list[dict]
+    violations: list[dict]
+    runs: list[dict]  # every run of the search (one trained model per line, base, size, seed), with its metrics
+    reused: int
+    computed: int
+    failed: int
+    missing: int
+    wall_time_s: float
+    executor: str
+    code_versions: dict[str, int] = field(default_factory=dict)
+    budget_runs: list[dict] = field(default_factory=list)  # the training-budget checks' runs (larger budget)
+
+    def to_dict(self) -> dict:
+        return {
+            "experiment": self.experiment.name, "preset": self.experiment.preset, "kind": self.experiment.kind,
+            "reused": self.reused, "computed": self.computed, "failed": self.failed, "missing": self.missing,
+            "wall_time_s": round(self.wall_time_s, 3), "executor": self.executor,
+            "code_versions": self.code_versions,
+            "boundary_points": self.points, "monotonicity_violations": self.violations, "runs": self.runs,
+            "budget_runs": self.budget_runs,
+        }
+
+    def summary_line(self) -> str:
+        return f"reused {self.reused} / computed {self.computed}"
+
+
+class SearchStrategy(Protocol):
+    """One way of choosing an experiment's probes. A strategy asks its driver
+    (:class:`~recallkit.empirics.sweep_driver.SweepDriver`) for probes round by round (``driver.execute``
+    trains or reuses them); its state is a function of the results it has seen, so a replay against the
+    store takes the same rounds."""
+
+    def search(self) -> None:
+        """Probe until every cell (or curve, or grid point) has its answer."""
+
+    def points(self, violations: list[dict]) -> list[dict]:
+        """The boundary points, one dict per (line, threshold, seed or seed mean, base value)."""
+
+    def budget_runs(self) -> list[dict]:
+        """The runs trained beside the search at a larger training budget (the budget checks), if any."""
