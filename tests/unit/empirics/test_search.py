@@ -335,3 +335,37 @@ def test_a_curve_search_without_relative_thresholds_never_trains_the_ceiling_siz
     again = FakeRunner()
     run_sweep(with_ceiling, ResultStore(store.path.parent / "other.db"), LocalExecutor(again), log=None)
     assert 1024 in {c["d"] for call in again.calls for c in call}
+
+
+class ExtraMetrics(FakeRunner):
+    """Runs that measure more than a run row keeps: a loss, a step count and token retrieval's attention mass."""
+
+    def __call__(self, configs, device=None, progress=False):
+        out = super().__call__(configs, device, progress)
+        for row in out:
+            row.update({"loss": 0.5, "steps_run": 3, "attention_mass": 0.25})
+        return out
+
+
+def test_run_rows_keep_the_generic_metrics_and_those_of_their_task(tmp_path):
+    """summary.json and the report pages read the run rows: every row keeps the line's metric, the training
+    accuracy, the parameter count and the wall time, plus what its task keeps (token retrieval: the attention
+    mass, which its finite-size form reads); no row keeps the loss or the step count."""
+    generic = ["line", "seed", "config_hash", "accuracy", "train_accuracy", "param_count", "wall_time_s"]
+    tr = experiment_from_dict(min_size_experiment(), "fake.toml")
+    with ResultStore(tmp_path / "tr.db") as store:
+        rows = run_sweep(tr, store, LocalExecutor(ExtraMetrics()), log=None).runs
+    assert len(rows) > 10
+    for row in rows:
+        assert list(row) == ["line", "V", "d", "seed", "config_hash", "accuracy", "train_accuracy", "param_count",
+                             "attention_mass", "wall_time_s"], row
+    raw = {
+        "name": "fake_cap", "task": "assoc_memory", "model": "linear", "trainer": "adamw", "kind": "max_capacity",
+        "thresholds": [0.5], "lines": [{"scaling": "", "theory_scaling": "m=d", "label": "linear"}], "fixed": {"lr": 1.0, "steps": 10},
+        "search": {"min": 2, "max": 100000, "start": "d**2/3"}, "presets": {"quick": {"d": [8, 16], "seeds": [0]}},
+    }
+    with ResultStore(tmp_path / "am.db") as store:
+        rows = run_sweep(experiment_from_dict(raw, "cap.toml"), store, LocalExecutor(ExtraMetrics()), log=None).runs
+    assert len(rows) > 3
+    for row in rows:
+        assert sorted(row) == sorted(generic + ["d", "N"]), row
