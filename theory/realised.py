@@ -127,7 +127,9 @@ class _NumericLine:
                 vals = self.values_at(row, log_size)
                 try:
                     return math.log(f(*vals)) - math.log(self.signal(*vals)) + shift
-                except (ValueError, ZeroDivisionError, OverflowError):
+                except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+                    # TypeError: a term that stays symbolic at this row (a pack constant with no number) has no
+                    # numeric gap; no root is found for it, and the line keeps its asymptotic prediction
                     return math.nan
             root = _solve_log(gap)
             if root is None:
