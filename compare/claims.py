@@ -42,6 +42,7 @@ from recallkit.compare.assertions import fit_experiment
 from recallkit.compare.fits import DEFAULT_ALPHA
 from recallkit.compare.results import FitResult
 from recallkit.empirics.experiment import claim_from_dict
+from recallkit.empirics.records import threshold_text
 from recallkit.theory.errors import InputError, RecallkitError
 
 RELATIONS = ("slope <", "slope >", "level <", "level >")
@@ -64,9 +65,7 @@ def _fmt(value: float) -> str:
 
 
 def _threshold_text(threshold: float | None, relative: bool) -> str:
-    if threshold is None:
-        return "every threshold"
-    return f"{threshold:g} x ceiling" if relative else f"{threshold:g}"
+    return threshold_text(threshold, relative) if threshold is not None else "every threshold"
 
 
 @dataclass

@@ -7,6 +7,8 @@ from typing import Any, List, Optional
 
 import typer
 
+from recallkit.empirics.records import CheckKey
+
 
 def _interval(pair: Any) -> str:
     if not pair or pair[0] is None or pair[1] is None:
@@ -42,8 +44,7 @@ def _judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
 
 def threshold_text(fit: dict) -> str:
     """A fit's threshold as written: ``0.1``, or ``0.5 x ceiling`` for a fraction of the instance's ceiling."""
-    text = _number(fit["threshold"], "g")
-    return f"{text} x ceiling" if fit.get("threshold_relative") else text
+    return CheckKey.of(fit).threshold_text if fit.get("threshold") is not None else "-"
 
 
 def format_table(doc: dict) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 from recallkit import registry
 from recallkit.compare.assertions import fit_experiment
 from recallkit.empirics.plan import Plan, plan
+from recallkit.empirics.records import CheckKey, threshold_text
 from recallkit.frames import fit_rows
 from recallkit.theory.errors import InputError
 
@@ -72,15 +73,15 @@ def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[
             for version, n in (found or {}).items():
                 versions[side][version] = versions[side].get(version, 0) + n
         names.append(planned.path.stem)
-        key = lambda r: (r["line"], r["threshold"])  # noqa: E731
-        by_a, by_b = {key(r): r for r in rows_a}, {key(r): r for r in rows_b}
+        # one check per key: an absolute and a relative threshold of the same value are two checks
+        by_a, by_b = {CheckKey.of(r): r for r in rows_a}, {CheckKey.of(r): r for r in rows_b}
         for k in list(by_a) + [k for k in by_b if k not in by_a]:
             checks += 1
             a, b = by_a.get(k), by_b.get(k)
             fields = list(COMPARED) if a is None or b is None else [f for f in COMPARED if _differs(a[f], b[f])]
             if fields:
-                changed.append({"experiment": (a or b)["experiment"], "line": k[0], "threshold": k[1], "a": a, "b": b,
-                                "fields": fields})
+                changed.append({"experiment": k.experiment, "line": k.line, "threshold": k.threshold,
+                                "threshold_relative": k.relative, "check": str(k), "a": a, "b": b, "fields": fields})
     return {"store_a": str(stores[0]), "store_b": str(stores[1]), "preset": preset, "experiments": names,
             "code_versions": versions, "checks": checks, "changed": changed}
 
@@ -109,7 +110,8 @@ def format_diff(doc: dict) -> str:
         tested = (c["b"] or c["a"])["predicted_slope_tested"]
         what = "only in " + ("B" if c["a"] is None else "A") if c["a"] is None or c["b"] is None else \
             ", ".join(dict.fromkeys(names[f] for f in c["fields"]))
-        rows.append([c["experiment"], str(c["line"]), "-" if c["threshold"] is None else f"{c['threshold']:g}",
+        threshold = threshold_text(c["threshold"], c.get("threshold_relative", False)) or "-"
+        rows.append([c["experiment"], str(c["line"]), threshold,
                      _num(tested), _side(c["a"]), _side(c["b"]), what])
     if rows:
         widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]

@@ -1,6 +1,7 @@
 """``--fail-on``: which verdicts make ``recallkit fit`` and ``recallkit report`` exit 1 after their output."""
 from __future__ import annotations
 
+from recallkit.empirics.records import CheckKey
 from recallkit.theory.errors import InputError
 
 __all__ = ["FAIL_ON_CHOICES", "fail_on_verdicts", "verdicts_matching"]
@@ -30,13 +31,7 @@ def verdicts_matching(rows, wanted) -> str | None:
     if not hits:
         return None
 
-    def name(r):
-        thr = r.get("threshold")
-        relative = " x ceiling" if r.get("threshold_relative") else ""
-        return (f"{r.get('experiment')} [{r.get('line')}" + (f", threshold {float(thr):g}{relative}" if thr is not None else "")
-                + "]")
-
     counts = ", ".join(f"{sum(r.get('verdict') == v for r in hits)} {v}" for v in wanted if any(r.get("verdict") == v for r in hits))
-    shown = "; ".join(f"{name(r)}: {r.get('verdict')}" for r in hits[:3])
+    shown = "; ".join(f"{CheckKey.of(r)}: {r.get('verdict')}" for r in hits[:3])
     more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
     return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"
