@@ -1,6 +1,7 @@
 """Experiment files: one declarative TOML file per reproduced figure or table.
 
-Schema (every key below is checked; an unknown key is an error)::
+Schema (every key below is checked; an unknown key is an error; each section is a table of fields, ``_TOP``,
+``_LINE``, ``_SEARCH``, ``_VERDICT``, ``_PRESET``, ``_CLAIM``, checked by ``theory.schema.validate``)::
 
     name = "my_fig2"                       # identifier, used as the experiment name in the store
     description = "Fig 2 of ..."           # free text
@@ -99,13 +100,19 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from recallkit.empirics.config import MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V, check_memory, planned_config
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
+from recallkit.theory.schema import (
+    REQUIRED, Field, Rule, Section, boolean, check_keys, check_value, converts, integer, number, options, satisfies,
+    text, validate,
+)
+from recallkit.theory.schema import table as table_rule
 
 KINDS = ("min_size", "max_capacity", "grid")
 # Symbols an expression may name: the sizes of the three SPEC tasks.
@@ -121,19 +128,8 @@ STRING_PARAMS = {"features", "mlp_input"}
 # The same limits as a run config's (empirics.config), so an experiment cannot ask for a size
 # that its own run configs would then refuse.
 SIZE_LIMITS = {"V": MAX_V, "N": MAX_N, "d": MAX_D, "L": MAX_L, "m": MAX_M, "R": MAX_R}
-_TOP_KEYS = {
-    "name", "description", "pack", "task", "model", "trainer", "kind", "base", "size", "metric",
-    "thresholds", "relative_thresholds", "lines", "fixed", "search", "verdict", "presets", "claims",
-}
-_LINE_KEYS = {"scaling", "theory_scaling", "label", "model", "trainer", "task", "fixed", "search", "reference_note", "metric"}
-_SEARCH_KEYS = {"min", "max", "start", "resolution", "bracket", "expand", "grid", "budget_factor", "budget_key",
-                "method", "points", "ratio", "ceiling"}
 SEARCH_METHODS = ("bisect", "curve")
-_VERDICT_KEYS = {"delta", "alpha", "reference_only", "reference_note"}
-_PRESET_KEYS = {"seeds", "sizes", "thresholds", "relative_thresholds", "fixed", "search", "lines"}
 CLAIM_RELATIONS = ("slope <", "slope >", "level <", "level >")
-_CLAIM_KEYS = {"id", "text", "relation", "a", "b", "alpha", "provenance"}
-_CLAIM_SIDE_KEYS = {"line", "threshold", "relative", "experiment"}
 
 
 class SafeExpression:
@@ -381,19 +377,6 @@ def _check_size(value: Any, name: str, where: str) -> None:
             raise InputError(f"{where}: {value} is above the limit {SIZE_LIMITS[name]} for {name}")
 
 
-def _unknown_keys(table: dict, allowed: set[str], where: str) -> None:
-    for key in table:
-        if key not in allowed:
-            raise InputError(f"{where}: unknown key {key!r} (expected one of: {', '.join(sorted(allowed))})")
-
-
-def _string(table: dict, key: str, where: str, default: str | None = None) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{where}{key}: expected a non-empty string, got {value!r}")
-    return value
-
-
 def _number(value: Any, where: str, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{where}: expected a number, got {value!r}")
@@ -455,6 +438,226 @@ def _parse_scaling(text: str, base: str, size: str, where: str) -> list[tuple[st
     return assignments
 
 
+# -- the sections of an experiment file, one declarative table each (the schema of the module docstring) ------
+# Converters run inside theory.schema.validate: each gets the value, its place for messages and the context
+# (the values of the section checked before it, plus the caller's: base, size, kind).
+def _parameters(value: Any, at: str, context: Mapping[str, Any]) -> dict[str, Any]:
+    return _fixed_table(value, at, set(SIZE_SYMBOLS))
+
+
+def _size(value: Any, at: str, context: Mapping[str, Any]) -> Any:
+    _check_size(value, context["size"], at)
+    return value
+
+
+def _above_min(value: Any, at: str, context: Mapping[str, Any]) -> Any:
+    if context["min"] >= value:
+        raise InputError(f"{at}: expected max > min, got min={context['min']}, max={value}")
+    return value
+
+
+def _as_text(types: tuple[type, ...]) -> Rule:
+    """A number written without quotes where an expression is expected: read as its text."""
+    return converts(lambda v, at, context: repr(v) if isinstance(v, types) and not isinstance(v, bool) else v)
+
+
+def _expression(value: Any, at: str, context: Mapping[str, Any]) -> SafeExpression:
+    return SafeExpression(value, set(SIZE_SYMBOLS), at)
+
+
+def _ratio(value: Any, at: str, context: Mapping[str, Any]) -> float:
+    return SafeExpression(value, set(), at).evaluate({}) if isinstance(value, str) else _number(value, at)
+
+
+def _method(value: Any, at: str, context: Mapping[str, Any]) -> str:
+    if value == "curve" and context["kind"] != "min_size":
+        raise InputError(f"{at}: 'curve' is for kind = 'min_size' only, got kind = {context['kind']!r}")
+    return value
+
+
+_POSITIVE = number(0, closed="neither", expected="a positive number", message="{at}: expected {expected}, got {raw}")
+_SIZE_BOUND = (integer(1), converts(_size))
+_SEARCH = Section("[search]", (
+    Field("min", _SIZE_BOUND, "smallest size probed", REQUIRED, "{at}: missing; expected the smallest {size} to probe"),
+    Field("max", _SIZE_BOUND + (converts(_above_min),), "largest size probed; not reaching it = censored", REQUIRED,
+          "{at}: missing; expected the largest {size} to probe"),
+    Field("start", (_as_text((int, float)), satisfies(lambda v: isinstance(v, str), "", "{at}: expected a number or "
+                    "an expression in the base variable"), converts(_expression)), "first guess (expression in base)"),
+    Field("resolution", (number(), number(0, expected="a number >= 0")), "stop when hi <= lo*(1+resolution)", 0.0),
+    Field("bracket", (number(), number(1, expected="a number >= 1")), "first bracket [guess/b, guess*b]", 1.5),
+    Field("expand", (number(), number(1, closed="neither", expected="a number > 1")), "widening of a missed bracket",
+          2.0),
+    Field("grid", (converts(_ratio), satisfies(lambda v: v > 1, "", '{at}: expected a ratio > 1 (such as '
+                   '"2**(1/4)"), got {raw}')), "probe only sizes round(grid**k)"),
+    Field("budget_factor", (number(), number(1, closed="neither", expected="a number > 1",
+                                             message="{at}: expected {expected}, got {raw}")), "budget-check factor"),
+    Field("budget_key", (satisfies(lambda v: isinstance(v, str) and v.isidentifier(),
+                                   'a parameter name such as "steps"'),), "the parameter the check multiplies", "steps"),
+    Field("method", (options(SEARCH_METHODS), converts(_method)), "bisect | curve", "bisect"),
+    Field("points", (integer(2, 64, "an integer in [2, 64]"),), "curve: sizes of the first round", 5),
+    Field("ratio", (number(), number(1, closed="neither", expected="a number > 1")), "curve: spacing of the sizes",
+          2 ** 0.5),
+    Field("ceiling", (_as_text((int,)), satisfies(lambda v: isinstance(v, str), "", "{at}: expected an integer or "
+                      "an expression in the base variable"), converts(_expression)), "curve: where the ceiling is"),
+))
+# A line's [search] overrides are merged over the file's (and the preset's) and checked as a whole then; only
+# its max, a cap that a preset's smaller max may replace, is checked on its own.
+_LINE_SEARCH = Section("[[lines]] search", tuple(Field(f.name, (), f.meaning) for f in _SEARCH.fields if f.name not in (
+    "method", "max")) + (Field("max", (integer(1, message="{at}: expected a positive integer (this line's cap on "
+                                                           "{size}), got {got}"), converts(_size)), "this line's cap"),),
+    not_table="{where}: expected a table of [search] keys")
+
+
+def _search_keys(value: dict, at: str, context: Mapping[str, Any]) -> dict:
+    check_keys(value, _SEARCH, at)
+    return dict(value)
+
+
+def _line_search(value: Any, at: str, context: Mapping[str, Any]) -> dict[str, Any]:
+    checked = validate(value, _LINE_SEARCH, at, context=context)
+    return {key: checked[key] for key in value}
+
+
+_LINE = Section("[[lines]]", (
+    Field("scaling", (satisfies(lambda v: isinstance(v, str), "", "{at}: expected a string of assignments such as "
+                                "'N=V*log(V), L=V**0.5' (or \"\")"),), "assignments of the dependent sizes", REQUIRED),
+    Field("theory_scaling", (text(),), "the line as the pack states it", lambda v, c: v["scaling"] or REQUIRED),
+    Field("label", (text(),), "for tables and plots", lambda v, c: v["theory_scaling"]),
+    Field("task", (text(),), "this line's task"),
+    Field("model", (text(),), "this line's model"),
+    Field("trainer", (text(),), "this line's trainer"),
+    Field("fixed", (converts(_parameters),), "overrides of [fixed]", {}),
+    Field("search", (converts(_line_search),), "overrides of [search]", {}),
+    Field("reference_note", (text(), converts(lambda v, at, c: v.strip())), "no verdict for this line, why"),
+    Field("metric", (text(),), "this line's metric"),
+))
+
+
+def _line(table: Any, where: str, context: Mapping[str, Any]) -> Line:
+    v = validate(table, _LINE, where, context=context)
+    return Line(scaling=v["scaling"], theory_scaling=v["theory_scaling"], label=v["label"],
+                assignments=_parse_scaling(v["scaling"], context["base"], context["size"], f"{where}.scaling"),
+                overrides={k: v[k] for k in ("task", "model", "trainer") if v[k] is not None}, fixed=v["fixed"],
+                search_overrides=v["search"], reference_note=v["reference_note"], metric=v["metric"])
+
+
+def _lines(value: list, at: str, context: Mapping[str, Any]) -> list[Line]:
+    lines = [_line(table, f"{at}[{i}]", context) for i, table in enumerate(value)]
+    if len({ln.label for ln in lines}) != len(lines):
+        raise InputError(f"{at}: two lines have the same label; give each a distinct 'label'")
+    return lines
+
+
+_VERDICT = Section("[verdict]", (
+    Field("delta", (number(), _POSITIVE), "equivalence margin on the slope"),
+    Field("alpha", (number(), _POSITIVE, number(high=1, closed="left", expected="a number in (0, 1)")), "test level"),
+    Field("reference_only", (boolean(),), "the pack's slope for reference, no verdict", False),
+    Field("reference_note", (text(message="{at}: expected a non-empty string next to reference_only = true"),
+                             converts(lambda v, at, c: v.strip())), "why reference only"),
+))
+
+
+def _verdict(value: Any, at: str, context: Mapping[str, Any]) -> dict[str, Any]:
+    v = validate(value, _VERDICT, at, context=context)
+    verdict: dict[str, Any] = {key: v[key] for key in value if key in ("delta", "alpha")}
+    if v["reference_only"]:  # the pack's prediction is for another training algorithm: show it, decide nothing
+        verdict["reference_only"] = True
+    if v["reference_note"] is not None:
+        if not v["reference_only"]:
+            raise InputError(f"{at}.reference_note: expected a non-empty string next to reference_only = true")
+        verdict["reference_note"] = v["reference_note"]
+    return verdict
+
+
+def _not_base(value: str, at: str, context: Mapping[str, Any]) -> str:
+    if value == context["base"]:
+        raise InputError(f"{at}: must differ from base ({value})")
+    return value
+
+
+_SEARCH_TABLE = (table_rule(message="{at}: expected a table"), converts(_search_keys))
+_TOP = Section("experiment file", (
+    Field("name", (text(), satisfies(lambda v: v.replace("_", "").replace("-", "").isalnum(),
+                                     "letters, digits, '_' or '-'")), "identifier, the name in the store", REQUIRED),
+    Field("kind", (options(KINDS),), "min_size | max_capacity | grid", "min_size"),
+    Field("base", (options(SIZE_SYMBOLS),), "grid variable (V; d for max_capacity)",
+          lambda v, c: "d" if v["kind"] == "max_capacity" else "V"),
+    Field("size", (options(SIZE_SYMBOLS), converts(_not_base)), "searched variable (d; N for max_capacity)",
+          lambda v, c: "N" if v["kind"] == "max_capacity" else "d"),
+    Field("pack", (satisfies(lambda v: isinstance(v, str) and bool(v), "a theory pack name or path"),),
+          "theory pack of the predicted boundary and the verdict"),
+    Field("lines", (satisfies(lambda v: isinstance(v, list) and bool(v), "", "{at}: expected at least one [[lines]] "
+                              "table with a 'scaling'"), converts(_lines)), "lines through the scaling plane", REQUIRED),
+    Field("presets", (satisfies(lambda v: isinstance(v, dict) and bool(v), "", "{at}: expected [presets.quick] and "
+                                "[presets.paper] tables"),), "named presets (checked by _preset)", REQUIRED),
+    Field("fixed", (converts(_parameters),), "fixed parameters: numbers or expressions", {}),
+    Field("thresholds", (), "a size reaches t when metric >= t (checked with the preset's)"),
+    Field("search", _SEARCH_TABLE, "bounds and resolution of the search", {}),
+    Field("relative_thresholds", (), "curve search: fractions of the ceiling (checked with the preset's)"),
+    Field("verdict", (converts(_verdict),), "handed to compare", {}),
+    Field("task", (text(),), "a registered task", REQUIRED),
+    Field("model", (text(),), "empirics model", REQUIRED),
+    Field("trainer", (text(),), "empirics trainer", REQUIRED),
+    Field("metric", (text(),), "metric compared with the thresholds", "accuracy"),
+    Field("description", (converts(lambda v, at, c: str(v)),), "free text", ""),
+    Field("claims", (), "comparative claims (checked by parse_claims)"),
+))
+
+
+def _grid_sizes(value: Any, at: str, context: Mapping[str, Any]) -> list[int]:
+    if context["kind"] != "grid":
+        raise InputError(f"{at}: only used with kind = 'grid' (this experiment is {context['kind']})")
+    return _positive_int_list(value, at, context["size"])
+
+
+_PRESET = Section("[presets.X]", (
+    Field("lines", (satisfies(lambda v: isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v), "",
+                              "{at}: expected a non-empty list of line labels"),), "run only these lines (by label)"),
+    Field("fixed", (converts(_parameters),), "merged over [fixed]", {}),
+    Field("thresholds", (), "replaces thresholds"),
+    Field("search", _SEARCH_TABLE, "merged over [search]", {}),
+    Field("relative_thresholds", (), "replaces relative_thresholds"),
+    Field("seeds", (satisfies(lambda v: isinstance(v, list) and bool(v) and all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v),
+        "a non-empty list of non-negative integers"),), "seeds", REQUIRED),
+    Field("sizes", (converts(_grid_sizes),), "kind = 'grid': the size values of the heatmap",
+          lambda v, c: REQUIRED if c["kind"] == "grid" else [], "{at}: missing; kind = 'grid' needs the list of {size} "
+                                                              "values"),
+))
+# One item of thresholds / relative_thresholds.
+_THRESHOLD = Field("thresholds[i]", (number(), number(0, 1, "right", message="{at}: expected a number in (0, 1], "
+                                                                            "got {raw}")), "a threshold")
+_RELATIVE = Field("relative_thresholds[i]", (number(), number(0, 1, "right", message="{at}: expected a fraction of "
+                                                                                   "the ceiling in (0, 1], got {raw}")),
+                  "a fraction of the ceiling")
+_CLAIM = Section("[[claims]]", (
+    Field("id", (satisfies(lambda v: isinstance(v, str) and bool(v) and v[0].isalnum() and all(
+        c.isalnum() or c in "_.-" for c in v), "letters, digits, '_', '.' or '-'"),), "unique in the file", REQUIRED),
+    Field("text", (text(),), "the claim in words", REQUIRED),
+    Field("relation", (satisfies(lambda v: _relation(v) in CLAIM_RELATIONS, "one of " + ", ".join(
+        map(repr, CLAIM_RELATIONS)), convert=lambda v, at, c: _relation(v)),), "slope < | slope > | level < | level >",
+          REQUIRED),
+    Field("a", (), "side A: { line, threshold, relative, experiment }", REQUIRED),
+    Field("b", (), "side B, the same keys", REQUIRED),
+    Field("provenance", (text(),), "where the claim comes from", REQUIRED),
+    Field("alpha", (number(),), "level of the one-sided test (default verdict.alpha)"),
+), missing="{at}: missing")
+_CLAIM_SIDE = Section("claim side", (
+    Field("experiment", (), "another experiment's name or path (default: this one)"),
+    Field("line", (text("a line label"),), "a line label of that experiment", REQUIRED),
+    Field("relative", (boolean(),), "a fraction of the ceiling", False),
+    Field("threshold", (number(),), "one of that experiment's thresholds (default: the other side's)"),
+), not_table='{where}: expected a table such as {{ line = "...", threshold = 0.1 }}, got {got}')
+# A side given in Python (no file to check it against): only its shape.
+_GIVEN_SIDE = replace(_CLAIM_SIDE, not_table="{where}: expected a table with 'line'", fields=(
+    _CLAIM_SIDE.fields[0], Field("line", (satisfies(lambda v: isinstance(v, str) and bool(v), "a line label"),), "a line label",
+                                 REQUIRED), *_CLAIM_SIDE.fields[2:]))
+
+
+def _relation(value: Any) -> str | None:
+    return " ".join(value.replace("<", " < ").replace(">", " > ").split()) if isinstance(value, str) else None
+
+
 def resolve_experiment(name: str | Path) -> Path:
     """A path as given, or a shipped experiment by name (its file stem) or file name, from any
     directory: every registered system's ``experiments/`` folder is searched."""
@@ -502,103 +705,21 @@ def load_experiment(path: str | Path, preset: str = "quick") -> Experiment:
 
 
 def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experiment:
-    w = f"{shown}: "
-    _unknown_keys(raw, _TOP_KEYS, shown)
-    name = _string(raw, "name", w)
-    if not name.replace("_", "").replace("-", "").isalnum():
-        raise InputError(f"{w}name: expected letters, digits, '_' or '-', got {name!r}")
-    kind = raw.get("kind", "min_size")
-    if kind not in KINDS:
-        raise InputError(f"{w}kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-    base = raw.get("base", "d" if kind == "max_capacity" else "V")
-    size = raw.get("size", "N" if kind == "max_capacity" else "d")
-    for key, value in (("base", base), ("size", size)):
-        if value not in SIZE_SYMBOLS:
-            raise InputError(f"{w}{key}: expected one of {', '.join(SIZE_SYMBOLS)}, got {value!r}")
-    if base == size:
-        raise InputError(f"{w}size: must differ from base ({base})")
-    pack = raw.get("pack")
-    if pack is not None and (not isinstance(pack, str) or not pack):
-        raise InputError(f"{w}pack: expected a theory pack name or path, got {pack!r}")
-
-    if not isinstance(raw.get("lines"), list) or not raw["lines"]:
-        raise InputError(f"{w}lines: expected at least one [[lines]] table with a 'scaling'")
-    lines: list[Line] = []
-    for i, table in enumerate(raw["lines"]):
-        where = f"{shown}: lines[{i}]"
-        if not isinstance(table, dict):
-            raise InputError(f"{where}: expected a table")
-        _unknown_keys(table, _LINE_KEYS, where)
-        scaling = table.get("scaling")
-        if not isinstance(scaling, str):
-            raise InputError(f"{where}.scaling: expected a string of assignments such as 'N=V*log(V), L=V**0.5' (or \"\")")
-        assignments = _parse_scaling(scaling, base, size, f"{where}.scaling")
-        theory_scaling = _string(table, "theory_scaling", f"{where}.", scaling or None)
-        symbols = set(SIZE_SYMBOLS)
-        lines.append(Line(
-            scaling=scaling,
-            theory_scaling=theory_scaling,
-            label=_string(table, "label", f"{where}.", theory_scaling),
-            assignments=assignments,
-            overrides={k: _string(table, k, f"{where}.") for k in ("task", "model", "trainer") if k in table},
-            fixed=_fixed_table(table.get("fixed", {}), f"{where}.fixed", symbols),
-            search_overrides=_line_search(table.get("search", {}), f"{where}.search", size),
-            reference_note=_string(table, "reference_note", f"{where}.").strip() if "reference_note" in table else None,
-            metric=_string(table, "metric", f"{where}.") if "metric" in table else None,
-        ))
-    if len({ln.label for ln in lines}) != len(lines):
-        raise InputError(f"{w}lines: two lines have the same label; give each a distinct 'label'")
-
-    presets = raw.get("presets")
-    if not isinstance(presets, dict) or not presets:
-        raise InputError(f"{w}presets: expected [presets.quick] and [presets.paper] tables")
-    if preset not in presets:
-        raise InputError(f"{w}presets: no preset {preset!r} (available: {', '.join(sorted(presets))})")
-    chosen = presets[preset]
-    pw = f"{shown}: presets.{preset}"
-    if not isinstance(chosen, dict):
-        raise InputError(f"{pw}: expected a table")
-    for other, table in presets.items():
-        if isinstance(table, dict):
-            _unknown_keys(table, _PRESET_KEYS | {base}, f"{shown}: presets.{other}")
-
-    all_labels = [ln.label for ln in lines]
-    if "lines" in chosen:
-        wanted = chosen["lines"]
-        labels = [ln.label for ln in lines]
-        if not isinstance(wanted, list) or not wanted or not all(isinstance(x, str) for x in wanted):
-            raise InputError(f"{pw}.lines: expected a non-empty list of line labels")
-        for i, label in enumerate(wanted):
-            if label not in labels:
-                raise InputError(f"{pw}.lines[{i}]: no line labelled {label!r} (labels: {', '.join(map(repr, labels))})")
-        lines = [ln for ln in lines if ln.label in wanted]
-    fixed = _fixed_table(raw.get("fixed", {}), f"{shown}: fixed", set(SIZE_SYMBOLS))
-    fixed.update(_fixed_table(chosen.get("fixed", {}), f"{pw}.fixed", set(SIZE_SYMBOLS)))
-
-    thresholds_raw = chosen.get("thresholds", raw.get("thresholds"))
-    tw = f"{pw}.thresholds" if "thresholds" in chosen else f"{shown}: thresholds"
-    relative_given = bool(chosen.get("relative_thresholds", raw.get("relative_thresholds")))
-    if kind != "grid" or thresholds_raw is not None:
-        if not isinstance(thresholds_raw, list) or not (thresholds_raw or relative_given):
-            raise InputError(f"{tw}: expected a non-empty list of numbers in (0, 1]")
-    thresholds = []
-    for i, t in enumerate(thresholds_raw or []):
-        value = _number(t, f"{tw}[{i}]")
-        if not 0 < value <= 1:
-            raise InputError(f"{tw}[{i}]: expected a number in (0, 1], got {t!r}")
-        thresholds.append(value)
-
-    search_raw = dict(raw.get("search", {}))
-    if not isinstance(search_raw, dict):
-        raise InputError(f"{shown}: search: expected a table")
-    _unknown_keys(search_raw, _SEARCH_KEYS, f"{shown}: search")
-    preset_search = chosen.get("search", {})
-    if not isinstance(preset_search, dict):
-        raise InputError(f"{pw}.search: expected a table")
-    _unknown_keys(preset_search, _SEARCH_KEYS, f"{pw}.search")
-    search_raw.update(preset_search)
+    """Validate a parsed experiment file against its section tables and build it with ``preset`` applied."""
+    top = validate(raw, _TOP, shown, prefix=f"{shown}: ")
+    kind, base, size = top["kind"], top["base"], top["size"]
+    chosen, pw = _preset(top["presets"], preset, shown, {"kind": kind, "base": base, "size": size})
+    all_labels = [ln.label for ln in top["lines"]]
+    lines = top["lines"]
+    if chosen["lines"] is not None:
+        for i, label in enumerate(chosen["lines"]):
+            if label not in all_labels:
+                raise InputError(f"{pw}.lines[{i}]: no line labelled {label!r} (labels: {', '.join(map(repr, all_labels))})")
+        lines = [ln for ln in lines if ln.label in chosen["lines"]]
+    thresholds, relative_thresholds = _thresholds(top, chosen, shown, pw, kind)
+    search_raw = {**top["search"], **chosen["search"]}
     search = _search_settings(search_raw, kind, size, f"{shown}: search")
-    for i, line in enumerate(lines):
+    for line in lines:
         if line.search_overrides:
             overrides = dict(line.search_overrides)
             cap, preset_max = overrides.get("max"), search_raw.get("max")
@@ -606,88 +727,84 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
                 overrides["max"] = min(cap, preset_max)  # a line's max is a cap: the preset's smaller max wins
             line.search = _search_settings({**search_raw, **overrides}, kind, size,
                                            f"{shown}: line {line.label!r} search")
-    relative_raw = chosen.get("relative_thresholds", raw.get("relative_thresholds", []))
-    rw = f"{pw}.relative_thresholds" if "relative_thresholds" in chosen else f"{shown}: relative_thresholds"
-    if not isinstance(relative_raw, list):
-        raise InputError(f"{rw}: expected a list of fractions in (0, 1]")
-    relative_thresholds = []
-    for i, t in enumerate(relative_raw):
-        value = _number(t, f"{rw}[{i}]")
-        if not 0 < value <= 1:
-            raise InputError(f"{rw}[{i}]: expected a fraction of the ceiling in (0, 1], got {t!r}")
-        relative_thresholds.append(value)
     if relative_thresholds and (kind != "min_size" or search.method != "curve"):
-        raise InputError(f"{rw}: only with kind = 'min_size' and search.method = 'curve' (the ceiling is measured "
+        where = f"{pw}.relative_thresholds" if chosen["relative_thresholds"] is not None else f"{shown}: relative_thresholds"
+        raise InputError(f"{where}: only with kind = 'min_size' and search.method = 'curve' (the ceiling is measured "
                          f"by the curve search)")
-
-    verdict_raw = raw.get("verdict", {})
-    if not isinstance(verdict_raw, dict):
-        raise InputError(f"{shown}: verdict: expected a table")
-    _unknown_keys(verdict_raw, _VERDICT_KEYS, f"{shown}: verdict")
-    reference_only = verdict_raw.get("reference_only", False)
-    if not isinstance(reference_only, bool):
-        raise InputError(f"{shown}: verdict.reference_only: expected true or false, got {reference_only!r}")
-    verdict = {k: _number(v, f"{shown}: verdict.{k}", positive=True) for k, v in verdict_raw.items()
-               if k not in ("reference_only", "reference_note")}
-    if reference_only:
-        # the pack's prediction is for another training algorithm: show it, but decide nothing
-        verdict["reference_only"] = True
-    if "reference_note" in verdict_raw:
-        note = verdict_raw["reference_note"]
-        if not isinstance(note, str) or not note.strip() or not reference_only:
-            raise InputError(f"{shown}: verdict.reference_note: expected a non-empty string next to reference_only = true")
-        verdict["reference_note"] = note.strip()
-    if "alpha" in verdict and not verdict["alpha"] < 1:
-        raise InputError(f"{shown}: verdict.alpha: expected a number in (0, 1), got {verdict['alpha']}")
-
-    if base not in chosen:
-        raise InputError(f"{pw}.{base}: missing; expected the list of {base} values to sweep")
-    line_base_values: dict[str, list[int]] = {}
-    if isinstance(chosen[base], dict):
-        # one list per line label: lines whose boundaries lie in different ranges of the base variable
-        labels = [ln.label for ln in lines]
-        for label, values in chosen[base].items():
-            if label not in all_labels:
-                raise InputError(f"{pw}.{base}: no line labelled {label!r} (labels: {', '.join(map(repr, all_labels))})")
-            if label in labels:
-                line_base_values[label] = sorted(set(_positive_int_list(values, f"{pw}.{base}.{label}", base)))
-        for label in labels:
-            if label not in line_base_values:
-                raise InputError(f"{pw}.{base}: no values for line {label!r} (give a list per line, or one list)")
-        base_values = sorted({b for values in line_base_values.values() for b in values})
-    else:
-        base_values = _positive_int_list(chosen[base], f"{pw}.{base}", base)
-    seeds_raw = chosen.get("seeds")
-    if not isinstance(seeds_raw, list) or not seeds_raw or any(
-        isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds_raw
-    ):
-        raise InputError(f"{pw}.seeds: expected a non-empty list of non-negative integers, got {seeds_raw!r}")
-    sizes: list[int] = []
-    if kind == "grid":
-        if "sizes" not in chosen:
-            raise InputError(f"{pw}.sizes: missing; kind = 'grid' needs the list of {size} values")
-        sizes = _positive_int_list(chosen["sizes"], f"{pw}.sizes", size)
-    elif "sizes" in chosen:
-        raise InputError(f"{pw}.sizes: only used with kind = 'grid' (this experiment is {kind})")
-
+    base_values, line_base_values = _base_values(top["presets"][preset], base, lines, all_labels, pw)
     experiment = Experiment(
-        path=shown, name=name, description=str(raw.get("description", "")), pack=pack,
-        task=_string(raw, "task", w), model=_string(raw, "model", w), trainer=_string(raw, "trainer", w),
-        kind=kind, base=base, size=size, metric=_string(raw, "metric", w, "accuracy"),
-        thresholds=thresholds, lines=lines, fixed=fixed, search=search, verdict=verdict, preset=preset,
-        base_values=base_values, seeds=[int(s) for s in seeds_raw], sizes=sizes,
-        line_base_values=line_base_values,
-        relative_thresholds=relative_thresholds,
+        path=shown, name=top["name"], description=top["description"], pack=top["pack"], task=top["task"],
+        model=top["model"], trainer=top["trainer"], kind=kind, base=base, size=size, metric=top["metric"],
+        thresholds=thresholds, lines=lines, fixed={**top["fixed"], **chosen["fixed"]}, search=search,
+        verdict=top["verdict"], preset=preset, base_values=base_values, seeds=[int(s) for s in chosen["seeds"]],
+        sizes=chosen["sizes"], line_base_values=line_base_values, relative_thresholds=relative_thresholds,
         file_lines=list(all_labels),
     )
     if "claims" in raw:
-        experiment.claims = parse_claims(raw["claims"], shown, raw, verdict.get("alpha"))
-    # Evaluate every line at the corners of the sweep now, so a bad expression fails before training.
-    # The run-config validator (empirics.config) then names any key the task or trainer does not take.
-    for i, line in enumerate(lines):
+        experiment.claims = parse_claims(raw["claims"], shown, raw, experiment.verdict.get("alpha"))
+    _check_corners(experiment)
+    return experiment
+
+
+def _preset(presets: dict, preset: str, shown: str, context: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The chosen preset's validated values, and its place in messages; every preset's keys are checked."""
+    if preset not in presets:
+        raise InputError(f"{shown}: presets: no preset {preset!r} (available: {', '.join(sorted(presets))})")
+    pw = f"{shown}: presets.{preset}"
+    if not isinstance(presets[preset], dict):
+        raise InputError(f"{pw}: expected a table")
+    for other, table in presets.items():
+        if isinstance(table, dict):
+            check_keys(table, _PRESET, f"{shown}: presets.{other}", extra={context["base"]})
+    if context["base"] not in presets[preset]:  # the one key named by the file (its base variable)
+        raise InputError(f"{pw}.{context['base']}: missing; expected the list of {context['base']} values to sweep")
+    return validate(presets[preset], _PRESET, pw, extra={context["base"]}, context=context), pw
+
+
+def _thresholds(top: dict, chosen: dict, shown: str, pw: str, kind: str) -> tuple[list[float], list[float]]:
+    """thresholds and relative_thresholds: the preset's where it gives them, else the file's."""
+    def pick(key: str) -> tuple[Any, str]:
+        return (chosen[key], f"{pw}.{key}") if chosen[key] is not None else (top[key], f"{shown}: {key}")
+
+    (values, tw), (relative, rw) = pick("thresholds"), pick("relative_thresholds")
+    if kind != "grid" or values is not None:
+        if not isinstance(values, list) or not (values or relative):
+            raise InputError(f"{tw}: expected a non-empty list of numbers in (0, 1]")
+    thresholds = [check_value(_THRESHOLD, t, f"{tw}[{i}]") for i, t in enumerate(values or [])]
+    relative = [] if relative is None else relative
+    if not isinstance(relative, list):
+        raise InputError(f"{rw}: expected a list of fractions in (0, 1]")
+    return thresholds, [check_value(_RELATIVE, t, f"{rw}[{i}]") for i, t in enumerate(relative)]
+
+
+def _base_values(chosen: dict, base: str, lines: list[Line], all_labels: list[str],
+                 pw: str) -> tuple[list[int], dict[str, list[int]]]:
+    """The preset's values of the base variable: one list, or one per line label (lines whose boundaries lie in
+    different ranges of the base variable)."""
+    if not isinstance(chosen[base], dict):
+        return _positive_int_list(chosen[base], f"{pw}.{base}", base), {}
+    labels = [ln.label for ln in lines]
+    line_base_values: dict[str, list[int]] = {}
+    for label, values in chosen[base].items():
+        if label not in all_labels:
+            raise InputError(f"{pw}.{base}: no line labelled {label!r} (labels: {', '.join(map(repr, all_labels))})")
+        if label in labels:
+            line_base_values[label] = sorted(set(_positive_int_list(values, f"{pw}.{base}.{label}", base)))
+    for label in labels:
+        if label not in line_base_values:
+            raise InputError(f"{pw}.{base}: no values for line {label!r} (give a list per line, or one list)")
+    return sorted({b for values in line_base_values.values() for b in values}), line_base_values
+
+
+def _check_corners(experiment: Experiment) -> None:
+    """Evaluate every line at the corners of the sweep, so a bad expression fails before training; the run-config
+    validator (empirics.config) then names any key the task or trainer does not take. The checked configs are
+    kept for the search. Last, the planned number of trained models against the limit."""
+    shown, base, size, search = experiment.path, experiment.base, experiment.size, experiment.search
+    for i, line in enumerate(experiment.lines):
         values = experiment.values_of(i)
         settings = line.search or search
-        probe_sizes = sizes or [settings.min, settings.max]
+        probe_sizes = experiment.sizes or [settings.min, settings.max]
         if settings.method == "curve":
             probe_sizes = probe_sizes + [settings.ceiling_size(base, b) for b in (min(values), max(values))]
         for b in (min(values), max(values)):
@@ -696,19 +813,17 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
                 where = f"{shown}: line {line.label!r} at {base}={b}, {size}={s}"
                 checked = planned_config(config, where=where)
                 experiment.checked_configs[json.dumps(config, sort_keys=True, default=str)] = checked
-                parsed = checked.parsed
-                if kind == "grid":  # every size of a grid is trained; a search may never reach its max
-                    check_memory(parsed, where)
+                if experiment.kind == "grid":  # every size of a grid is trained; a search may never reach its max
+                    check_memory(checked.parsed, where)
                 if search.budget_factor is not None and search.budget_key not in config:
                     raise InputError(f"{shown}: search.budget_key: {search.budget_key!r} is not a parameter of "
                                      f"line {line.label!r} (its config has: {', '.join(sorted(config))})")
     runs = experiment.planned_runs()
     limit = max_runs_allowed()
     if runs > limit:
-        raise InputError(f"{shown}: preset {preset} plans about {runs:,} trained models, more than the limit "
-                         f"{limit:,}; shrink the preset, or raise the limit with --max-runs N "
+        raise InputError(f"{shown}: preset {experiment.preset} plans about {runs:,} trained models, more than the "
+                         f"limit {limit:,}; shrink the preset, or raise the limit with --max-runs N "
                          f"(or RECALLKIT_MAX_RUNS=N)")
-    return experiment
 
 
 def _file_line_labels(raw: dict) -> list[str]:
@@ -757,26 +872,17 @@ def _other_experiment(name: Any, shown: str, own: dict, where: str) -> tuple[str
 
 
 def _claim_side(table: Any, where: str, shown: str, own: dict, own_labels: list[str]) -> ClaimSide:
-    if not isinstance(table, dict):
-        raise InputError(f"{where}: expected a table such as {{ line = \"...\", threshold = 0.1 }}, got {table!r}")
-    _unknown_keys(table, _CLAIM_SIDE_KEYS, where)
+    v = validate(table, _CLAIM_SIDE, where)
     experiment = path = None
     raw, labels = own, own_labels
     if "experiment" in table and table["experiment"] != own.get("name"):
         experiment, path, raw = _other_experiment(table["experiment"], shown, own, f"{where}.experiment")
         labels = _file_line_labels(raw)
-    line = table.get("line")
-    if not isinstance(line, str) or not line.strip():
-        raise InputError(f"{where}.line: expected a line label, got {line!r}")
+    line, threshold, relative = v["line"], v["threshold"], v["relative"]
     if line not in labels:
         raise InputError(f"{where}.line: no line labelled {line!r} in {experiment or 'this experiment'} "
                          f"(labels: {', '.join(map(repr, labels))})")
-    relative = table.get("relative", False)
-    if not isinstance(relative, bool):
-        raise InputError(f"{where}.relative: expected true or false, got {relative!r}")
-    threshold = None
-    if "threshold" in table:
-        threshold = _number(table["threshold"], f"{where}.threshold")
+    if threshold is not None:
         key = "relative_thresholds" if relative else "thresholds"
         known = _file_thresholds(raw, key)
         if threshold not in known:
@@ -793,51 +899,19 @@ def claim_from_dict(table: Any, where: str, shown: str = ".", own: dict | None =
     """One ``[[claims]]`` table as a :class:`Claim`; every key is checked and a bad one is a one-line InputError
     naming it. ``own``: the raw experiment file declaring it (its lines and thresholds are checked against
     it; None: only the shape is checked, for claims given in Python)."""
-    if not isinstance(table, dict):
-        raise InputError(f"{where}: expected a table")
-    _unknown_keys(table, _CLAIM_KEYS, where)
-    for key in ("id", "text", "relation", "a", "b", "provenance"):
-        if key not in table:
-            raise InputError(f"{where}.{key}: missing")
-    claim_id = table["id"]
-    if not isinstance(claim_id, str) or not claim_id or not claim_id[0].isalnum() or not all(
-            c.isalnum() or c in "_.-" for c in claim_id):
-        raise InputError(f"{where}.id: expected letters, digits, '_', '.' or '-', got {claim_id!r}")
-    text = _string(table, "text", f"{where}.")
-    provenance = _string(table, "provenance", f"{where}.")
-    relation = table["relation"]
-    normal = " ".join(relation.replace("<", " < ").replace(">", " > ").split()) if isinstance(relation, str) else None
-    if normal not in CLAIM_RELATIONS:
-        raise InputError(f"{where}.relation: expected one of {', '.join(map(repr, CLAIM_RELATIONS))}, got {relation!r}")
-    alpha = default_alpha
-    if "alpha" in table:
-        alpha = _number(table["alpha"], f"{where}.alpha")
+    v = validate(table, _CLAIM, where)
+    alpha = default_alpha if v["alpha"] is None else v["alpha"]
     if alpha is not None and not 0 < alpha < 0.5:
         shown_alpha = f"{where}.alpha" if "alpha" in table else f"{where}.alpha (the experiment's verdict.alpha)"
         raise InputError(f"{shown_alpha}: expected a number in (0, 0.5) for a one-sided test, got {alpha:g}")
     if own is None:
-        sides = []
-        for key in ("a", "b"):
-            side = table[key]
-            if not isinstance(side, dict):
-                raise InputError(f"{where}.{key}: expected a table with 'line'")
-            _unknown_keys(side, _CLAIM_SIDE_KEYS, f"{where}.{key}")
-            if not isinstance(side.get("line"), str) or not side["line"]:
-                raise InputError(f"{where}.{key}.line: expected a line label, got {side.get('line')!r}")
-            threshold = side.get("threshold")
-            if threshold is not None:
-                threshold = _number(threshold, f"{where}.{key}.threshold")
-            relative = side.get("relative", False)
-            if not isinstance(relative, bool):
-                raise InputError(f"{where}.{key}.relative: expected true or false, got {relative!r}")
-            sides.append(ClaimSide(side["line"], threshold, relative, side.get("experiment")))
-        a, b = sides
+        a, b = (ClaimSide(s["line"], s["threshold"], s["relative"], s["experiment"])
+                for s in (validate(v[key], _GIVEN_SIDE, f"{where}.{key}") for key in ("a", "b")))
     else:
-        a = _claim_side(table["a"], f"{where}.a", shown, own, labels or [])
-        b = _claim_side(table["b"], f"{where}.b", shown, own, labels or [])
+        a, b = (_claim_side(v[key], f"{where}.{key}", shown, own, labels or []) for key in ("a", "b"))
     if (a.experiment, a.line, a.threshold, a.relative) == (b.experiment, b.line, b.threshold, b.relative):
         raise InputError(f"{where}.b: the same line and threshold as side a; a claim compares two fitted lines")
-    return Claim(claim_id, text, normal, a, b, provenance, alpha)
+    return Claim(v["id"], v["text"], v["relation"], a, b, v["provenance"], alpha)
 
 
 def parse_claims(value: Any, shown: str, raw: dict, default_alpha: float | None = None) -> list[Claim]:
@@ -873,91 +947,17 @@ def max_runs_allowed() -> int:
     return int(raw)
 
 
-def _line_search(table: Any, where: str, size: str) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise InputError(f"{where}: expected a table of [search] keys")
-    _unknown_keys(table, _SEARCH_KEYS - {"method"}, where)
-    if "max" in table:  # a cap, checked here: a preset's smaller max may replace it later
-        value = table["max"]
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InputError(f"{where}.max: expected a positive integer (this line's cap on {size}), got {value!r}")
-        _check_size(value, size, f"{where}.max")
-    return dict(table)
-
-
 def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSettings:
     if kind == "grid" and not table:
         return SearchSettings(min=1, max=SIZE_LIMITS.get(size, 1 << 16))
-    for key in ("min", "max"):
-        if key not in table:
-            raise InputError(f"{where}.{key}: missing; expected the {'smallest' if key == 'min' else 'largest'} {size} to probe")
-        value = table[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InputError(f"{where}.{key}: expected a positive integer, got {value!r}")
-        _check_size(value, size, f"{where}.{key}")
-    if table["min"] >= table["max"]:
-        raise InputError(f"{where}.max: expected max > min, got min={table['min']}, max={table['max']}")
-    start = None
-    if "start" in table:
-        start_raw = table["start"]
-        if isinstance(start_raw, (int, float)) and not isinstance(start_raw, bool):
-            start_raw = repr(start_raw)
-        if not isinstance(start_raw, str):
-            raise InputError(f"{where}.start: expected a number or an expression in the base variable")
-        start = SafeExpression(start_raw, set(SIZE_SYMBOLS), f"{where}.start")
-    resolution = _number(table.get("resolution", 0.0), f"{where}.resolution")
-    if resolution < 0:
-        raise InputError(f"{where}.resolution: expected a number >= 0, got {resolution}")
-    bracket = _number(table.get("bracket", 1.5), f"{where}.bracket")
-    expand = _number(table.get("expand", 2.0), f"{where}.expand")
-    if bracket < 1:
-        raise InputError(f"{where}.bracket: expected a number >= 1, got {bracket}")
-    if expand <= 1:
-        raise InputError(f"{where}.expand: expected a number > 1, got {expand}")
-    grid = grid_text = None
-    if "grid" in table:
-        raw_grid = table["grid"]
-        if isinstance(raw_grid, str):
-            grid = SafeExpression(raw_grid, set(), f"{where}.grid").evaluate({})
-            grid_text = raw_grid
-        else:
-            grid = _number(raw_grid, f"{where}.grid")
-            grid_text = repr(raw_grid)
-        if grid <= 1:
-            raise InputError(f"{where}.grid: expected a ratio > 1 (such as \"2**(1/4)\"), got {raw_grid!r}")
-    budget_factor = None
-    if "budget_factor" in table:
-        budget_factor = _number(table["budget_factor"], f"{where}.budget_factor")
-        if budget_factor <= 1:
-            raise InputError(f"{where}.budget_factor: expected a number > 1, got {table['budget_factor']!r}")
-    budget_key = table.get("budget_key", "steps")
-    if not isinstance(budget_key, str) or not budget_key.isidentifier():
-        raise InputError(f"{where}.budget_key: expected a parameter name such as \"steps\", got {budget_key!r}")
-    method = table.get("method", "bisect")
-    if method not in SEARCH_METHODS:
-        raise InputError(f"{where}.method: expected one of {', '.join(SEARCH_METHODS)}, got {method!r}")
-    if method == "curve" and kind != "min_size":
-        raise InputError(f"{where}.method: 'curve' is for kind = 'min_size' only, got kind = {kind!r}")
-    points = table.get("points", 5)
-    if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 64:
-        raise InputError(f"{where}.points: expected an integer in [2, 64], got {points!r}")
-    ratio = _number(table.get("ratio", 2 ** 0.5), f"{where}.ratio")
-    if ratio <= 1:
-        raise InputError(f"{where}.ratio: expected a number > 1, got {ratio}")
-    ceiling = None
-    if "ceiling" in table:
-        ceiling_raw = table["ceiling"]
-        if isinstance(ceiling_raw, int) and not isinstance(ceiling_raw, bool):
-            ceiling_raw = repr(ceiling_raw)
-        if not isinstance(ceiling_raw, str):
-            raise InputError(f"{where}.ceiling: expected an integer or an expression in the base variable")
-        ceiling = SafeExpression(ceiling_raw, set(SIZE_SYMBOLS), f"{where}.ceiling")
-    if grid is not None and method == "curve":
+    v = validate(table, _SEARCH, where, context={"kind": kind, "size": size})
+    if v["grid"] is not None and v["method"] == "curve":
         raise InputError(f"{where}.grid: a grid is for method = 'bisect'; a curve search spaces its sizes by 'ratio'")
-    settings = SearchSettings(min=table["min"], max=table["max"], start=start, resolution=resolution,
-                              bracket=bracket, expand=expand, grid=grid, grid_text=grid_text,
-                              budget_factor=budget_factor, budget_key=budget_key, method=method, points=points,
-                              ratio=ratio, ceiling=ceiling)
-    if grid is not None and len(settings.grid_sizes()) < 2:
-        raise InputError(f"{where}.grid: fewer than two grid sizes between min = {table['min']} and max = {table['max']}")
+    grid_text = None if v["grid"] is None else table["grid"] if isinstance(table["grid"], str) else repr(table["grid"])
+    settings = SearchSettings(min=v["min"], max=v["max"], start=v["start"], resolution=v["resolution"],
+                              bracket=v["bracket"], expand=v["expand"], grid=v["grid"], grid_text=grid_text,
+                              budget_factor=v["budget_factor"], budget_key=v["budget_key"], method=v["method"],
+                              points=v["points"], ratio=v["ratio"], ceiling=v["ceiling"])
+    if settings.grid is not None and len(settings.grid_sizes()) < 2:
+        raise InputError(f"{where}.grid: fewer than two grid sizes between min = {v['min']} and max = {v['max']}")
     return settings
