@@ -17,36 +17,20 @@ from __future__ import annotations
 import math
 import statistics
 import sys
-from typing import TYPE_CHECKING
 
+from recallkit.empirics.budget_check import BudgetCheck
 from recallkit.empirics.search_points import mark_non_monotone, seed_point
 from recallkit.empirics.search_sizes import SizeLattice
-from recallkit.empirics.search_types import CellResult, Failure
+from recallkit.empirics.search_types import Cell, CellKey, CellResult, Failure, Prober
 from recallkit.theory.errors import RecallkitError
 
-if TYPE_CHECKING:  # the driver imports this module; the types are for readers only
-    from recallkit.empirics.budget_check import BudgetCheck
-    from recallkit.empirics.sweep_driver import SweepDriver
 
-__all__ = ["BisectionSearch", "Cell"]
-
-CellKey = tuple[int, int, int, float]  # (line index, base index, seed, threshold)
-
-
-class Cell:
-    __slots__ = ("base_index", "guess", "line_index", "result", "rounds", "seed", "threshold")
-
-    def __init__(self, line_index: int, base_index: int, seed: int, threshold: float):
-        self.line_index, self.base_index, self.seed, self.threshold = line_index, base_index, seed, threshold
-        self.result: CellResult | None = None
-        self.rounds = 0
-        self.guess: int | None = None
-
+__all__ = ["BisectionSearch"]
 
 class BisectionSearch:
     """Per-seed bisection of every cell, with the training-budget check afterwards where there is one."""
 
-    def __init__(self, driver: SweepDriver, budget: BudgetCheck | None = None):
+    def __init__(self, driver: Prober, budget: BudgetCheck | None = None):
         self.driver = driver
         self.exp = driver.exp
         self.sizes = SizeLattice(driver.exp)

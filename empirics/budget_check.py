@@ -9,14 +9,11 @@ finds them.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recallkit.empirics.config import planned_config
-from recallkit.empirics.search_types import Failure
+from recallkit.empirics.search_types import Cell, Failure, Prober
 
-if TYPE_CHECKING:  # the driver imports this module; the types are for readers only
-    from recallkit.empirics.bisection import Cell
-    from recallkit.empirics.sweep_driver import SweepDriver
 
 __all__ = ["BudgetCheck"]
 
@@ -24,7 +21,7 @@ __all__ = ["BudgetCheck"]
 class BudgetCheck:
     """The checks of one sweep, by (line index, base value, seed, threshold), in the order of the cells."""
 
-    def __init__(self, driver: SweepDriver):
+    def __init__(self, driver: Prober):
         self.driver = driver
         self.exp = driver.exp
         self.checks: dict[tuple[int, int, int, float], dict] = {}

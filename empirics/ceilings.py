@@ -8,13 +8,11 @@ sizes tied to it (such as m = d**k) and the seed, so that lines that differ only
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from recallkit.empirics.curves import mean_curve
 from recallkit.empirics.search_sizes import SizeLattice
+from recallkit.empirics.search_types import Prober
 
-if TYPE_CHECKING:  # the driver imports this module; the type is for readers only
-    from recallkit.empirics.sweep_driver import SweepDriver
 
 __all__ = ["InstanceCeilings", "SeedCurves"]
 
@@ -24,7 +22,7 @@ PerSeed = dict[int, dict[int, float]]  # seed -> {size: metric}
 class SeedCurves:
     """Per-seed curves of one (line, base value), from every probe the driver has a result for."""
 
-    def __init__(self, driver: SweepDriver, sizes: SizeLattice):
+    def __init__(self, driver: Prober, sizes: SizeLattice):
         self.driver = driver
         self.sizes = sizes
 
@@ -58,7 +56,7 @@ class SeedCurves:
 class InstanceCeilings:
     """The instance ceilings of one experiment, and the absolute value of every threshold at them."""
 
-    def __init__(self, driver: SweepDriver, sizes: SizeLattice, curves: SeedCurves):
+    def __init__(self, driver: Prober, sizes: SizeLattice, curves: SeedCurves):
         self.driver = driver
         self.exp = driver.exp
         self.sizes = sizes

@@ -12,14 +12,13 @@ A curve waits for the previous base value's curve of its line: its answer calibr
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recallkit.empirics.ceilings import InstanceCeilings, SeedCurves
 from recallkit.empirics.curves import crossing, isotonic_increasing, mean_curve
 from recallkit.empirics.search_sizes import SizeLattice
+from recallkit.empirics.search_types import Prober
 
-if TYPE_CHECKING:  # the driver imports this module; the type is for readers only
-    from recallkit.empirics.sweep_driver import SweepDriver
 
 __all__ = ["CurveSearch"]
 
@@ -29,7 +28,7 @@ CurveKey = tuple[int, int]  # (line index, base index)
 class CurveSearch:
     """Seed-mean curves, searched round by round until every threshold of every curve is settled."""
 
-    def __init__(self, driver: SweepDriver):
+    def __init__(self, driver: Prober):
         self.driver = driver
         self.exp = exp = driver.exp
         self.sizes = SizeLattice(exp)

@@ -3,13 +3,10 @@ one round, for heatmaps; each seed's boundary point is then read off the grid (t
 reaches the threshold, or for ``max_capacity`` the largest)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from recallkit.empirics.search_points import mark_non_monotone, seed_point
-from recallkit.empirics.search_types import Failure
+from recallkit.empirics.search_types import Failure, Prober
 
-if TYPE_CHECKING:  # the driver imports this module; the type is for readers only
-    from recallkit.empirics.sweep_driver import SweepDriver
 
 __all__ = ["GridSweep"]
 
@@ -17,7 +14,7 @@ __all__ = ["GridSweep"]
 class GridSweep:
     """The full product in one executor call (the engine batches whatever shares a shape)."""
 
-    def __init__(self, driver: SweepDriver):
+    def __init__(self, driver: Prober):
         self.driver = driver
         self.exp = driver.exp
 

@@ -6,15 +6,14 @@ they are reported, never smoothed away.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the driver imports this module; the type is for readers only
-    from recallkit.empirics.sweep_driver import SweepDriver
+from recallkit.empirics.search_types import Prober
 
 __all__ = ["mark_non_monotone", "monotonicity_violations", "seed_point"]
 
 
-def seed_point(driver: SweepDriver, li: int, b: int, seed: int, t: float, size: int | None, censored: bool,
+def seed_point(driver: Prober, li: int, b: int, seed: int, t: float, size: int | None, censored: bool,
                reason: str | None) -> dict:
     """The boundary point of one seed: the answer's config values and metric, or no size when unknown."""
     exp = driver.exp
@@ -42,7 +41,7 @@ def seed_point(driver: SweepDriver, li: int, b: int, seed: int, t: float, size: 
     return point
 
 
-def mark_non_monotone(driver: SweepDriver, points: list[dict], violations: list[dict]) -> None:
+def mark_non_monotone(driver: Prober, points: list[dict], violations: list[dict]) -> None:
     """Flag each per-seed point whose (line, base value, seed, threshold) has a violation."""
     exp = driver.exp
     flagged = {(v["line"], v[exp.base], v["seed"], v["threshold"]) for v in violations}
@@ -50,7 +49,7 @@ def mark_non_monotone(driver: SweepDriver, points: list[dict], violations: list[
         p["non_monotone"] = (p["line"], p[exp.base], p["seed"], p["threshold"]) in flagged
 
 
-def monotonicity_violations(driver: SweepDriver) -> list[dict]:
+def monotonicity_violations(driver: Prober) -> list[dict]:
     """Threshold crossings that go the wrong way along the size axis (reported, never hidden)."""
     exp = driver.exp
     out = []

@@ -7,11 +7,11 @@ without importing the module that imports them (``search`` re-exports every name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from recallkit.empirics.experiment import Experiment
 
-__all__ = ["MISSING", "CellResult", "Failure", "SearchStrategy", "SweepResult"]
+__all__ = ["MISSING", "Cell", "CellKey", "CellResult", "Failure", "Prober", "SearchStrategy", "SweepResult"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +79,39 @@ class SearchStrategy(Protocol):
 
     def budget_runs(self) -> list[dict]:
         """The runs trained beside the search at a larger training budget (the budget checks), if any."""
+
+
+CellKey = tuple[int, int, int, float]  # (line index, base index, seed, threshold)
+
+
+class Cell:
+    """One bisection cell: a line, base value, seed and threshold, with its answer once found."""
+
+    __slots__ = ("base_index", "guess", "line_index", "result", "rounds", "seed", "threshold")
+
+    def __init__(self, line_index: int, base_index: int, seed: int, threshold: float):
+        self.line_index, self.base_index, self.seed, self.threshold = line_index, base_index, seed, threshold
+        self.result: CellResult | None = None
+        self.rounds = 0
+        self.guess: int | None = None
+
+
+class Prober(Protocol):
+    """What a search strategy asks of the driver (:class:`recallkit.empirics.sweep_driver.SweepDriver`): the
+    planned experiment, a probe's store key and metric, and one round of probes trained or reused. Typed as a
+    protocol so that the strategies do not import the driver that imports them."""
+
+    exp: Experiment
+    plan: Any
+    progress: bool
+    cache: dict[str, Any]
+    config_of: dict[str, dict]
+    hash_of: dict[tuple[int, int, int, int], str]
+
+    def key(self, line_index: int, base_value: int, size: int, seed: int) -> str: ...
+
+    def metric(self, line_index: int, base_value: int, size: int, seed: int) -> float | Failure | None: ...
+
+    def known(self, line_index: int, base_value: int, seed: int) -> dict[int, float | Failure]: ...
+
+    def execute(self, wanted: dict[str, dict]) -> None: ...

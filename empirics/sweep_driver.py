@@ -29,11 +29,6 @@ __all__ = ["SweepDriver", "row_metrics"]
 # the order rows have always had, so a printed row reads as before (summary files sort their keys anyway).
 _ROW_METRICS_FIRST = ("train_accuracy", "param_count")
 _ROW_METRICS_LAST = ("wall_time_s",)
-# Until recallkit.registry.Task declares ``run_metrics`` (the metrics beyond the generic ones that a task's run
-# rows keep: the summary, its pages and a system's finite-size form read them there), the one task whose rows
-# have always kept one is listed here, so the rows stay what they were. Once the registry field exists and the
-# task sets it, this table is never read and goes.
-_UNDECLARED_ROW_METRICS = {"token_retrieval": ("attention_mass",)}
 
 
 def row_metrics(task: str) -> tuple[str, ...]:
@@ -42,9 +37,7 @@ def row_metrics(task: str) -> tuple[str, ...]:
         spec = registry.task(task)
     except registry.RegistryError:
         spec = None  # validated configs name registered tasks; a row of another keeps the generic metrics
-    declared = getattr(spec, "run_metrics", None)
-    if declared is None:
-        declared = _UNDECLARED_ROW_METRICS.get(task, ())
+    declared = spec.run_metrics if spec is not None else ()
     return _ROW_METRICS_FIRST + tuple(declared) + _ROW_METRICS_LAST
 
 

@@ -57,12 +57,16 @@ class Task:
     ``n_train``, ``param_count``, ``trainable_params`` and ``bytes_per_model(trainer_config)`` (the
     memory estimate the engine chunks by). ``problem``: ``"module:Class"`` built as ``Class(configs,
     device)`` (see ``recallkit.empirics.tasks``). ``trainers``: the trainers that apply to it.
+    ``run_metrics``: the task's own metrics that a search's run rows keep beside the line's metric, the
+    training accuracy, the parameter count and the wall time (the summary, its pages and the system's
+    finite-size form read them there), e.g. token retrieval's measured attention mass.
     """
 
     name: str
     config: str
     problem: str
     trainers: tuple[str, ...] = ("adam", "adamw")
+    run_metrics: tuple[str, ...] = ()
 
     def config_class(self) -> type:
         return load_object(self.config)
