@@ -34,6 +34,7 @@ from recallkit.reports.style import (
     style_context,
     wrap_title,
 )
+from recallkit.empirics.records import CheckKey, threshold_text
 from recallkit.theory.errors import InputError
 
 __all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label",
@@ -226,11 +227,7 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
 
 def threshold_label(fit: dict) -> str:
     """``0.1``, or ``0.5 x ceiling`` for a threshold relative to each instance's ceiling."""
-    thr = fit.get("threshold")
-    if thr is None:
-        return ""
-    text = f"{float(thr):g}"
-    return f"{text} x ceiling" if fit.get("threshold_relative") else text
+    return CheckKey.of(fit).threshold_text
 
 
 def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter count",
@@ -541,7 +538,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         for i, thr in enumerate(thresholds):
             colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]
             pts = [p for p in boundary_points if p.get("threshold") is not None and float(p["threshold"]) == thr]
-            thr_text = f"{thr:g} x ceiling" if any(p.get("threshold_relative") for p in pts) else f"{thr:g}"
+            thr_text = threshold_text(thr, any(p.get("threshold_relative") for p in pts))
             _draw_boundary(ax, pts, colour, MARKERS[i % len(MARKERS)], thr_text, capacity, x_key, y_key)
             fit = next((f for f in fits if f.get("threshold") is not None and float(f["threshold"]) == thr), None)
             if fit is not None and not capacity and fit.get("slope") is not None and fit.get("intercept") is not None:
