@@ -211,63 +211,81 @@ def fit_boundary_points(
     the prediction's log power minus its slope (zero for params ~ N log N).
     """
     x_name, capacity = regressor_for(kind, base)
-    wanted_thresholds = None if thresholds is None else {float(t) for t in thresholds}
-    groups: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
-    for point in points:
-        key = (point.get("line"), point.get("threshold"), bool(point.get("threshold_relative")))
-        if wanted_thresholds is not None and key[1] is not None and float(key[1]) not in wanted_thresholds:
-            continue
-        groups.setdefault(key, []).append(point)
     results = []
-    for (line, threshold, relative), group in groups.items():
+    for (line, threshold, relative), group in _check_groups(points, thresholds).items():
         prediction = predictions if not isinstance(predictions, Mapping) else predictions.get(line)
-        slope: float | None
-        if prediction is None:
-            slope, log_power = None, 0.0
-        elif isinstance(prediction, Mapping):
-            slope = _float_or_zero(prediction.get("slope")) if prediction.get("slope") is not None else None
-            log_power = _float_or_zero(prediction.get("log_power_float", prediction.get("log_power")))
-            if capacity and slope is not None:
-                log_power -= slope  # theory states the slope on log N; x = log(N ln N) holds one log N
-        else:
-            slope, log_power = float(prediction), 0.0  # a bare slope is already the slope on x
-        extra: dict[str, Any] = {"threshold_relative": relative}
-        found = (realised or {}).get(line) or {}
+        slope, log_power = _tested_slope(prediction, capacity)
         asymptotic = (slope, log_power)
+        extra: dict[str, Any] = {"threshold_relative": relative}
         if slope is not None and not capacity:
-            realised_slope = (found.get("realised") or {}).get("slope")
-            finite_slope = (found.get("finite_size") or {}).get("slope")
-            if realised_slope is not None:
-                extra.update(predicted_slope_asymptotic=slope, predicted_slope_realised=realised_slope,
-                             predicted_realised_terms=found["realised"].get("terms"),
-                             prediction_compared="realised grid")
-                slope, log_power = float(realised_slope), 0.0
-            if finite_slope is not None:
-                extra.update(predicted_slope_finite_size=finite_slope, prediction_compared="finite size",
-                             finite_size_constants=found["finite_size"].get("constants"))
-                slope, log_power = float(finite_slope), 0.0
+            slope, log_power = _prefer_realised(slope, log_power, (realised or {}).get(line) or {}, extra)
+        options = dict(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
+                       delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
+                       bootstrap_seed=bootstrap_seed)
         if any("curve" in p for p in group):
-            result = fit_curve_points(group, predicted_slope=slope, x=x_name, experiment=experiment, line=line,
-                                      threshold=threshold, delta=delta, alpha=alpha, log_power=log_power,
-                                      grid_key=base, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
+            result = fit_curve_points(group, **options)
             extra["method"] = "curve"
             extra["ceilings"] = {str(p.get(base)): (p.get("ceiling") or {}).get("mean") for p in group}
         else:
-            result = fit_points(
-                group, predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
-                delta=delta, alpha=alpha, log_power=log_power, capacity=capacity,
-                grid_key=base, n_bootstrap=n_bootstrap,
-                bootstrap_seed=bootstrap_seed)
+            result = fit_points(group, capacity=capacity, **options)
         if asymptotic[0] is not None and extra.get("prediction_compared"):
-            if result.fit is not None:
-                other = decide(result.fit, asymptotic[0], delta=delta if delta is not None else DEFAULT_DELTA,
-                               alpha=alpha, log_power=asymptotic[1])
-                extra.update(verdict_asymptotic=other.verdict, verdict_reason_asymptotic=other.reason)
-            else:
-                extra.update(verdict_asymptotic="inconclusive", verdict_reason_asymptotic=result.verdict.reason)
+            extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
         result.extra.update(extra)
         results.append(result)
     return results
+
+
+def _check_groups(points: Sequence[Mapping[str, Any]], thresholds: Iterable[float] | None
+                  ) -> dict[tuple[Any, Any, bool], list[Mapping[str, Any]]]:
+    """Boundary points by check (line, threshold, relative), in first-seen order; only ``thresholds`` if given."""
+    wanted = None if thresholds is None else {float(t) for t in thresholds}
+    groups: dict[tuple[Any, Any, bool], list[Mapping[str, Any]]] = {}
+    for point in points:
+        key = (point.get("line"), point.get("threshold"), bool(point.get("threshold_relative")))
+        if wanted is not None and key[1] is not None and float(key[1]) not in wanted:
+            continue
+        groups.setdefault(key, []).append(point)
+    return groups
+
+
+def _tested_slope(prediction: Mapping[str, Any] | float | None, capacity: bool) -> tuple[float | None, float]:
+    """(slope on the fit's x, log power) of a line's prediction: a theory prediction dict or a bare slope."""
+    if prediction is None:
+        return None, 0.0
+    if not isinstance(prediction, Mapping):
+        return float(prediction), 0.0  # a bare slope is already the slope on x
+    slope = _float_or_zero(prediction.get("slope")) if prediction.get("slope") is not None else None
+    log_power = _float_or_zero(prediction.get("log_power_float", prediction.get("log_power")))
+    if capacity and slope is not None:
+        log_power -= slope  # theory states the slope on log N; x = log(N ln N) holds one log N
+    return slope, log_power
+
+
+def _prefer_realised(slope: float, log_power: float, found: Mapping[str, Any], extra: dict[str, Any]
+                     ) -> tuple[float, float]:
+    """The slope the verdict is taken against: the finite-size one, else the realised-grid one, else the
+    asymptotic one; ``extra`` records which, with the others beside it."""
+    realised_slope = (found.get("realised") or {}).get("slope")
+    finite_slope = (found.get("finite_size") or {}).get("slope")
+    if realised_slope is not None:
+        extra.update(predicted_slope_asymptotic=slope, predicted_slope_realised=realised_slope,
+                     predicted_realised_terms=found["realised"].get("terms"), prediction_compared="realised grid")
+        slope, log_power = float(realised_slope), 0.0
+    if finite_slope is not None:
+        extra.update(predicted_slope_finite_size=finite_slope, prediction_compared="finite size",
+                     finite_size_constants=found["finite_size"].get("constants"))
+        slope, log_power = float(finite_slope), 0.0
+    return slope, log_power
+
+
+def _asymptotic_verdict(result: FitResult, asymptotic: tuple[float, float], delta: float | None, alpha: float
+                        ) -> dict[str, Any]:
+    """The verdict against the asymptotic slope, kept beside the tested one."""
+    if result.fit is None:
+        return {"verdict_asymptotic": "inconclusive", "verdict_reason_asymptotic": result.verdict.reason}
+    other = decide(result.fit, asymptotic[0], delta=delta if delta is not None else DEFAULT_DELTA, alpha=alpha,
+                   log_power=asymptotic[1])
+    return {"verdict_asymptotic": other.verdict, "verdict_reason_asymptotic": other.reason}
 
 
 def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
