@@ -8,9 +8,9 @@ the field, e.g. ``my.toml: terms[1].role: expected 'signal' or 'noise', got 'nos
 from __future__ import annotations
 
 import math
-
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,9 @@ import sympy as sp
 
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression, parse_linear_constraints
+from recallkit.theory.schema import (
+    REQUIRED, Field, Rule, Section, check_value, converts, list_of, options, satisfies, table, text, validate,
+)
 from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
@@ -28,14 +31,7 @@ PROVENANCES = ("paper-verbatim", "paper-reported", "anchor", "derived-here")
 
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
-_TOP_KEYS = {"pack", "terms", "lower_bounds", "facts", "corollary", "defaults"}
 MAX_TERMS = 120
-_PACK_KEYS = {"name", "title", "reference", "description", "variables", "constants", "base", "size",
-              "param_count", "domain"}
-_TERM_KEYS = {"name", "role", "expr", "provenance", "reference", "note"}
-_BOUND_KEYS = {"name", "expr", "provenance", "reference", "note"}
-_FACT_KEYS = {"text", "provenance", "reference"}
-_DEFAULT_KEYS = {"scaling", "axes", "box"}
 _COROLLARY_RESERVED = {"scaling", "axes"}
 
 
@@ -214,176 +210,180 @@ def _read_pack(path: Path, label: str) -> Pack:
 
 
 def pack_from_dict(raw: dict[str, Any], label: str = "pack") -> Pack:
-    """Validate a parsed TOML document and build the :class:`Pack` (``label`` prefixes errors)."""
-    _check_keys(raw, _TOP_KEYS, label, required={"pack", "terms"})
-    head = raw["pack"]
-    if not isinstance(head, dict):
-        raise InputError(f"{label}: pack: expected a table [pack]")
-    _check_keys(head, _PACK_KEYS, f"{label}: pack", required={"name", "variables", "base", "size", "param_count"})
+    """Validate a parsed TOML document against the pack's section tables and build the :class:`Pack` (``label``
+    prefixes errors)."""
+    v = validate(raw, _FILE, label, prefix=f"{label}: ")
+    head, defaults = v["pack"], v["defaults"] or {}
+    return Pack(
+        name=head["name"], path=label, title=head["title"], reference=head["reference"],
+        description=head["description"], variables=tuple(head["variables"]), constants=tuple(head["constants"]),
+        base=head["base"], size=head["size"], param_count=head["param_count"], domain=tuple(head["domain"]),
+        terms=v["terms"], lower_bounds=v["lower_bounds"], facts=v["facts"], corollary=v["corollary"],
+        default_scaling=defaults.get("scaling"), default_axes=defaults.get("axes"),
+        default_box=defaults.get("box", {}))
 
-    name = _identifier(head["name"], f"{label}: pack.name")
-    variables = _string_list(head["variables"], f"{label}: pack.variables")
-    for index, var in enumerate(variables):
+
+# -- the sections of a pack file, one declarative table each (see docs/ARCHITECTURE.md, "theory: packs") ------
+def _symbols(head: dict[str, Any]) -> dict[str, sp.Symbol]:
+    """The names an expression of the pack may use: its variables and constants."""
+    symbols = {name: VARIABLES[name] for name in head["variables"]}
+    symbols.update({name: constant_symbol(name) for name in head.get("constants", [])})
+    return symbols
+
+
+def _known_variables(value: list[str], at: str, context: Mapping[str, Any]) -> list[str]:
+    for index, var in enumerate(value):
         if var not in VARIABLES:
-            raise InputError(f"{label}: pack.variables[{index}]: unknown variable {var!r} "
-                             f"(allowed: {', '.join(VARIABLES)})")
-    constants = _string_list(head.get("constants", []), f"{label}: pack.constants")
-    for index, const in enumerate(constants):
+            raise InputError(f"{at}[{index}]: unknown variable {var!r} (allowed: {', '.join(VARIABLES)})")
+    return list(value)
+
+
+def _new_constants(value: list[str], at: str, context: Mapping[str, Any]) -> list[str]:
+    for index, const in enumerate(value):
         if not _IDENTIFIER_RE.match(const) or const in RESERVED_NAMES:
-            raise InputError(f"{label}: pack.constants[{index}]: {const!r} must be a new identifier "
+            raise InputError(f"{at}[{index}]: {const!r} must be a new identifier "
                              f"(not a variable, exponent or function name)")
-    for key in ("base", "size"):
-        value = head[key]
-        if not isinstance(value, str) or value not in variables:
-            raise InputError(f"{label}: pack.{key}: expected one of pack.variables {variables}, got {value!r}")
-    if head["base"] == head["size"]:
-        raise InputError(f"{label}: pack.size: must differ from pack.base ({head['base']!r})")
+    return list(value)
 
-    symbols = {name_: VARIABLES[name_] for name_ in variables}
-    symbols.update({name_: constant_symbol(name_) for name_ in constants})
-    param_count = parse_expression(_string(head["param_count"], f"{label}: pack.param_count"), symbols,
-                                   f"{label}: pack.param_count")
-    domain = _string_list(head.get("domain", []), f"{label}: pack.domain")
-    for index, constraint in enumerate(domain):
-        parse_linear_constraints(constraint, EXPONENTS, f"{label}: pack.domain[{index}]")
 
-    terms = []
-    raw_terms = raw["terms"]
-    if not isinstance(raw_terms, list) or not raw_terms:
-        raise InputError(f"{label}: terms: expected a non-empty array of [[terms]] tables")
-    if len(raw_terms) > MAX_TERMS:
+def _a_variable(value: Any, at: str, context: Mapping[str, Any]) -> str:
+    variables = context["variables"]
+    if not isinstance(value, str) or value not in variables:
+        raise InputError(f"{at}: expected one of pack.variables {variables}, got {value!r}")
+    if "base" in context and value == context["base"]:  # the size, checked after the base
+        raise InputError(f"{at}: must differ from pack.base ({value!r})")
+    return value
+
+
+def _constraints(value: list[str], at: str, context: Mapping[str, Any]) -> list[str]:
+    for index, constraint in enumerate(value):
+        parse_linear_constraints(constraint, EXPONENTS, f"{at}[{index}]")
+    return list(value)
+
+
+def _table_of(section: Section) -> Rule:
+    return converts(lambda value, at, context: validate(value, section, at, context=context))
+
+
+_ALLOWED = "{where}: unknown key {key!r} (allowed: {allowed})"
+_MISSING = "{where}: missing required field {key!r}"
+_CHECKED = {"unknown": _ALLOWED, "missing": _MISSING, "sort_missing": True}  # the pack's wording for keys
+_STRING = text("a string", nonempty=False, message="{at}: expected {expected}, got {type} {got}")
+_IDENTIFIER = (_STRING, satisfies(lambda v: bool(_IDENTIFIER_RE.match(v)), "an identifier (letters, digits, _)"))
+_STRINGS = list_of(lambda v: isinstance(v, str), "a list of strings", nonempty=False)
+_TABLES = list_of(lambda v: isinstance(v, dict), "", nonempty=False, message="{at}: expected an array of tables ([[...]])")
+_EXPRESSION = (_STRING, converts(lambda v, at, context: parse_expression(v, context["symbols"], at)))
+_PROVENANCE = (options(PROVENANCES),)
+_HEAD = Section("[pack]", (
+    Field("name", _IDENTIFIER, "identifier of the pack", REQUIRED),
+    Field("variables", (_STRINGS, converts(_known_variables)), "the sizes the theorem is stated in", REQUIRED),
+    Field("constants", (_STRINGS, converts(_new_constants)), "names of the theorem's constants", []),
+    Field("base", (converts(_a_variable),), "the grid variable, one of variables", REQUIRED),
+    Field("size", (converts(_a_variable),), "the searched variable, another of variables", REQUIRED),
+    Field("param_count", (_STRING, converts(lambda v, at, context: parse_expression(v, _symbols(context), at))),
+          "the parameter count, an expression", REQUIRED),
+    Field("domain", (_STRINGS, converts(_constraints)), "linear constraints on the exponents", []),
+    Field("title", (_STRING,), "shown in reports", ""),
+    Field("reference", (_STRING,), "where the theorem is stated", ""),
+    Field("description", (_STRING,), "free text", ""),
+), not_table="{where}: expected a table [pack]", **_CHECKED)
+_TERM = Section("[[terms]]", (
+    Field("name", _IDENTIFIER, "identifier, unique among the terms", REQUIRED),
+    Field("role", (options(ROLES, "'signal' or 'noise'"),), "signal | noise", REQUIRED),
+    Field("expr", _EXPRESSION, "the term, an expression in variables and constants", REQUIRED),
+    Field("provenance", _PROVENANCE, "one of PROVENANCES", REQUIRED),
+    Field("reference", (_STRING,), "where it is stated", ""),
+    Field("note", (_STRING,), "free text", ""),
+), **_CHECKED)
+_BOUND = Section("[[lower_bounds]]", tuple(f for f in _TERM.fields if f.name != "role"), **_CHECKED)
+_FACT = Section("[[facts]]", (
+    Field("text", (_STRING,), "the statement in words", REQUIRED),
+    Field("provenance", _PROVENANCE, "one of PROVENANCES", REQUIRED),
+    Field("reference", (_STRING,), "where it is stated", ""),
+), **_CHECKED)
+
+
+def _box(value: dict, at: str, context: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+    return {axis: _interval(axis, bounds, f"{at}.{axis}") for axis, bounds in value.items()}
+
+
+_DEFAULTS = Section("[defaults]", (
+    Field("scaling", (_STRING,), "the line drawn by default"),
+    Field("axes", (converts(lambda v, at, context: _axes(v, at)),), "one or two exponent names"),
+    Field("box", (table(message="{at}: expected a table, got {type}"), converts(_box)), "exponent ranges", {}),
+), not_table="{where}: expected a table [defaults]", unknown=_ALLOWED)
+
+
+def _terms(value: Any, at: str, context: Mapping[str, Any]) -> tuple[Term, ...]:
+    if not isinstance(value, list) or not value:
+        raise InputError(f"{at}: expected a non-empty array of [[terms]] tables")
+    if len(value) > MAX_TERMS:
         # the exact region computation grows faster than linearly in the number of terms (about 6 s at 100
         # on a 2-core CPU); a theorem with more terms than this is better split into packs
-        raise InputError(f"{label}: terms: {len(raw_terms)} terms, at most {MAX_TERMS} are allowed "
+        raise InputError(f"{at}: {len(value)} terms, at most {MAX_TERMS} are allowed "
                          f"(split the theorem into several packs)")
-    for index, entry in enumerate(raw_terms):
-        where = f"{label}: terms[{index}]"
-        if not isinstance(entry, dict):
-            raise InputError(f"{where}: expected a table")
-        _check_keys(entry, _TERM_KEYS, where, required={"name", "role", "expr", "provenance"})
-        role = entry["role"]
-        if role not in ROLES:
-            raise InputError(f"{where}.role: expected 'signal' or 'noise', got {role!r}")
-        source = _string(entry["expr"], f"{where}.expr")
-        terms.append(Term(
-            name=_identifier(entry["name"], f"{where}.name"), role=role,
-            expr=parse_expression(source, symbols, f"{where}.expr"),
-            provenance=_provenance(entry["provenance"], f"{where}.provenance"),
-            reference=_string(entry.get("reference", ""), f"{where}.reference"),
-            note=_string(entry.get("note", ""), f"{where}.note"), source=source))
-    _unique([term.name for term in terms], f"{label}: terms")
+    symbols = {"symbols": _symbols(context["pack"])}
+    terms = tuple(Term(**validate(entry, _TERM, f"{at}[{index}]", context=symbols), source=entry["expr"])
+                  for index, entry in enumerate(value))
+    _unique([term.name for term in terms], at)
     signals = [term for term in terms if term.role == "signal"]
     if len(signals) != 1:
-        raise InputError(f"{label}: terms: expected exactly one term with role 'signal', found {len(signals)}")
+        raise InputError(f"{at}: expected exactly one term with role 'signal', found {len(signals)}")
     if not any(term.role == "noise" for term in terms):
-        raise InputError(f"{label}: terms: expected at least one term with role 'noise', found none")
+        raise InputError(f"{at}: expected at least one term with role 'noise', found none")
+    return terms
 
-    bounds = []
-    for index, entry in enumerate(_table_list(raw.get("lower_bounds", []), f"{label}: lower_bounds")):
-        where = f"{label}: lower_bounds[{index}]"
-        _check_keys(entry, _BOUND_KEYS, where, required={"name", "expr", "provenance"})
-        source = _string(entry["expr"], f"{where}.expr")
-        bounds.append(LowerBound(
-            name=_identifier(entry["name"], f"{where}.name"),
-            expr=parse_expression(source, symbols, f"{where}.expr"),
-            provenance=_provenance(entry["provenance"], f"{where}.provenance"),
-            reference=_string(entry.get("reference", ""), f"{where}.reference"),
-            note=_string(entry.get("note", ""), f"{where}.note"), source=source))
-    _unique([bound.name for bound in bounds], f"{label}: lower_bounds")
 
-    facts = []
-    for index, entry in enumerate(_table_list(raw.get("facts", []), f"{label}: facts")):
-        where = f"{label}: facts[{index}]"
-        _check_keys(entry, _FACT_KEYS, where, required={"text", "provenance"})
-        facts.append(Fact(text=_string(entry["text"], f"{where}.text"),
-                          provenance=_provenance(entry["provenance"], f"{where}.provenance"),
-                          reference=_string(entry.get("reference", ""), f"{where}.reference")))
+def _bounds(value: list[dict], at: str, context: Mapping[str, Any]) -> tuple[LowerBound, ...]:
+    symbols = {"symbols": _symbols(context["pack"])}
+    bounds = tuple(LowerBound(**validate(entry, _BOUND, f"{at}[{index}]", context=symbols), source=entry["expr"])
+                   for index, entry in enumerate(value))
+    _unique([bound.name for bound in bounds], at)
+    return bounds
 
-    default_scaling, default_axes, default_box = None, None, {}
-    if "defaults" in raw:
-        defaults = raw["defaults"]
-        if not isinstance(defaults, dict):
-            raise InputError(f"{label}: defaults: expected a table [defaults]")
-        _check_keys(defaults, _DEFAULT_KEYS, f"{label}: defaults")
-        if "scaling" in defaults:
-            default_scaling = _string(defaults["scaling"], f"{label}: defaults.scaling")
-        if "axes" in defaults:
-            default_axes = _axes(defaults["axes"], f"{label}: defaults.axes")
-        for axis, bounds_ in _table(defaults.get("box", {}), f"{label}: defaults.box").items():
-            default_box[axis] = _interval(axis, bounds_, f"{label}: defaults.box.{axis}")
 
-    corollary = None
-    if "corollary" in raw:
-        table = _table(raw["corollary"], f"{label}: corollary")
-        noise_names = {term.name for term in terms if term.role == "noise"}
-        exponents = {}
-        for key, value in table.items():
-            if key in _COROLLARY_RESERVED:
-                continue
-            if key not in noise_names:
-                raise InputError(f"{label}: corollary.{key}: not a noise term of this pack "
-                                 f"(noise terms: {', '.join(sorted(noise_names))})")
-            exponents[key] = parse_expression(_string(value, f"{label}: corollary.{key}"), EXPONENTS,
-                                              f"{label}: corollary.{key}")
-        corollary = Corollary(
-            exponents=exponents,
-            scaling=_string(table["scaling"], f"{label}: corollary.scaling") if "scaling" in table else None,
-            axes=_axes(table["axes"], f"{label}: corollary.axes") if "axes" in table else None)
+def _facts(value: list[dict], at: str, context: Mapping[str, Any]) -> tuple[Fact, ...]:
+    return tuple(Fact(**validate(entry, _FACT, f"{at}[{index}]")) for index, entry in enumerate(value))
 
-    return Pack(
-        name=name, path=label, title=_string(head.get("title", ""), f"{label}: pack.title"),
-        reference=_string(head.get("reference", ""), f"{label}: pack.reference"),
-        description=_string(head.get("description", ""), f"{label}: pack.description"),
-        variables=tuple(variables), constants=tuple(constants), base=head["base"], size=head["size"],
-        param_count=param_count, domain=tuple(domain), terms=tuple(terms), lower_bounds=tuple(bounds),
-        facts=tuple(facts), corollary=corollary, default_scaling=default_scaling,
-        default_axes=default_axes, default_box=default_box)
+
+def _corollary(value: Any, at: str, context: Mapping[str, Any]) -> Corollary:
+    """The hand-stated corollary: an exponent per noise term, plus optional scaling and axes."""
+    table = _table(value, at)
+    noise_names = {term.name for term in context["terms"] if term.role == "noise"}
+    exponents = {}
+    for key, text_ in table.items():
+        if key in _COROLLARY_RESERVED:
+            continue
+        if key not in noise_names:
+            raise InputError(f"{at}.{key}: not a noise term of this pack "
+                             f"(noise terms: {', '.join(sorted(noise_names))})")
+        exponents[key] = parse_expression(_string(text_, f"{at}.{key}"), EXPONENTS, f"{at}.{key}")
+    return Corollary(exponents=exponents,
+                     scaling=_string(table["scaling"], f"{at}.scaling") if "scaling" in table else None,
+                     axes=_axes(table["axes"], f"{at}.axes") if "axes" in table else None)
+
+
+_FILE = Section("pack file", (
+    Field("pack", (table(message="{at}: expected a table [pack]"), _table_of(_HEAD)), "the theorem's head",
+          REQUIRED),
+    Field("terms", (converts(_terms),), "[[terms]]: one signal term and the noise terms", REQUIRED),
+    Field("lower_bounds", (_TABLES, converts(_bounds)), "[[lower_bounds]] on the parameter count", ()),
+    Field("facts", (_TABLES, converts(_facts)), "[[facts]]: statements kept as text", ()),
+    Field("defaults", (_table_of(_DEFAULTS),), "[defaults]: scaling, axes and box of the default figure"),
+    Field("corollary", (converts(_corollary),), "[corollary]: dominant noise term -> exponent (a cross-check)"),
+), **_CHECKED)
 
 
 # -- small validators (each raises a one-line InputError naming the field) ---------------------
-def _check_keys(table: dict, allowed: set[str], where: str, required: set[str] = frozenset()) -> None:
-    for key in table:
-        if key not in allowed:
-            raise InputError(f"{where}: unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
-    for key in sorted(required):
-        if key not in table:
-            raise InputError(f"{where}: missing required field {key!r}")
-
-
 def _string(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise InputError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
     return value
 
 
-def _identifier(value: Any, where: str) -> str:
-    text = _string(value, where)
-    if not _IDENTIFIER_RE.match(text):
-        raise InputError(f"{where}: expected an identifier (letters, digits, _), got {text!r}")
-    return text
-
-
-def _string_list(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InputError(f"{where}: expected a list of strings, got {value!r}")
-    return list(value)
-
-
 def _table(value: Any, where: str) -> dict:
     if not isinstance(value, dict):
         raise InputError(f"{where}: expected a table, got {type(value).__name__}")
-    return value
-
-
-def _table_list(value: Any, where: str) -> list[dict]:
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise InputError(f"{where}: expected an array of tables ([[...]])")
-    return value
-
-
-def _provenance(value: Any, where: str) -> str:
-    if value not in PROVENANCES:
-        raise InputError(f"{where}: expected one of {', '.join(PROVENANCES)}, got {value!r}")
     return value
 
 
@@ -398,7 +398,7 @@ def _unique(names: list[str], where: str) -> None:
 def _axes(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [part.strip() for part in value.split(",") if part.strip()]
-    names = _string_list(value, where)
+    names = check_value(Field("axes", (_STRINGS,), "exponent names"), value, where)
     if not 1 <= len(names) <= 2:
         raise InputError(f"{where}: expected one or two exponent names, got {names}")
     for name in names:

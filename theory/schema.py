@@ -74,14 +74,16 @@ class Section:
 
     Message templates: ``not_table`` over ``where`` and ``got``; ``unknown`` over ``where``, ``key`` (the
     first unknown key), ``keys`` (all of them) and ``allowed``; ``missing`` over ``where``, ``at`` and
-    ``key``. ``missing`` set: every absent required field is reported (in field order) before any value is
-    checked. ``open``: keys that are not fields are allowed (the caller reads or ignores them)."""
+    ``key``. ``missing`` set: every absent required field is reported (in field order, or by name with
+    ``sort_missing``) before any value is checked. ``open``: keys that are not fields are allowed (the caller
+    reads or ignores them)."""
 
     name: str
     fields: tuple[Field, ...]
     not_table: str = "{where}: expected a table"
     unknown: str = "{where}: unknown key {key!r} (expected one of: {allowed})"
     missing: str | None = None
+    sort_missing: bool = False
     open: bool = False
 
     def keys(self) -> set[str]:
@@ -129,7 +131,7 @@ def validate(table: Any, section: Section, where: str, *, prefix: str | None = N
     check_keys(table, section, where, extra, context)
     prefix = f"{where}." if prefix is None else prefix
     if section.missing is not None:
-        for f in section.fields:
+        for f in sorted(section.fields, key=lambda f: f.name) if section.sort_missing else section.fields:
             if f.required and f.name not in table:
                 raise InputError((f.missing or section.missing).format(**context, where=where, at=prefix + f.name,
                                                                        key=f.name))
