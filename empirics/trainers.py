@@ -249,38 +249,25 @@ def adam(
     ``log_epochs``: after epochs 1, 2, 4, ... below ``epochs``, the problem's ``evaluate`` of the current
     parameters, returned as ``<metric>_epoch_<k>`` for its accuracy and train_accuracy.
     """
-    params = {k: v.detach().clone() for k, v in problem.params.items()}
-    device = next(iter(params.values())).device
+    state = _AdamState(problem, lr, weight_decay, decoupled)
+    params, device = state.params, state.device
     M, n = len(seeds), problem.n_train
-    lr_t = _per_model(lr, device)
-    wd_t = _per_model(weight_decay, device)
     threshold = _per_model([math.inf if t is None else t for t in early_stop], device)
     checks_early_stop = bool(torch.isfinite(threshold).any())
     active = torch.ones(M, dtype=torch.bool, device=device)
     everyone_active = True  # kept on the host: no device sync per step while nobody has stopped
     steps_run = torch.zeros(M, device=device)
     steps_everyone_ran = 0  # steps taken while every model was active, added to steps_run at the end
-    first_moment = {k: torch.zeros_like(v) for k, v in params.items()}
-    second_moment = {k: torch.zeros_like(v) for k, v in params.items()}
-    lr_of = {k: _expand(lr_t, v) for k, v in params.items()}
-    decays = decoupled and any(w != 0 for w in weight_decay)
-    decay_of = {k: _expand(1 - lr_t * wd_t, v) if decays else None for k, v in params.items()}
     full_batch = batch_size >= n
     steps_per_pass = 1 if full_batch else math.ceil(n / batch_size)
     total_steps = steps if steps is not None else epochs * steps_per_pass
-    shufflers = [generator(seed, "shuffle") for seed in seeds]
-    order = None
+    batches = _Minibatches(seeds, n, batch_size, steps_per_pass, device)
     logged: dict[str, torch.Tensor] = {}
     log_epochs = bool(log_epochs) and epochs is not None
     written_out = hasattr(problem, "gradients")  # (gradients dict, Accuracy or None) = gradients(params, idx, accuracy)
     for step in range(total_steps):
         position = step % steps_per_pass
-        if full_batch:
-            idx = None
-        else:
-            if position == 0:
-                order = torch.stack([torch.randperm(n, generator=g) for g in shufflers]).to(device)
-            idx = order[:, position * batch_size : (position + 1) * batch_size]
+        idx = None if full_batch else batches.at(position)
         if written_out:  # the problem's own backward, without an autograd graph
             gradient_of, accuracy = problem.gradients(params, idx, accuracy=full_batch and checks_early_stop)
             gradients = [gradient_of[k] for k in params]
@@ -296,18 +283,7 @@ def adam(
         if not written_out:
             gradients = torch.autograd.grad(loss.sum(), list(leaves.values()))
             del loss
-        t = step + 1
-        bias1, bias2 = 1 - BETA1**t, 1 - BETA2**t
-        with torch.no_grad():
-            for (name, p), g in zip(list(params.items()), gradients):
-                p = p.detach()
-                new_p, m1, m2 = _adam_step(p, g, first_moment[name], second_moment[name], lr_of[name] / bias1,
-                                           bias2, decay_of[name], in_place=everyone_active)
-                if not everyone_active:
-                    mask = _expand(active, p)
-                    new_p, m1 = torch.where(mask, new_p, p), torch.where(mask, m1, first_moment[name])
-                    m2 = torch.where(mask, m2, second_moment[name])
-                params[name], first_moment[name], second_moment[name] = new_p, m1, m2
+        state.update(gradients, step + 1, active, everyone_active)
         if everyone_active:
             steps_everyone_ran += 1
         else:
@@ -324,6 +300,53 @@ def adam(
         if missing:
             _log_evaluation(problem, params, missing, logged)
     return params, {"steps_run": steps_run + steps_everyone_ran, **logged}
+
+
+class _AdamState:
+    """The parameters and Adam moments of the M models of one batch, with each model's step size and decay.
+    ``params`` is updated in place as a dict (its tensors are replaced each step), so the loop reads it live."""
+
+    def __init__(self, problem, lr: list[float], weight_decay: list[float], decoupled: bool):
+        self.params = {k: v.detach().clone() for k, v in problem.params.items()}
+        self.device = next(iter(self.params.values())).device
+        lr_t = _per_model(lr, self.device)
+        wd_t = _per_model(weight_decay, self.device)
+        self.first_moment = {k: torch.zeros_like(v) for k, v in self.params.items()}
+        self.second_moment = {k: torch.zeros_like(v) for k, v in self.params.items()}
+        self.lr_of = {k: _expand(lr_t, v) for k, v in self.params.items()}
+        decays = decoupled and any(w != 0 for w in weight_decay)
+        self.decay_of = {k: _expand(1 - lr_t * wd_t, v) if decays else None for k, v in self.params.items()}
+
+    def update(self, gradients, t: int, active: torch.Tensor, everyone_active: bool) -> None:
+        """Adam step ``t`` of every model; a model that stopped early keeps its parameters and moments."""
+        bias1, bias2 = 1 - BETA1**t, 1 - BETA2**t
+        params, first_moment, second_moment = self.params, self.first_moment, self.second_moment
+        with torch.no_grad():
+            for (name, p), g in zip(list(params.items()), gradients):
+                p = p.detach()
+                new_p, m1, m2 = _adam_step(p, g, first_moment[name], second_moment[name], self.lr_of[name] / bias1,
+                                           bias2, self.decay_of[name], in_place=everyone_active)
+                if not everyone_active:
+                    mask = _expand(active, p)
+                    new_p, m1 = torch.where(mask, new_p, p), torch.where(mask, m1, first_moment[name])
+                    m2 = torch.where(mask, m2, second_moment[name])
+                params[name], first_moment[name], second_moment[name] = new_p, m1, m2
+
+
+class _Minibatches:
+    """Each model's minibatch indices: a fresh permutation of its n items from its own seeded stream at the
+    start of every pass, cut into batches of ``batch_size``."""
+
+    def __init__(self, seeds: list[int], n: int, batch_size: int, steps_per_pass: int, device):
+        self.shufflers = [generator(seed, "shuffle") for seed in seeds]
+        self.n, self.batch_size, self.device = n, batch_size, device
+        self.order = None
+
+    def at(self, position: int) -> torch.Tensor:
+        """The [M, batch] indices of step ``position`` of the current pass (position 0 draws a new pass)."""
+        if position == 0:
+            self.order = torch.stack([torch.randperm(self.n, generator=g) for g in self.shufflers]).to(self.device)
+        return self.order[:, position * self.batch_size : (position + 1) * self.batch_size]
 
 
 # ------------------------------------------------------------------- the shipped trainers' train functions
