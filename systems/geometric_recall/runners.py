@@ -30,6 +30,7 @@ import numpy as np
 
 from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
 from recallkit.theory.errors import InputError
+from recallkit.theory.schema import REQUIRED, Field, Section, options, satisfies, table, validate
 
 # ----------------------------------------------------------------------------------------------
 # Task data
@@ -1049,11 +1050,48 @@ def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int],
 #
 # B2's experiment schema (empirics.experiment) describes searches along lines through a scaling
 # plane; experiments 2-5 here are not searches of that kind, so their settings live in a
-# [geometric] table that only this runner reads.
+# [geometric] table that only this runner reads. Its sections are declared with theory.schema, the
+# same tables and the same validate as every other file kind.
 
 _INT_LIST, _INT, _FLOAT, _STR, _STR_LIST = "list of positive integers", "positive integer", "positive number", "string", "list of strings"
 _INTS = "positive integer or list of positive integers"  # read as a list
-GEOMETRIC_SCHEMA: dict[str, dict[str, tuple[str, Any]]] = {
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+_TYPE_RULES = {
+    _INT_LIST: satisfies(lambda v: isinstance(v, list) and len(v) > 0 and all(_positive_int(x) or x == 0 for x in v),
+                         f"a {_INT_LIST}"),
+    _INT: satisfies(_positive_int, f"a {_INT}"),
+    _FLOAT: satisfies(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+                      f"a {_FLOAT}"),
+    _STR: satisfies(lambda v: isinstance(v, str), f"a {_STR}"),
+    _STR_LIST: satisfies(lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) for x in v),
+                         f"a {_STR_LIST}"),
+    _INTS: satisfies(lambda v: _positive_int(v) or (isinstance(v, list) and len(v) > 0 and all(map(_positive_int, v))),
+                     f"a {_INTS}", convert=lambda v, at, context: v if isinstance(v, list) else [v]),
+}
+_MEANINGS = {
+    "N": "subjects (entities)", "R": "relations", "d": "model width", "seeds": "seeds", "codes": "random | binary codes",
+    "failure_probability": "allowed failure probability of a random code", "k_max": "longest code tried",
+    "d_grid": "widths tried", "models": "learned | frozen | frozen-subjects", "model": "the model trained",
+    "lr": "learning rate", "steps": "training steps", "test_fraction": "held-out share of subjects",
+    "train_steps": "training steps before the transfer", "transfer_steps": "steps on the new relation",
+    "hops": "chain lengths", "d_fixed": "width at which the accuracies are compared",
+}
+
+
+def _preset_section(kind: str, keys: dict[str, tuple[str, Any]]) -> Section:
+    """One experiment kind's preset table: key -> (expected type, default; None = required)."""
+    return Section(f"[geometric.presets.X], kind {kind}", tuple(
+        Field(key, (_TYPE_RULES[expected],), _MEANINGS[key], REQUIRED if default is None else default,
+              f"{{at}}: missing (expected a {expected})") for key, (expected, default) in keys.items()),
+        unknown="{where}.{key}: unknown key for kind {kind!r} (expected one of: {allowed})")
+
+
+GEOMETRIC_SCHEMA: dict[str, Section] = {kind: _preset_section(kind, keys) for kind, keys in {
     # experiment kind -> preset key -> (expected type, default; None = required)
     "construction": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
                      "codes": (_STR_LIST, ["random", "binary"]), "failure_probability": (_FLOAT, 0.01),
@@ -1069,26 +1107,15 @@ GEOMETRIC_SCHEMA: dict[str, dict[str, tuple[str, Any]]] = {
     "multi_hop": {"N": (_INT, None), "R": (_INT, None), "hops": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
                   "d_grid": (_INT_LIST, None), "d_fixed": (_INT, None), "model": (_STR, "learned"),
                   "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
-}
-
-
-def _check_value(value: Any, kind: str, where: str) -> Any:
-    def positive_int(v):
-        return isinstance(v, int) and not isinstance(v, bool) and v > 0
-
-    ok = {
-        _INT_LIST: lambda v: isinstance(v, list) and len(v) > 0 and all(positive_int(x) or x == 0 for x in v),
-        _INT: positive_int,
-        _FLOAT: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
-        _STR: lambda v: isinstance(v, str),
-        _STR_LIST: lambda v: isinstance(v, list) and len(v) > 0 and all(isinstance(x, str) for x in v),
-        _INTS: lambda v: positive_int(v) or (isinstance(v, list) and len(v) > 0 and all(positive_int(x) for x in v)),
-    }[kind](value)
-    if not ok:
-        raise InputError(f"{where}: expected a {kind}, got {value!r}")
-    if kind == _INTS and not isinstance(value, list):
-        return [value]
-    return value
+}.items()}
+_GEOMETRIC = Section("[geometric]", (
+    Field("kind", (options(GEOMETRIC_SCHEMA, expected=f"one of {sorted(GEOMETRIC_SCHEMA)}"),), "the experiment", REQUIRED),
+    Field("name", (satisfies(lambda v: isinstance(v, str) and v.isidentifier(), "an identifier"),), "its name",
+          REQUIRED),
+    Field("description", (), "free text", ""),
+    Field("pack", (), "the theory pack it is compared with"),
+    Field("presets", (table(message="{at}: expected a table of presets"),), "[geometric.presets.X] per preset", {}),
+), unknown="{where}.{key}: unknown key (expected one of: {allowed})")
 
 
 def load_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[str, Any]:
@@ -1099,35 +1126,12 @@ def load_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[s
     raw = read_experiment_file(path)
     if set(raw) != {"geometric"} or not isinstance(raw["geometric"], dict):
         raise InputError(f"{path}: expected exactly one top-level table [geometric], got {sorted(raw)}")
-    table = raw["geometric"]
-    allowed = {"name", "kind", "description", "pack", "presets"}
-    for key in table:
-        if key not in allowed:
-            raise InputError(f"{path}: geometric.{key}: unknown key (expected one of: {', '.join(sorted(allowed))})")
-    kind = table.get("kind")
-    if kind not in GEOMETRIC_SCHEMA:
-        raise InputError(f"{path}: geometric.kind: expected one of {sorted(GEOMETRIC_SCHEMA)}, got {kind!r}")
-    name = table.get("name")
-    if not isinstance(name, str) or not name.isidentifier():
-        raise InputError(f"{path}: geometric.name: expected an identifier, got {name!r}")
-    presets = table.get("presets", {})
+    head = validate(raw["geometric"], _GEOMETRIC, f"{path}: geometric")
+    kind, presets = head["kind"], head["presets"]
     if preset not in presets:
         raise InputError(f"{path}: geometric.presets.{preset}: no such preset (have: {', '.join(sorted(presets)) or 'none'})")
-    schema = GEOMETRIC_SCHEMA[kind]
-    given = presets[preset]
-    for key in given:
-        if key not in schema:
-            raise InputError(f"{path}: geometric.presets.{preset}.{key}: unknown key for kind {kind!r} "
-                             f"(expected one of: {', '.join(sorted(schema))})")
-    settings = {}
-    for key, (expected, default) in schema.items():
-        where = f"{path}: geometric.presets.{preset}.{key}"
-        if key not in given:
-            if default is None:
-                raise InputError(f"{where}: missing (expected a {expected})")
-            settings[key] = default
-        else:
-            settings[key] = _check_value(given[key], expected, where)
+    settings = validate(presets[preset], GEOMETRIC_SCHEMA[kind], f"{path}: geometric.presets.{preset}",
+                        context={"kind": kind})
     for key in ("models", "model"):
         if key in settings:
             from recallkit.systems.geometric_recall.config import FactBijectionsConfig
@@ -1141,7 +1145,7 @@ def load_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[s
                              where=f"{path}: geometric.presets.{preset}.d")
     if kind == "zero_shot":
         check_zero_shot_protocol(settings["N"], settings["R"], settings["d"], where=f"{path}: geometric.presets.{preset}.N")
-    return {"name": name, "kind": kind, "description": table.get("description", ""), "pack": table.get("pack"),
+    return {"name": head["name"], "kind": kind, "description": head["description"], "pack": head["pack"],
             "preset": preset, "path": str(path), "settings": settings}
 
 
