@@ -10,11 +10,11 @@ Two ways, both run the experiment's sweep (training only what the results store 
 
   keyword arguments: ``expect`` (a verdict or a list of them), ``preset`` ("quick"),
   ``threshold``, ``store``, ``delta``, ``alpha``, ``predicted`` (replaces the pack's slope);
-* the fixture ``recallkit_sweep`` is a function with the signature of
+* the fixture ``recallkit_scaling`` (formerly ``recallkit_sweep``) is a function with the signature of
   :func:`recallkit.assert_scaling` that returns the fits, for tests that also look at the numbers::
 
-      def test_slopes(recallkit_sweep):
-          fits = recallkit_sweep("experiments/x.toml", expect=("consistent", "inconclusive"))
+      def test_slopes(recallkit_scaling):
+          fits = recallkit_scaling("experiments/x.toml", expect=("consistent", "inconclusive"))
           assert fits.fits[0].fit.n_points >= 6
 
 Comparative claims (an experiment's ``[[claims]]``, ``compare.claims``) the same two ways: the marker
@@ -35,6 +35,7 @@ installed next to recallkit.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -119,9 +120,18 @@ def recallkit_claim(request: pytest.FixtureRequest) -> Callable[..., Any]:
 
 
 @pytest.fixture
+def recallkit_scaling(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``recallkit_scaling(experiment, expect="consistent", *, preset, threshold, store, delta, alpha)``:
+    run + fit + assert the scaling law (:func:`recallkit.assert_scaling`), returning
+    :class:`compare.assertions.ExperimentFits`."""
+    return _checker(request.config)
+
+
+@pytest.fixture
 def recallkit_sweep(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """``recallkit_sweep(experiment, expect="consistent", *, preset, threshold, store, delta, alpha)``:
-    run + fit + assert, returning :class:`compare.assertions.ExperimentFits`."""
+    """The old name of :func:`recallkit_scaling` (it asserts the scaling law, not only the sweep); it works the same
+    and warns."""
+    warnings.warn("the recallkit_sweep fixture is now recallkit_scaling", DeprecationWarning, stacklevel=2)
     return _checker(request.config)
 
 

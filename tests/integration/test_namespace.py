@@ -23,9 +23,9 @@ import theory
 import recallkit.compare
 
 
-def test_user_modules_are_the_users(recallkit_sweep):
-    # recallkit_sweep: the plugin's fixture, so the recallkit plugin really was loaded
-    assert callable(recallkit_sweep)
+def test_user_modules_are_the_users(recallkit_scaling):
+    # recallkit_scaling: the plugin's fixture, so the recallkit plugin really was loaded
+    assert callable(recallkit_scaling)
     assert compare.VALUE == 1 and reports.OWNER == "user" and theory.OWNER == "user"
     assert recallkit.compare is not compare
     assert recallkit.compare.__name__ == "recallkit.compare"

@@ -23,8 +23,8 @@ def test_bad():
 def test_body_fails_first():
     assert 1 == 2
 
-def test_fixture(recallkit_sweep):
-    fits = recallkit_sweep("experiments/good.toml", expect=("consistent", "inconclusive"), delta=0.1)
+def test_fixture(recallkit_scaling):
+    fits = recallkit_scaling("experiments/good.toml", expect=("consistent", "inconclusive"), delta=0.1)
     assert fits == "fits of experiments/good.toml"
 """
 
