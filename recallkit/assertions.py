@@ -19,7 +19,6 @@ from recallkit.empirics.executors import make_executor
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore
-from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 
 __all__ = ["assert_claim", "assert_scaling", "judge_experiment_claims", "sweep_and_fit"]
@@ -51,7 +50,6 @@ def sweep_and_fit(
         if planned.experiment.kind == "grid":
             raise InputError(f"{planned.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
                              f"max_capacity experiment)")
-        watch_store(store_path)
         own_executor = executor is None
         executor = make_executor("local") if own_executor else executor
         try:

@@ -152,6 +152,11 @@ def register(app: typer.Typer) -> None:
             from recallkit.empirics.executors import make_executor
 
             executor = make_executor("local", device=None if device == "auto" else device)
+        if run:  # Ctrl-C then names the store and its row count
+            from recallkit.compare.assertions import default_store_path
+            from recallkit.interrupts import watch_store
+
+            watch_store(store or default_store_path())
         try:
             fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, executor=executor,
                                    progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,

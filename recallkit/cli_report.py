@@ -43,7 +43,8 @@ def report(
     the previous report in --out are reused, not redrawn. Progress goes to stderr; the last lines say
     where the report is. With --fail-on, exit 1 when a verdict matches."""
     from recallkit.fail_on import fail_on_verdicts, verdicts_matching
-    from recallkit.pipeline import ReportSettings, run_report
+    from recallkit.interrupts import watch_store
+    from recallkit.pipeline import ReportSettings, report_store, run_report
     from recallkit.theory.errors import InputError
 
     if threads < 1:
@@ -58,6 +59,7 @@ def report(
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
                               device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)
+    watch_store(report_store(settings))  # Ctrl-C then names the store and its row count
     pdf = run_report(settings)
     typer.echo(f"report: {pdf}")
     typer.echo(f"summary: {pdf.parent / 'summary.json'}")

@@ -34,7 +34,6 @@ from recallkit.empirics.experiment import resolve_experiment
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import DEFAULT_STORE, ResultStore
-from recallkit.interrupts import watch_store
 from recallkit.own_steps import OwnSteps
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
@@ -42,7 +41,7 @@ from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
 
 __all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext", "default_experiments", "judge_loaded_claims",
-           "run_report", "search_entry"]
+           "report_store", "run_report", "search_entry"]
 
 
 def default_experiments() -> list[Path]:
@@ -169,8 +168,7 @@ def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
 def run_report(settings: ReportSettings) -> Path:
     """Run every experiment, write ``summary.json``, the figures and ``recallkit-report.pdf``."""
     with fixed_threads(settings.threads or None):
-        store_path = Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
-        watch_store(store_path)
+        store_path = report_store(settings)
         failures: list[str] = []
         plans = _checked_plans(settings, store_path, failures)
         workers = (settings.workers if settings.workers is not None
@@ -206,6 +204,11 @@ def run_report(settings: ReportSettings) -> Path:
             pdf = builder.finish(summary, stats=stats)
     print(stats["line"], file=settings.log)
     return pdf
+
+
+def report_store(settings: ReportSettings) -> Path:
+    """The results store a report reads and writes: ``--store``, else $RECALLKIT_STORE, else the default."""
+    return Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
 
 
 def _checked_plans(settings: ReportSettings, store_path: Path, failures: list[str]) -> list[Plan]:
