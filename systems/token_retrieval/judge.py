@@ -34,6 +34,7 @@ import numpy as np
 import sympy as sp
 
 from recallkit.theory.errors import InputError
+from recallkit.theory.schema import REQUIRED, Field, Section, check_value, converts, number, satisfies, table, validate
 
 PROBE_FILES = {"token_retrieval": Path(__file__).resolve().parent / "experiments" / "tr_probe.toml"}
 DEFAULT_PACK = {"token_retrieval": "token_retrieval"}
@@ -95,17 +96,59 @@ def _positive_ints(value: Any, where: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _seeds(value: Any, where: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not value or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value) or len(set(value)) != len(value):
-        raise InputError(f"{where}: expected a non-empty list of distinct non-negative integers, got {value!r}")
-    return tuple(value)
-
-
 def _positive_number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{where}: expected a positive number, got {value!r}")
-    return float(value)
+    return check_value(_POSITIVE, value, where)
+
+
+# The sections of a probe file, declared with theory.schema like every other file kind.
+def _base_point(value: dict, at: str, context: Mapping[str, Any]) -> dict[str, int]:
+    for variable, size in value.items():
+        if variable not in GRID_VARIABLES:
+            raise InputError(f"{at}.{variable}: expected one of {', '.join(GRID_VARIABLES)}")
+        _positive_ints([size], f"{at}.{variable}")
+    missing = {"V", "N", "d", "L"} - set(value)
+    if missing:
+        raise InputError(f"{at}: missing {', '.join(sorted(missing))}")
+    return dict(value)
+
+
+def _vary(value: dict, at: str, context: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    for variable in value:
+        if variable not in context["base"]:
+            raise InputError(f"{at}.{variable}: expected a variable of base ({', '.join(context['base'])})")
+    return {variable: _positive_ints(values, f"{at}.{variable}") for variable, values in value.items()}
+
+
+def _features(value: Any, at: str, context: Mapping[str, Any]) -> str:
+    from recallkit.systems.token_retrieval.term_probes import FEATURES
+
+    if value not in FEATURES:
+        raise InputError(f"{at}: expected one of {', '.join(FEATURES)}, got {value!r}")
+    return value
+
+
+_POSITIVE = Field("value", (number(0, closed="neither", expected="a positive number"),), "a positive number")
+_PRESET = Section("[packs.P.presets.Q]", (
+    Field("base", (table(message="{at}: expected a table like {{ V = 256, N = 4000, d = 32, L = 16 }}"),
+                   converts(_base_point)), "the star's centre: V, N, d, L (and m)", REQUIRED),
+    Field("vary", (satisfies(lambda v: isinstance(v, dict) and bool(v), "", "{at}: expected a table of variable -> "
+                             "list of values"), converts(_vary)), "variable -> its values, one at a time", REQUIRED),
+    Field("features", (converts(_features),), "feature map of the MLP packs", "relu_centred"),
+    Field("n_test", (satisfies(lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "a non-empty list "
+                               "of positive integers", "{at}: expected {expected}, got [{got}]"),), "test inputs", 96),
+    Field("seeds", (satisfies(lambda v: isinstance(v, list) and bool(v) and all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v) and len(set(v)) == len(v),
+        "a non-empty list of distinct non-negative integers", convert=lambda v, at, context: tuple(v)),), "seeds", (0,)),
+), unknown="{where}: unknown key(s) {keys}")
+# The file's [schedule] and [verdict] tables: other keys are allowed (and ignored), as they always were.
+_SCHEDULE = Section("[schedule]", (
+    Field("kappa", _POSITIVE.rules, "kappa of the step-size schedule", 1.0),
+    Field("eta", _POSITIVE.rules, "eta of the step-size schedule", 1e-3),
+), open=True)
+_VERDICT = Section("[verdict]", (
+    Field("delta", _POSITIVE.rules, "equivalence margin on the exponent", 0.25),
+    Field("alpha", _POSITIVE.rules, "test level", 0.05),
+), open=True)
 
 
 def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, preset: str = "quick") -> ProbeGrid:
@@ -127,46 +170,18 @@ def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, pr
             raise InputError(f"{path}: --pack: expected one of {', '.join(packs)}")
     if pack not in packs:
         raise InputError(f"{path}: --pack: expected one of {', '.join(packs)}, got {pack!r}")
-    presets = packs[pack].get("presets", {})
+    presets = packs[pack].get("presets", {}) if isinstance(packs[pack], dict) else None
+    if not isinstance(presets, dict):
+        raise InputError(f"{path}: packs.{pack}.presets: expected a table of presets")
     if preset not in presets:
         raise InputError(f"{path}: packs.{pack}.presets: --preset: expected one of {', '.join(presets)}, got {preset!r}")
-    where = f"{path}: packs.{pack}.presets.{preset}"
-    spec = presets[preset]
-    unknown = set(spec) - {"base", "vary", "seeds", "n_test", "features"}
-    if unknown:
-        raise InputError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    base = spec.get("base")
-    if not isinstance(base, dict):
-        raise InputError(f"{where}.base: expected a table like {{ V = 256, N = 4000, d = 32, L = 16 }}")
-    for variable, value in base.items():
-        if variable not in GRID_VARIABLES:
-            raise InputError(f"{where}.base.{variable}: expected one of {', '.join(GRID_VARIABLES)}")
-        _positive_ints([value], f"{where}.base.{variable}")
-    missing = {"V", "N", "d", "L"} - set(base)
-    if missing:
-        raise InputError(f"{where}.base: missing {', '.join(sorted(missing))}")
-    vary = spec.get("vary", {})
-    if not isinstance(vary, dict) or not vary:
-        raise InputError(f"{where}.vary: expected a table of variable -> list of values")
-    for variable in vary:
-        if variable not in base:
-            raise InputError(f"{where}.vary.{variable}: expected a variable of base ({', '.join(base)})")
-    vary_checked = {v: _positive_ints(vals, f"{where}.vary.{v}") for v, vals in vary.items()}
-    verdict = doc.get("verdict", {})
-    schedule = doc.get("schedule", {})
-    features = spec.get("features", "relu_centred")
-    from recallkit.systems.token_retrieval.term_probes import FEATURES
-
-    if features not in FEATURES:
-        raise InputError(f"{where}.features: expected one of {', '.join(FEATURES)}, got {features!r}")
-    n_test = _positive_ints([spec.get("n_test", 96)], f"{where}.n_test")[0]
+    spec = validate(presets[preset], _PRESET, f"{path}: packs.{pack}.presets.{preset}")
+    schedule = validate(doc.get("schedule", {}), _SCHEDULE, f"{path}: schedule")
+    verdict = validate(doc.get("verdict", {}), _VERDICT, f"{path}: verdict")
     return ProbeGrid(
-        name=str(doc.get("name", path.stem)), path=str(path), pack=pack, preset=preset, base=dict(base),
-        vary=vary_checked, seeds=_seeds(spec.get("seeds", [0]), f"{where}.seeds"), n_test=n_test,
-        kappa=_positive_number(schedule.get("kappa", 1.0), f"{path}: schedule.kappa"),
-        eta=_positive_number(schedule.get("eta", 1e-3), f"{path}: schedule.eta"), features=features,
-        delta=_positive_number(verdict.get("delta", 0.25), f"{path}: verdict.delta"),
-        alpha=_positive_number(verdict.get("alpha", 0.05), f"{path}: verdict.alpha"))
+        name=str(doc.get("name", path.stem)), path=str(path), pack=pack, preset=preset, base=spec["base"],
+        vary=spec["vary"], seeds=spec["seeds"], n_test=spec["n_test"], kappa=schedule["kappa"], eta=schedule["eta"],
+        features=spec["features"], delta=verdict["delta"], alpha=verdict["alpha"])
 
 
 # ----------------------------------------------------------------------------- predictions
