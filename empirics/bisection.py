@@ -179,21 +179,13 @@ class BisectionSearch:
         size_min, size_max = self.sizes.bounds(li)
         hi = reached[0] if reached else None
         lo = max((s for s in missed if hi is None or s < hi), default=None)
-        if hi is None:
+        if hi is None:  # nothing reached yet: widen upwards, unless the top is the search's largest size
             top = max(known)
-            if top in failures:
-                return self._done(cell, None, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
-            if top >= size_max:
-                return self._done(cell, size_max, True,
-                                  f"no {exp.size} <= {size_max} ({self.sizes.max_name(li)}) reached {t}")
-            return [self.sizes.expanded(top, up=True, li=li)]
-        if lo is None:
-            bottom = min(known)
-            if bottom in failures:
-                return self._done(cell, hi, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
-            if hi <= size_min:
-                return self._done(cell, hi, True, f"already reached {t} at {exp.size}={size_min} (search.min)")
-            return [self.sizes.expanded(bottom, up=False, li=li)]
+            bound = (size_max, f"no {exp.size} <= {size_max} ({self.sizes.max_name(li)}) reached {t}")
+            return self._widen(cell, top, failures, True, None, bound if top >= size_max else None)
+        if lo is None:  # reached at the smallest size probed: widen downwards, unless that is search.min
+            bound = (hi, f"already reached {t} at {exp.size}={size_min} (search.min)")
+            return self._widen(cell, min(known), failures, False, hi, bound if hi <= size_min else None)
         return lo, hi, hi
 
     def _capacity_bracket(self, cell: Cell, known, failures, reached, missed):
@@ -202,22 +194,24 @@ class BisectionSearch:
         size_min, size_max = self.sizes.bounds(li)
         lo = reached[-1] if reached else None
         hi = min((s for s in missed if lo is None or s > lo), default=None)
-        if lo is None:
+        if lo is None:  # nothing reached yet: widen downwards, unless the bottom is search.min
             bottom = min(known)
-            if bottom in failures:
-                return self._done(cell, None, True, f"probe at {exp.size}={bottom} failed: {failures[bottom].message}")
-            if bottom <= size_min:
-                return self._done(cell, size_min, True, f"no {exp.size} >= {size_min} (search.min) reached {t}")
-            return [self.sizes.expanded(bottom, up=False, li=li)]
-        if hi is None:
-            top = max(known)
-            if top in failures:
-                return self._done(cell, lo, True, f"probe at {exp.size}={top} failed: {failures[top].message}")
-            if lo >= size_max:
-                return self._done(cell, lo, True,
-                                  f"still reached {t} at {exp.size}={size_max} ({self.sizes.max_name(li)})")
-            return [self.sizes.expanded(top, up=True, li=li)]
+            bound = (size_min, f"no {exp.size} >= {size_min} (search.min) reached {t}")
+            return self._widen(cell, bottom, failures, False, None, bound if bottom <= size_min else None)
+        if hi is None:  # still reached at the largest size probed: widen upwards, unless that is the largest
+            bound = (lo, f"still reached {t} at {exp.size}={size_max} ({self.sizes.max_name(li)})")
+            return self._widen(cell, max(known), failures, True, lo, bound if lo >= size_max else None)
         return lo, hi, lo
+
+    def _widen(self, cell: Cell, edge: int, failures, up: bool, answer: int | None,
+               bound: tuple[int, str] | None) -> list[int] | CellResult:
+        """The next probe beyond the probed range's ``edge`` (above it when ``up``), or the censored result: the
+        edge's probe failed (``answer`` is what is known), or a search bound was hit (``bound``: answer, why)."""
+        if edge in failures:
+            return self._done(cell, answer, True, f"probe at {self.exp.size}={edge} failed: {failures[edge].message}")
+        if bound is not None:
+            return self._done(cell, bound[0], True, bound[1])
+        return [self.sizes.expanded(edge, up=up, li=cell.line_index)]
 
     def _bisect(self, cell: Cell, lo: int, hi: int, answer: int, failures) -> list[int] | CellResult:
         """The midpoint in log size (on a grid: in grid index) of a bracket, or the answer once it is tight."""
