@@ -10,30 +10,21 @@ system's tests run alone: ``python -m pytest -m geometric_recall``.
 """
 from __future__ import annotations
 
-import contextlib
+import os
 from pathlib import Path
 
 import pytest
 
+from recallkit.empirics.executors import fixed_threads
+
 SYSTEMS_DIR = Path(__file__).parent / "systems"
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int):
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+os.environ["RECALLKIT_CACHE"] = "off"  # no test reads or fills the user's page cache; its own tests set a tmp_path
 
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
     """Every test runs on one torch thread; the previous count is restored after it."""
-    with _torch_threads(1):
+    with fixed_threads(1):
         yield
 
 
@@ -41,7 +32,7 @@ def _one_torch_thread():
 def one_torch_thread_module():
     """For a module-scoped fixture that trains: module fixtures are set up before the per-test one above,
     so such a fixture asks for this one (one thread for the whole module, restored after it)."""
-    with _torch_threads(1):
+    with fixed_threads(1):
         yield
 
 

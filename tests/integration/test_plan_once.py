@@ -2,7 +2,7 @@
 config is validated once, and nothing replays the search after it ran (the fits keep its records).
 
 Counted in-process around ``recallkit.pipeline.run_report``, cold (everything trained) and warm (everything
-reused from the store), on a tiny copy of the Fig 2 experiment, whose pack has a finite-size form and whose
+reused from the store), on a tiny curve search of the attention-only model, whose pack has a finite-size form and whose
 system adds its own verdicts (both read the plan, not the file).
 """
 from __future__ import annotations
@@ -20,42 +20,10 @@ from recallkit.empirics import config as config_module
 from recallkit.empirics import search as search_module
 from recallkit.pipeline import ReportSettings, run_report
 from recallkit.theory import pack as pack_module
+from tests.systems.token_retrieval.test_finite_size import TINY  # a tiny curve search on the attention-only pack
 
 pytestmark = pytest.mark.integration
 
-TINY_FIG2 = """
-name = "tiny_fig2"
-description = "tiny attention-only three-step GD (test)"
-pack = "token_retrieval_attn"
-task = "token_retrieval"
-model = "attention-only"
-trainer = "three_step"
-kind = "min_size"
-thresholds = [0.1]
-relative_thresholds = [0.5]
-
-[[lines]]
-scaling = "N=V**1.5, L=V**0.5"
-
-[fixed]
-eta = 0.001
-gamma = "1000.0*L**2/(1/V + 1/N)"
-n_eval = 512
-
-[search]
-method = "curve"
-min = 4
-max = 128
-start = "V/2"
-points = 3
-ratio = 1.4142
-resolution = 0.2
-ceiling = "2*V"
-
-[presets.quick]
-V = [16, 32, 64]
-seeds = [0, 1]
-"""
 
 
 class Counts:
@@ -95,8 +63,8 @@ class Counts:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("plan_once")
-    path = root / "tiny_fig2.toml"
-    path.write_text(TINY_FIG2)
+    path = root / "tiny_curve.toml"
+    path.write_text(TINY)
     return root, path
 
 
@@ -106,7 +74,7 @@ def _report(root: Path, path: Path, out: str) -> tuple[dict, tuple[int, int]]:
     settings = ReportSettings(experiments=[path], out_dir=root / out, store=root / "store.db", probes=False,
                               workers=1, jobs=1, log=log)
     run_report(settings)
-    counts = re.search(r"tiny_fig2: reused (\d+) / computed (\d+)", log.getvalue())
+    counts = re.search(r"tiny_curve: reused (\d+) / computed (\d+)", log.getvalue())
     assert counts, log.getvalue()[-2000:]
     return json.loads((root / out / "summary.json").read_text()), (int(counts[1]), int(counts[2]))
 
@@ -118,7 +86,7 @@ def test_one_report_reads_each_file_once_and_replays_nothing(tiny, monkeypatch, 
     counts = Counts(monkeypatch, path.read_text(), pack_text)
     summary, (reused, computed) = _report(root, path, which)
     (entry,) = summary["experiments"]
-    assert entry["name"] == "tiny_fig2" and summary["failures"] == []
+    assert entry["name"] == "tiny_curve" and summary["failures"] == []
     assert entry["fits"], "the report fitted nothing, so the counts below would prove nothing"
     assert (computed > 0 and reused == 0) if which == "cold" else (computed == 0 and reused > 0)
     assert counts.toml["experiment"] == 1, counts.toml
