@@ -33,12 +33,14 @@ import functools
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from recallkit import registry
 from recallkit.registry import Trainer
 from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.theory.expr import compile_numeric
 
 MAX_D = 16384
 MAX_M = 1 << 20
@@ -75,8 +77,6 @@ def _number_or_expression(value: Any, key: str, where: str = "", positive: bool 
 
 def _parse(text: str, key: str, where: str):
     """Parse an expression with theory.expr (the whitelist parser: nothing is executed)."""
-    from recallkit.theory.expr import compile_numeric
-
     return compile_numeric(text, EXPRESSION_SYMBOLS, where=_where(where, key))
 
 
@@ -479,11 +479,9 @@ class ModelTooLarge(RecallkitError):
 def memory_available(device=None) -> int:
     """Bytes one model may use: the GPU's total memory for a CUDA device, else this machine's physical memory."""
     if device is not None and getattr(device, "type", str(device)).startswith("cuda"):
-        import torch
+        import torch  # only for a CUDA device; torch takes about 1 s to import
 
         return int(torch.cuda.mem_get_info(device)[1])
-    import os
-
     try:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, ValueError, OSError):  # pragma: no cover - not on Linux
@@ -494,7 +492,7 @@ def memory_free(device=None) -> int:
     """Bytes free on the device now: CUDA's free memory for a CUDA device, else the kernel's MemAvailable
     (what can be allocated without swapping), else this machine's physical memory."""
     if device is not None and getattr(device, "type", str(device)).startswith("cuda"):
-        import torch
+        import torch  # only for a CUDA device; torch takes about 1 s to import
 
         return int(torch.cuda.mem_get_info(device)[0])
     try:

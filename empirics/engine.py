@@ -18,11 +18,13 @@ informative position over the fresh samples, with the final W_KQ) and ``eval_los
 """
 from __future__ import annotations
 
-import sys
+import ctypes
 import os
+import sys
 import time
 
 import torch
+from tqdm import tqdm
 
 from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, check_memory, config_hash, memory_available, memory_free,
                                        parse_config, shape_key, trainer_spec)
@@ -63,8 +65,6 @@ def keep_freed_heap() -> None:
         return
     _heap_kept = True
     try:
-        import ctypes
-
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-3, HEAP_BUFFER_MAX)  # M_MMAP_THRESHOLD
         libc.mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD
@@ -152,8 +152,6 @@ def run_configs(configs: list, device=None, progress: bool = True) -> list[dict]
     for indices in groups.values():
         chunks += split_evenly(indices, models_per_chunk(parsed[indices[0]], target, budget))
     results: list[dict | None] = [None] * len(parsed)
-    from tqdm import tqdm
-
     with tqdm(total=len(parsed), desc="training", unit="model", file=sys.stderr, disable=not progress) as bar:
         for indices in chunks:
             for i, row in zip(indices, _train_chunk([parsed[i] for i in indices], target)):

@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
+import os
+import signal
 from typing import Callable, Iterator, Sequence
 
+from recallkit.empirics.config import parse_config, shape_key
+from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
 Runner = Callable[..., list]
 
 
 def default_runner(configs: list[dict], device=None, progress: bool = False) -> list[dict]:
-    from recallkit.empirics.engine import run_configs
+    from recallkit.empirics.engine import run_configs  # the engine imports torch (about 1 s): only to train
 
     return run_configs(configs, device=device, progress=progress)
 
@@ -36,7 +41,7 @@ def default_runner(configs: list[dict], device=None, progress: bool = False) -> 
 def run_with_threads(runner: Runner, configs: list[dict], device, threads: int | None) -> list[dict]:
     """Run ``configs`` with ``runner`` after fixing the torch thread count (module level: Dask pickles it)."""
     if threads is not None:
-        import torch
+        import torch  # only where training happens: torch takes about 1 s to import
 
         torch.set_num_threads(threads)
     return list(runner(configs, device=device, progress=False))
@@ -49,7 +54,7 @@ def fixed_threads(threads: int | None) -> Iterator[None]:
     if threads is None:
         yield
         return
-    import torch  # only where training happens: the CLI's other commands never load it
+    import torch  # only where training happens (about 1 s to import): the CLI's other commands never load it
 
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -62,8 +67,6 @@ def fixed_threads(threads: int | None) -> Iterator[None]:
 def shape_group_key(config: dict) -> str:
     """Configs that differ only in per-model numbers (seed, step sizes) go to the same worker call."""
     try:
-        from recallkit.empirics.config import parse_config, shape_key
-
         return shape_key(parse_config(config))
     except Exception:  # an unparsable config fails in the runner, with the runner's message
         rest = {k: v for k, v in config.items() if k not in ("seed", "lr", "eta", "gamma")}
@@ -72,15 +75,11 @@ def shape_group_key(config: dict) -> str:
 
 def _ignore_sigint() -> None:
     """Workers leave Ctrl-C to the parent, which stops them (and keeps every stored result)."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def usable_cores() -> int:
     """CPU cores this process may run on (its affinity mask where the OS has one)."""
-    import os
-
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -91,8 +90,6 @@ def _config_costs(configs: Sequence[dict]) -> list[float]:
     """Each config's FLOPs (its task's FLOP model), for balancing and ordering the work; 1 each if any is
     unparsable (it fails in the runner, with the runner's message)."""
     try:
-        from recallkit.empirics.config import parse_config
-
         parsed = [parse_config(cfg) for cfg in configs]
         return [float(p.task_config.train_flops(p.trainer_config)) for p in parsed]
     except Exception:
@@ -137,8 +134,6 @@ class LocalExecutor:
         self.device = device
         self.threads = threads
         if workers > 1:
-            from recallkit.empirics.device import resolve_device
-
             if resolve_device(device).type == "cuda":
                 workers = 1  # one GPU: one process feeds it
         self.workers = workers
@@ -150,8 +145,6 @@ class LocalExecutor:
         if len(parts) < 2:
             return run_with_threads(self.runner, configs, self.device, self.threads)
         if self._pool is None:
-            import multiprocessing
-
             # spawn, not fork: a forked copy of a process that has run torch's thread pools can hang
             self._pool = multiprocessing.get_context("spawn").Pool(self.workers, initializer=_ignore_sigint)
         pending = [self._pool.apply_async(run_with_threads, (self.runner, [configs[i] for i in part], self.device,
@@ -183,7 +176,7 @@ class DaskExecutor:
     def __init__(self, scheduler: str | None = None, local_workers: int | None = None,
                  runner: Runner | None = None, device=None, threads: int | None = 1):
         try:
-            from dask.distributed import Client, LocalCluster
+            from dask.distributed import Client, LocalCluster  # only for this executor: about 0.4 s to import
         except ImportError:  # pragma: no cover - dask[distributed] is a dependency
             raise InputError("--executor dask: needs dask[distributed] (pip install 'dask[distributed]')") from None
         if (scheduler is None) == (local_workers is None):

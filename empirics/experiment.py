@@ -99,15 +99,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from recallkit import registry
 from recallkit.empirics.config import MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V, check_memory, planned_config
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
+from recallkit.theory.scaling import split_assignments
 from recallkit.theory.schema import (
     REQUIRED, Field, Rule, Section, boolean, check_keys, check_value, converts, integer, number, options, satisfies,
     text, validate,
@@ -426,8 +429,6 @@ def _fixed_table(table: Any, where: str, symbols: set[str]) -> dict[str, Any]:
 def _parse_scaling(text: str, base: str, size: str, where: str) -> list[tuple[str, SafeExpression]]:
     known = {base, size}
     assignments: list[tuple[str, SafeExpression]] = []
-    from recallkit.theory.scaling import split_assignments
-
     for name, rhs in split_assignments(text, where):
         if name not in SIZE_SYMBOLS:
             raise InputError(f"{where}: {name!r} is not a size symbol (expected one of {', '.join(SIZE_SYMBOLS)})")
@@ -661,8 +662,6 @@ def _relation(value: Any) -> str | None:
 def resolve_experiment(name: str | Path) -> Path:
     """A path as given, or a shipped experiment by name (its file stem) or file name, from any
     directory: every registered system's ``experiments/`` folder is searched."""
-    from recallkit import registry
-
     path = Path(name)
     if path.is_file():
         return path
@@ -937,8 +936,6 @@ DEFAULT_MAX_RUNS = 200_000
 def max_runs_allowed() -> int:
     """The most trained models one experiment may plan: ``RECALLKIT_MAX_RUNS`` (set by ``--max-runs``), else
     :data:`DEFAULT_MAX_RUNS`. It is checked before a single config is built."""
-    import os
-
     raw = os.environ.get("RECALLKIT_MAX_RUNS", "")
     if not raw:
         return DEFAULT_MAX_RUNS

@@ -19,6 +19,7 @@ from recallkit.empirics.curve_search import CurveSearch
 from recallkit.empirics.experiment import Experiment
 from recallkit.empirics.grid_sweep import GridSweep
 from recallkit.empirics.plan import Plan, plan_of
+from recallkit.empirics.provenance import code_version as current_code_version
 from recallkit.empirics.search_points import monotonicity_violations
 from recallkit.empirics.search_types import MISSING, Failure, SearchStrategy, SweepResult
 from recallkit.theory.errors import InputError
@@ -58,9 +59,7 @@ class SweepDriver:
         self.config_of: dict[str, dict] = {}
         self.reused = self.computed = self.failed = self.missing = 0
         if code_version is None:
-            from recallkit.empirics.provenance import code_version as _cv
-
-            code_version = _cv()
+            code_version = current_code_version()
         self.code_version = code_version
 
     # ------------------------------------------------------------------ probes

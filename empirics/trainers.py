@@ -21,6 +21,7 @@ turns one chunk of run configs into the per-model arguments of its trainer.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -38,8 +39,6 @@ def flush_denormals(trainer):
     slowly (one small full-batch Adam cell spent most of its time in them). Flushed, they become 0,
     which changes no sum they enter beyond float32 rounding (each is below 1.2e-38 beside a total of at
     least 1), and the result stays a function of the config alone. The setting is restored afterwards."""
-    import functools
-
     @functools.wraps(trainer)
     def wrapped(problem, *args, **kwargs):
         if next(iter(problem.params.values())).device.type != "cpu":

@@ -24,6 +24,7 @@ import hashlib
 import torch
 
 from recallkit.empirics.config import ITEM_CHUNK_ELEMENTS, items_per_chunk  # noqa: F401  (re-exported)
+from recallkit.empirics.config import task_spec
 
 
 def stream_seed(seed: int, stream: str) -> int:
@@ -153,8 +154,6 @@ def loss_and_correct_sums(logits: torch.Tensor, labels: torch.Tensor) -> tuple[t
 def build_problem(configs, device: torch.device):
     """The batched problem for configs that share a shape (see empirics.config.shape_key), built by the
     problem class its task registered (``recallkit.registry``)."""
-    from recallkit.empirics.config import task_spec
-
     return task_spec(configs[0].task).problem_class()(configs, device)
 
 
