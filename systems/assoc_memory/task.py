@@ -24,17 +24,22 @@ import torch
 from recallkit.empirics.tasks import EXP_FLOOR, Accuracy, cross_entropy_and_accuracy, generator, items_per_chunk, loss_and_correct_sums, unit_sphere
 
 
+def key_value_embeddings(configs, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each model's inputs E and outputs U, [M, N, d] unit vectors from its own ``"instance"`` stream (E first)."""
+    task = configs[0].task_config
+    pairs = []
+    for c in configs:
+        gen = generator(c.seed, "instance")
+        pairs.append((unit_sphere(task.N, task.d, gen), unit_sphere(task.N, task.d, gen)))
+    return torch.stack([e for e, _ in pairs]).to(device), torch.stack([u for _, u in pairs]).to(device)
+
+
 class AssocMemory:
     def __init__(self, configs, device: torch.device):
         task = configs[0].task_config
         self.N, self.d, self.m, self.model = task.N, task.d, task.m, task.model
         self.device = device
-        embeddings = []
-        for c in configs:
-            gen = generator(c.seed, "instance")
-            embeddings.append((unit_sphere(task.N, task.d, gen), unit_sphere(task.N, task.d, gen)))
-        self.E = torch.stack([e for e, _ in embeddings]).to(device)
-        self.U = torch.stack([u for _, u in embeddings]).to(device)
+        self.E, self.U = key_value_embeddings(configs, device)
         inits = [self._init(c.seed) for c in configs]
         self.params = {k: torch.stack([p[k] for p in inits]).to(device) for k in inits[0]}
         self.labels = torch.arange(task.N, device=device).expand(len(configs), task.N)

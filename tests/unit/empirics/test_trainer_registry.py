@@ -13,6 +13,7 @@ from recallkit.empirics.config import TRAINERS, check_model, parse_config, posit
 from recallkit.empirics.engine import run_configs
 from recallkit.empirics.tasks import cross_entropy_and_accuracy, generator, unit_sphere
 from recallkit.registry import RegistryError, System, Task, Trainer
+from recallkit.systems.assoc_memory.task import key_value_embeddings
 from recallkit.theory.errors import InputError
 
 __all__: list[str] = []
@@ -51,12 +52,7 @@ class OuterMemory:
 
     def __init__(self, configs, device: torch.device):
         task = configs[0].task_config
-        pairs = []
-        for c in configs:
-            gen = generator(c.seed, "instance")
-            pairs.append((unit_sphere(task.N, task.d, gen), unit_sphere(task.N, task.d, gen)))
-        self.E = torch.stack([e for e, _ in pairs]).to(device)
-        self.U = torch.stack([u for _, u in pairs]).to(device)
+        self.E, self.U = key_value_embeddings(configs, device)  # the anchor's memory: keys and values
         self.labels = torch.arange(task.N, device=device).expand(len(configs), task.N)
         self.params = {"W": torch.zeros(len(configs), task.d, task.d, device=device)}
         self.n_train = task.N
