@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -22,17 +23,16 @@ from recallkit import registry, theory
 from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
 from recallkit.compare.results import FitResult, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
-from recallkit.empirics.experiment import Experiment, load_experiment
+from recallkit.empirics.experiment import Experiment, SafeExpression, load_experiment
 from recallkit.empirics.plan import Plan, plan_of, realised_rows
 from recallkit.empirics.search import replay
-from recallkit.empirics.store import ResultStore
+from recallkit.empirics.store import DEFAULT_STORE, ResultStore
 from recallkit.theory.errors import InputError
 from recallkit.theory.realised import realised_prediction
 
+
 def default_store_path() -> str:
     """The store `recallkit sweep` uses: $RECALLKIT_STORE, else empirics.store.DEFAULT_STORE."""
-    from recallkit.empirics.store import DEFAULT_STORE
-
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
 
@@ -167,9 +167,7 @@ def _float_or_zero(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         pass
-    from recallkit.empirics.experiment import SafeExpression  # whitelist parser: never executes the text
-
-    try:
+    try:  # SafeExpression: the whitelist parser, which never executes the text
         return SafeExpression(str(value), set(), "theory prediction").evaluate({})
     except InputError:
         return math.nan
@@ -385,8 +383,6 @@ METHOD = {
 
 def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
     """Devices, thread counts, torch and code versions of the stored runs of this experiment."""
-    from collections import Counter
-
     rows = results_store.rows(experiment_name)
     count = lambda key: dict(sorted(Counter(str(r.get(key)) for r in rows).items()))  # noqa: E731
     return {"stored_runs": len(rows), "devices": count("device"), "threads": count("threads"),
