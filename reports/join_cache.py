@@ -1,8 +1,9 @@
 """Reusing the previous build's joined PDF: the key of a joined PDF is a hash of everything it is made of
 (each page's cache key, stem, label and section in order, the title and the date), recorded in
 ``figures/pages.json`` with the hash of the PDF's bytes. When a build's key equals the recorded one and
-the PDF on disk still has the recorded hash, the PDF is copied instead of joined again. (Each page is
-reused the same way, by its own key, in ``reports.render``.)
+the PDF on disk still has the recorded hash, the PDF is copied instead of joined again; a report in
+another folder finds it by the same key in the page cache (``reports.page_cache``, kind ``joined``).
+(Each page is reused the same way, by its own key, in ``reports.render``.)
 """
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Sequence
 
+import pypdf
+
 from recallkit.reports import render
+from recallkit.reports.style import source_date
 
 __all__ = ["join_key", "reuse_previous_join", "record_join", "file_sha256"]
 
@@ -51,11 +55,14 @@ def record_join(manifest: Path, key: str, pdf: Path) -> None:
 
 
 def join_key(pages: Sequence[render.Page], manifest: dict, title: str, date) -> str | None:
-    """A hash of everything the joined PDF is made of: each page's cache key (from the drawer's ``manifest``),
-    stem, label and section in order, the title and the date. Equal keys, equal PDF bytes, so an unchanged
-    report copies the PDF in place instead of joining it again. None when a page is not cacheable."""
+    """A hash of everything the joined PDF is made of: each page's cache key (from the drawer's ``manifest``;
+    it holds the code fingerprint), stem, label and section in order, the title, the date the PDF carries
+    (SOURCE_DATE_EPOCH, else ``date``) and the pypdf version that joins. Equal keys, equal PDF bytes, so an
+    unchanged report copies the PDF instead of joining it again. None when a page is not cacheable."""
     keys = [(manifest.get(p.stem) or {}).get("key") for p in pages]
     if any(k is None for k in keys):
         return None
-    text = json.dumps([title, str(date), [[p.stem, p.label, p.section, k] for p, k in zip(pages, keys)]])
+    when = source_date() or date
+    text = json.dumps([title, str(when), f"pypdf {pypdf.__version__}",
+                       [[p.stem, p.label, p.section, k] for p, k in zip(pages, keys)]])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from recallkit.reports import render
+from recallkit.reports import page_cache, render
 from recallkit.reports.appendix import appendix_items
 from recallkit.reports.contents import contents_entries, contents_links, contents_page_count
 from recallkit.reports.join_cache import join_key, record_join, reuse_previous_join
@@ -82,8 +82,9 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
 
     Each page is drawn once, into its own PDF (and PNG only when ``png``), by ``jobs`` worker processes
     (default: one per core, none for a handful of pages); a page whose input and code are unchanged
-    since the previous build in ``out_dir`` is reused, not redrawn (``reuse=False`` redraws all). The
-    pages are joined with an outline (bookmarks) and a contents page. ``stats``, when given, is filled
+    since the previous build in ``out_dir`` is reused, not redrawn, and so is one any report drew before,
+    kept in the page cache (``reports.page_cache``: ``$RECALLKIT_CACHE``, else ``~/.cache/recallkit``;
+    ``RECALLKIT_CACHE=off`` for none); ``reuse=False`` redraws all. The pages are joined with an outline (bookmarks) and a contents page. ``stats``, when given, is filled
     with the counts (pages, drawn, reused, workers, seconds, line).
 
     Atomic: everything is drawn into a staging folder inside ``out_dir`` and moved into place with
@@ -108,9 +109,10 @@ class ReportBuilder:
         self.out_dir = Path(out_dir)
         check_output_dir(self.out_dir)
         self.png, self.max_title_rows = png, max_title_rows
+        self.cache = page_cache.from_env()
         self.staging = new_staging(self.out_dir)
         self.drawer = render.Drawer(self.staging / "figures", self.out_dir / "figures", png, error_page, jobs=jobs,
-                                    reuse=reuse)
+                                    reuse=reuse, cache=self.cache)
         self.reuse = reuse
         self.incremental = incremental
         self._entries: list[dict] = []
@@ -160,7 +162,7 @@ class ReportBuilder:
             pdf = self.staging / REPORT_NAME
             if not (self.reuse and reuse_previous_join(key, self.out_dir / REPORT_NAME,
                                                        self.out_dir / "figures" / render.MANIFEST, pdf)):
-                _join(pages, self.staging / "figures", pdf, title, date)
+                self._join_or_fetch(pages, pdf, key, title, date)
             if key is not None:  # recorded with the pages; checked against the PDF's own hash when reused
                 record_join(self.staging / "figures" / render.MANIFEST, key, pdf)
             if write_summary:
@@ -172,10 +174,23 @@ class ReportBuilder:
             move_into_place(self.staging, self.out_dir, {p.stem for p in pages}, write_summary, self.png)
         finally:
             self.close()
+        if self.cache is not None and self.cache.stored:
+            self.cache.prune()  # once the report is in place: the time it takes delays nothing
         if stats is not None:
-            stats.update(pages=drawn.pages, drawn=drawn.drawn, reused=drawn.reused, wasted=drawn.wasted,
-                         workers=drawn.workers, seconds=round(drawn.seconds, 2), line=drawn.line())
+            stats.update(pages=drawn.pages, drawn=drawn.drawn, reused=drawn.reused, cached=drawn.cached,
+                         wasted=drawn.wasted, workers=drawn.workers, seconds=round(drawn.seconds, 2),
+                         line=drawn.line())
         return self.out_dir / REPORT_NAME
+
+    def _join_or_fetch(self, pages, pdf: Path, key: str | None, title: str, date) -> None:
+        """Copy the joined PDF from the page cache when a report in any folder joined the same pages under
+        ``key``; else join them and keep the result there."""
+        cache = self.cache if key is not None else None
+        if cache is not None and self.reuse and cache.fetch("joined", key, {".pdf": pdf}):
+            return
+        _join(pages, self.staging / "figures", pdf, title, date)
+        if cache is not None:
+            cache.store("joined", key, {".pdf": pdf})
 
     def close(self) -> None:
         """Stop the workers and remove the staging folder (the previous report stays as it was)."""

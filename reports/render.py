@@ -1,5 +1,6 @@
 """Drawing the report's pages: each page drawn once, in worker processes when cores are free, and not
-at all when the previous build already drew it from the same input with the same code.
+at all when an earlier build (in this folder, or any folder through the page cache) drew it from the
+same input with the same code.
 
 Why a module of its own: a warm report spent most of its time drawing every page three times (PNG,
 per-page PDF, combined PDF). Here each page is drawn once into its own PDF (PNG only when asked);
@@ -7,7 +8,10 @@ per-page PDF, combined PDF). Here each page is drawn once into its own PDF (PNG 
 data it is drawn from), its file stem, its label and the *code fingerprint* (a hash of every source file
 of the installed ``recallkit`` namespace and the matplotlib version), so an edit to any code, even
 uncommitted, redraws everything, and an unchanged report redraws nothing. The keys of the pages in
-``figures/`` are kept in ``figures/pages.json``; a page whose key matches is copied from there.
+``figures/`` are kept in ``figures/pages.json``; a page whose key matches is copied from there. A page
+that is not there is looked up by the same key in the page cache shared by every folder
+(``reports.page_cache``), and a page drawn here is added to it, so a report into a new folder copies
+what any earlier report drew.
 
 Per-page PDFs carry no date (the date is the joined document's, set by ``reports.pdf``), so a page drawn
 yesterday is byte-identical to one drawn today and can be reused.
@@ -32,6 +36,7 @@ from typing import Any, Callable, Sequence
 import matplotlib
 import matplotlib.pyplot as plt
 
+from recallkit.reports.page_cache import PageCache
 from recallkit.reports.style import CREATOR, png_metadata, style_context
 from recallkit.theory.errors import InputError, RecallkitError
 
@@ -65,13 +70,15 @@ class DrawStats:
     pages: int = 0
     drawn: int = 0
     reused: int = 0
+    cached: int = 0  # copied from the page cache shared by every folder
     wasted: int = 0  # drawn early from data that changed before the end
     workers: int = 1
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        return (f"report pages: {self.pages} ({self.drawn} drawn, {self.reused} reused from the previous build; "
+        return (f"report pages: {self.pages} ({self.drawn} drawn, {self.reused} reused from the previous build"
+                + (f", {self.cached} from the page cache" if self.cached else "") + "; "
                 f"{self.workers} worker process{'es' if self.workers > 1 else ''}"
                 + (f"; {self.wasted} drawn early and not used" if self.wasted else "")
                 + f") in the last {self.seconds:.1f} s")
@@ -193,25 +200,29 @@ def _cores() -> int:
 class Drawer:
     """Draws pages into ``folder``, each once, as soon as it is handed over (:meth:`submit`), in worker
     processes when there are cores for them, or reuses the file the previous build left in ``previous``
-    (its ``figures/``) when the page's key is the same. Pages may be handed over early, while the job
-    still computes the rest (their files are named by key, so a page drawn from data that then changed
-    is simply not used); :meth:`finish` takes the final list, draws what is missing, waits, and names
-    the files by page stem.
+    (its ``figures/``) when the page's key is the same, or else the files ``cache`` keeps under that key
+    (every page drawn here is added to ``cache``; ``reuse=False`` reads neither). Pages may be handed over
+    early, while the job still computes the rest (their files are named by key, so a page drawn from data
+    that then changed is simply not used); :meth:`finish` takes the final list, draws what is missing,
+    waits, and names the files by page stem.
 
     ``jobs``: worker processes (None: one per core this process may use; 1: draw here)."""
 
     def __init__(self, folder: Path, previous: Path | None, png: bool, error_page: Callable[[str, str], Any],
-                 jobs: int | None = None, reuse: bool = True, key_extra: str = "") -> None:
+                 jobs: int | None = None, reuse: bool = True, key_extra: str = "",
+                 cache: PageCache | None = None) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.previous = Path(previous) if previous is not None else None
         self.old = read_manifest(self.previous) if (self.previous is not None and reuse) else {}
         self.png, self.error_page, self.jobs, self.key_extra = png, error_page, jobs, key_extra
+        self.cache, self.reuse = cache, reuse
         self.pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.workers = 1
         self.pending: dict[str, concurrent.futures.Future] = {}  # file name (key) -> drawing in a worker
         self.errors: dict[str, str | None] = {}  # file name -> error text (None: drawn fine)
         self.reused: set[str] = set()
+        self.cached: set[str] = set()
         self.drawn: set[str] = set()
         self.started: float | None = None  # when the first page was handed over
 
@@ -256,6 +267,11 @@ class Drawer:
                 self.errors[name] = None
                 self.reused.add(name)
                 continue
+            if key is not None and self.reuse and self.cache is not None and self.cache.fetch(
+                    "pages", key, self._files(name)):
+                self.errors[name] = None
+                self.cached.add(name)
+                continue
             pool = self._get_pool(total)
             if pool is not None and _picklable(page.build):
                 with warnings.catch_warnings():
@@ -265,6 +281,10 @@ class Drawer:
             else:
                 here.append(page)
         return here
+
+    def _files(self, stem: str) -> dict[str, Path]:
+        """{suffix: path} of a page's files in ``folder``."""
+        return {suffix: self.folder / f"{stem}{suffix}" for suffix in ((".pdf", ".png") if self.png else (".pdf",))}
 
     def draw_here(self, pages: Sequence[Page]) -> None:
         for page, key in zip(pages, page_keys(pages, self.key_extra)):
@@ -312,7 +332,10 @@ class Drawer:
                 stats.errors.append(self.errors[name])
             elif key is not None:
                 manifest[page.stem] = {"key": key, "png": bool(self.png)}
+                if self.cache is not None and name in self.drawn:  # (an error page is never kept)
+                    self.cache.store("pages", key, self._files(page.stem))
         stats.reused = len(self.reused & used)
+        stats.cached = len(self.cached & used)
         stats.drawn = len(self.drawn & used)
         stats.wasted = wasted + len(self.drawn - used)
         stats.seconds = time.perf_counter() - (self.started or time.perf_counter())
@@ -347,6 +370,7 @@ def _env_jobs() -> int | None:
 
 def draw_pages(pages: Sequence[Page], folder: Path, previous: Path | None, png: bool,
                error_page: Callable[[str, str], Any], jobs: int | None = None, reuse: bool = True,
-               key_extra: str = "") -> tuple[dict, DrawStats]:
+               key_extra: str = "", cache: PageCache | None = None) -> tuple[dict, DrawStats]:
     """Draw (or reuse) every page of ``pages`` into ``folder`` as ``stem.pdf``: :class:`Drawer` in one call."""
-    return Drawer(folder, previous, png, error_page, jobs=jobs, reuse=reuse, key_extra=key_extra).finish(pages)
+    return Drawer(folder, previous, png, error_page, jobs=jobs, reuse=reuse, key_extra=key_extra,
+                  cache=cache).finish(pages)
