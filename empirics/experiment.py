@@ -696,14 +696,14 @@ def read_experiment_file(path: str | Path) -> dict:
         raise InputError(f"{shown}: malformed TOML: {exc}") from None
 
 
-def load_experiment(path: str | Path, preset: str = "quick") -> Experiment:
+def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | None = None) -> Experiment:
     """Read, validate and apply ``preset`` to an experiment TOML file (a path or a shipped name);
-    errors are one-line InputErrors."""
+    errors are one-line InputErrors. ``max_runs``: see :func:`max_runs_allowed`."""
     path = resolve_experiment(path)
-    return experiment_from_dict(read_experiment_file(path), str(path), preset)
+    return experiment_from_dict(read_experiment_file(path), str(path), preset, max_runs=max_runs)
 
 
-def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experiment:
+def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs: int | None = None) -> Experiment:
     """Validate a parsed experiment file against its section tables and build it with ``preset`` applied."""
     top = validate(raw, _TOP, shown, prefix=f"{shown}: ")
     kind, base, size = top["kind"], top["base"], top["size"]
@@ -741,7 +741,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick") -> Experi
     )
     if "claims" in raw:
         experiment.claims = parse_claims(raw["claims"], shown, raw, experiment.verdict.get("alpha"))
-    _check_corners(experiment)
+    _check_corners(experiment, max_runs)
     return experiment
 
 
@@ -795,7 +795,7 @@ def _base_values(chosen: dict, base: str, lines: list[Line], all_labels: list[st
     return sorted({b for values in line_base_values.values() for b in values}), line_base_values
 
 
-def _check_corners(experiment: Experiment) -> None:
+def _check_corners(experiment: Experiment, max_runs: int | None = None) -> None:
     """Evaluate every line at the corners of the sweep, so a bad expression fails before training; the run-config
     validator (empirics.config) then names any key the task or trainer does not take. The checked configs are
     kept for the search. Last, the planned number of trained models against the limit."""
@@ -818,7 +818,7 @@ def _check_corners(experiment: Experiment) -> None:
                     raise InputError(f"{shown}: search.budget_key: {search.budget_key!r} is not a parameter of "
                                      f"line {line.label!r} (its config has: {', '.join(sorted(config))})")
     runs = experiment.planned_runs()
-    limit = max_runs_allowed()
+    limit = max_runs_allowed(max_runs)
     if runs > limit:
         raise InputError(f"{shown}: preset {experiment.preset} plans about {runs:,} trained models, more than the "
                          f"limit {limit:,}; shrink the preset, or raise the limit with --max-runs N "
@@ -933,9 +933,12 @@ def parse_claims(value: Any, shown: str, raw: dict, default_alpha: float | None 
 DEFAULT_MAX_RUNS = 200_000
 
 
-def max_runs_allowed() -> int:
-    """The most trained models one experiment may plan: ``RECALLKIT_MAX_RUNS`` (set by ``--max-runs``), else
-    :data:`DEFAULT_MAX_RUNS`. It is checked before a single config is built."""
+def max_runs_allowed(max_runs: int | None = None) -> int:
+    """The most trained models one experiment may plan: ``max_runs`` (the ``--max-runs`` flag) when given, else
+    the user's ``RECALLKIT_MAX_RUNS``, else :data:`DEFAULT_MAX_RUNS`. It is checked before a single config is
+    built."""
+    if max_runs is not None:
+        return max_runs
     raw = os.environ.get("RECALLKIT_MAX_RUNS", "")
     if not raw:
         return DEFAULT_MAX_RUNS

@@ -73,15 +73,16 @@ def runner_of(raw: Mapping[str, Any]) -> tuple[Any, str] | None:
     return None
 
 
-def plan(name_or_path: str | Path, preset: str = "quick") -> Plan:
+def plan(name_or_path: str | Path, preset: str = "quick", max_runs: int | None = None) -> Plan:
     """Read, check and predict one experiment (a path, or a shipped experiment's name) with ``preset``.
-    Errors are one-line InputErrors naming the file and field."""
+    Errors are one-line InputErrors naming the file and field. ``max_runs``: the most trained models the
+    preset may plan (``--max-runs``; default ``empirics.experiment.max_runs_allowed``)."""
     path = resolve_experiment(name_or_path)
     raw = read_experiment_file(path)
     found = runner_of(raw)
     if found is not None:
         return Plan(path=path, preset=preset, system=found[0], runner=found[1])
-    return plan_of(experiment_from_dict(raw, str(path), preset))
+    return plan_of(experiment_from_dict(raw, str(path), preset, max_runs=max_runs))
 
 
 def plan_of(experiment: Experiment | Plan) -> Plan:

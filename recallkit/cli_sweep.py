@@ -72,45 +72,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
     ) -> None:
         """Train the probes an experiment's search needs, reusing every result already in the store."""
-        from recallkit.empirics.executors import make_executor
-        from recallkit.empirics.experiment import load_experiment
-        from recallkit.empirics.search import run_sweep
-        from recallkit.empirics.store import ResultStore
-
-        if threads < 1:
-            raise InputError(f"--threads: expected a positive integer, got {threads}")
-        if workers < 1:
-            raise InputError(f"--workers: expected a positive integer, got {workers}")
-        if workers > 1 and executor_name != "local":
-            raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
-        if max_runs is not None:
-            if max_runs < 1:
-                raise InputError(f"--max-runs: expected a positive integer, got {max_runs}")
-            os.environ["RECALLKIT_MAX_RUNS"] = str(max_runs)
-        experiment = load_experiment(experiment_file, preset)
-        if executor_name == "local":
-            from recallkit.empirics.device import resolve_device
-
-            resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
-        executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
-                                 scheduler=scheduler, local_workers=dask_local, workers=workers)
-        try:
-            from recallkit.interrupts import watch_store
-
-            watch_store(store_path or default_store_path())
-            with ResultStore(store_path or default_store_path()) as store:
-                result = run_sweep(experiment, store, executor, progress=progress)
-        finally:
-            executor.close()
-        summary = f"{experiment.name} [{preset}] on {result.executor}: {result.summary_line()}" + (
-            f", {result.failed} failed" if result.failed else "") + f" in {result.wall_time_s:.1f} s"
-        if as_json:
-            print(summary, file=sys.stderr)
-            typer.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
-            return
-        for line in _format_points(result):
-            typer.echo(line)
-        typer.echo(summary)
+        _sweep(experiment_file, preset, store_path, executor_name, scheduler, dask_local, device, max_runs, workers,
+               threads, progress, as_json)
 
     @app.command("results")
     def results(
@@ -122,30 +85,83 @@ def register(app: typer.Typer) -> None:
         parquet: Optional[str] = typer.Option(None, "--parquet", help="write the rows to this Parquet file (needs pandas+pyarrow)"),
     ) -> None:
         """What the store holds for an experiment: its boundary points (replayed, nothing trained) and rows."""
-        from recallkit.empirics.experiment import load_experiment
-        from recallkit.empirics.search import replay
-        from recallkit.empirics.store import ResultStore
+        _results(experiment_file, preset, store_path, as_json, as_csv, parquet)
 
-        if as_json and as_csv:
-            raise InputError("--json/--csv: choose one")
-        experiment = load_experiment(experiment_file, preset)
-        with ResultStore(store_path or default_store_path(), readonly=True) as store:
-            if parquet:
-                store.to_parquet(parquet, experiment.name)
-            if as_csv:
-                sys.stdout.write(store.to_csv(experiment.name))
-                return
-            result = replay(experiment, store)
-            rows = store.count()
-            versions = store.code_versions(experiment.name)
-        if as_json:
-            document = result.to_dict()
-            for key in ("reused", "computed", "failed", "wall_time_s", "executor"):
-                document.pop(key, None)
-            document["stored_rows_total"] = rows
-            typer.echo(json.dumps(document, sort_keys=True, default=str))
+
+def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_name: str, scheduler: str | None,
+           dask_local: int | None, device: str, max_runs: int | None, workers: int, threads: int, progress: bool,
+           as_json: bool) -> None:
+    """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
+    # the command's own work loads torch; --help never gets here
+    from recallkit.empirics.device import resolve_device
+    from recallkit.empirics.executors import make_executor
+    from recallkit.empirics.plan import plan
+    from recallkit.empirics.search import run_sweep
+    from recallkit.empirics.store import ResultStore
+    from recallkit.interrupts import watch_store
+
+    if threads < 1:
+        raise InputError(f"--threads: expected a positive integer, got {threads}")
+    if workers < 1:
+        raise InputError(f"--workers: expected a positive integer, got {workers}")
+    if workers > 1 and executor_name != "local":
+        raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
+    if max_runs is not None and max_runs < 1:
+        raise InputError(f"--max-runs: expected a positive integer, got {max_runs}")
+    planned = plan(experiment_file, preset, max_runs=max_runs)
+    if not planned.is_search:
+        raise InputError(f"{planned.path}: not a search experiment (its system runs it: recallkit report)")
+    if executor_name == "local":
+        resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
+    executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
+                             scheduler=scheduler, local_workers=dask_local, workers=workers)
+    try:
+        watch_store(store_path or default_store_path())
+        with ResultStore(store_path or default_store_path()) as store:
+            result = run_sweep(planned, store, executor, progress=progress)
+    finally:
+        executor.close()
+    summary = f"{planned.name} [{preset}] on {result.executor}: {result.summary_line()}" + (
+        f", {result.failed} failed" if result.failed else "") + f" in {result.wall_time_s:.1f} s"
+    if as_json:
+        print(summary, file=sys.stderr)
+        typer.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
+        return
+    for line in _format_points(result):
+        typer.echo(line)
+    typer.echo(summary)
+
+
+def _results(experiment_file: str, preset: str, store_path: str | None, as_json: bool, as_csv: bool,
+             parquet: str | None) -> None:
+    """``recallkit results``: the search replayed from the store (nothing trained), or the stored rows."""
+    from recallkit.empirics.plan import plan
+    from recallkit.empirics.search import replay
+    from recallkit.empirics.store import ResultStore
+
+    if as_json and as_csv:
+        raise InputError("--json/--csv: choose one")
+    planned = plan(experiment_file, preset)
+    if not planned.is_search:
+        raise InputError(f"{planned.path}: not a search experiment (its system draws its own report pages)")
+    experiment = planned.experiment
+    with ResultStore(store_path or default_store_path(), readonly=True) as store:
+        if parquet:
+            store.to_parquet(parquet, experiment.name)
+        if as_csv:
+            sys.stdout.write(store.to_csv(experiment.name))
             return
-        for line in _format_points(result):
-            typer.echo(line)
-        typer.echo(f"{experiment.name} [{preset}]: {result.reused} runs in the store, {result.missing} missing; "
-                   f"code versions: {', '.join(f'{k} ({v})' for k, v in versions.items()) or 'none'}")
+        result = replay(planned, store)
+        rows = store.count()
+        versions = store.code_versions(experiment.name)
+    if as_json:
+        document = result.to_dict()
+        for key in ("reused", "computed", "failed", "wall_time_s", "executor"):
+            document.pop(key, None)
+        document["stored_rows_total"] = rows
+        typer.echo(json.dumps(document, sort_keys=True, default=str))
+        return
+    for line in _format_points(result):
+        typer.echo(line)
+    typer.echo(f"{experiment.name} [{preset}]: {result.reused} runs in the store, {result.missing} missing; "
+               f"code versions: {', '.join(f'{k} ({v})' for k, v in versions.items()) or 'none'}")

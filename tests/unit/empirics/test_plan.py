@@ -54,3 +54,24 @@ def test_a_bad_file_is_one_line_naming_it(tmp_path):
         plan(bad)
     message = str(raised.value)
     assert "\n" not in message and str(bad) in message
+
+
+def test_max_runs_is_an_argument_not_an_environment_variable(monkeypatch):
+    monkeypatch.delenv("RECALLKIT_MAX_RUNS", raising=False)
+    with pytest.raises(InputError, match="more than the limit 10; .*--max-runs"):
+        plan("tr_fig2_attention_only", max_runs=10)
+    assert "RECALLKIT_MAX_RUNS" not in __import__("os").environ
+    assert plan("tr_fig2_attention_only").is_search  # the default limit again: nothing was left behind
+
+
+def test_the_cli_flag_leaves_the_environment_as_it_was(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from recallkit.cli import app
+
+    monkeypatch.delenv("RECALLKIT_MAX_RUNS", raising=False)
+    result = CliRunner().invoke(app, ["sweep", "tr_fig2_attention_only", "--store", str(tmp_path / "s.db"),
+                                      "--max-runs", "10"])
+    # in-process the app raises (the installed command turns it into one line and exit 2: test_bounded_work)
+    assert isinstance(result.exception, InputError) and "more than the limit 10" in str(result.exception)
+    assert "RECALLKIT_MAX_RUNS" not in __import__("os").environ
