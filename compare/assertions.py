@@ -60,8 +60,8 @@ def describe_fit(result: FitResult) -> str:
     where = [f"experiment {doc['experiment']!r}" if doc["experiment"] else "points"]
     if doc["line"]:
         where.append(f"line {doc['line']!r}")
-    if doc["threshold"] is not None:
-        where.append(f"threshold {doc['threshold']:g}")
+    if doc["threshold"] is not None:  # "0.5 x ceiling" for a relative one: the check's own label
+        where.append(f"threshold {result.key.threshold_text}")
     lines = [", ".join(where) + f": verdict {doc['verdict']!r}"]
     if doc["slope"] is not None:
         boot = doc["bootstrap"]

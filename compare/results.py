@@ -18,6 +18,7 @@ from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAU
                                     fit_slope)
 from recallkit.compare.verdicts import DEFAULT_DELTA, Verdict, decide, undecidable
 from recallkit.empirics.curves import crossing, isotonic_increasing
+from recallkit.empirics.records import CheckKey
 from recallkit.theory.errors import InputError
 
 
@@ -51,6 +52,12 @@ class FitResult:
     @property
     def slope(self) -> float:
         return self.fit.slope if self.fit else math.nan
+
+    @property
+    def key(self) -> CheckKey:
+        """The check this fit judges (its label is ``str(fit.key)``)."""
+        return CheckKey(self.experiment, str(self.line), threshold=self.threshold,
+                        relative=bool(self.extra.get("threshold_relative")))
 
     def to_dict(self) -> dict[str, Any]:
         fit = self.fit

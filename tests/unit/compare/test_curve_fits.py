@@ -58,3 +58,13 @@ def test_too_few_base_values_or_one_seed_is_inconclusive_with_the_reason():
     one = _points(1.5, seeds=1)
     (single,) = fit_boundary_points(one, 1.5, n_bootstrap=50)
     assert single.verdict.verdict == "inconclusive" and ">= 2 seeds" in single.verdict.reason
+
+
+def test_a_relative_threshold_is_named_as_a_fraction_of_the_ceiling_in_the_assertion_text():
+    from recallkit.compare.assertions import describe_fit
+
+    (relative,) = fit_boundary_points(_points(1.5, relative=True), 1.5, experiment="e", n_bootstrap=50)
+    (absolute,) = fit_boundary_points(_points(1.5), 1.5, experiment="e", n_bootstrap=50)
+    assert str(relative.key) == "e [x, threshold 0.5 x ceiling]" and str(absolute.key) == "e [x, threshold 0.4]"
+    assert "threshold 0.5 x ceiling:" in describe_fit(relative).splitlines()[0]
+    assert "threshold 0.4:" in describe_fit(absolute).splitlines()[0]
