@@ -11,7 +11,10 @@ from typing import Optional
 
 import typer
 
-from recallkit import __version__
+from recallkit import __version__, cli_diff, cli_figures, cli_fit, cli_probe, cli_report, cli_sweep, cli_theory, cli_train
+from recallkit.interrupts import interrupt_message
+from recallkit.registry import RegistryError
+from recallkit.theory.errors import RecallkitError
 
 app = typer.Typer(
     name="recallkit",
@@ -44,8 +47,6 @@ def _root(
 
 
 def _register() -> None:
-    from recallkit import cli_diff, cli_figures, cli_fit, cli_probe, cli_report, cli_sweep, cli_theory, cli_train
-
     for module in (cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff):
         module.register(app)
 
@@ -70,10 +71,6 @@ def _usage_line(exc: BaseException) -> str | None:
 def main() -> None:
     """Entry point: toolkit errors and usage errors are one line on stderr with exit 2; Ctrl-C is exit 130
     with a line saying what is kept; no traceback for any of them."""
-    from recallkit.interrupts import interrupt_message
-    from recallkit.registry import RegistryError
-    from recallkit.theory.errors import RecallkitError
-
     try:
         code = app(standalone_mode=False)
     except (RecallkitError, RegistryError) as exc:

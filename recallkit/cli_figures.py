@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from recallkit.theory.errors import InputError
 
 def register(app: typer.Typer) -> None:
     app.command("figures")(figures)
@@ -24,9 +25,9 @@ def figures(
     per line and threshold, capacity law, d_min) each as its own file: cut to the drawing, no page
     title or caption, fonts embedded as TrueType. Drawn from what the store holds; the numbers are
     the report's."""
+    # both import matplotlib (about 0.5 s), the pipeline scipy too: only this command needs them, not --help
     from recallkit.pipeline import search_entry
     from recallkit.reports.paper import FORMATS, paper_figures
-    from recallkit.theory.errors import InputError
 
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -3,11 +3,18 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import Any, List, Optional
 
 import typer
 
+from recallkit.cli_sweep import default_store_path
+from recallkit.empirics.executors import make_executor
+from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.records import CheckKey
+from recallkit.fail_on import fail_on_verdicts, verdicts_matching
+from recallkit.interrupts import watch_store
+from recallkit.theory.errors import InputError, RecallkitError
 
 
 def _interval(pair: Any) -> str:
@@ -23,11 +30,7 @@ def _number(value: Any, fmt: str = ".3f") -> str:
 def _judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
     """The experiment's [[claims]] judged on the fits just made (a side in another experiment: its stored runs,
     nothing trained for it)."""
-    from dataclasses import replace
-
-    from recallkit.empirics.experiment import load_experiment
-    from recallkit.pipeline import judge_loaded_claims
-    from recallkit.theory.errors import RecallkitError
+    from recallkit.pipeline import judge_loaded_claims  # the pipeline imports matplotlib and scipy (about 1 s)
 
     if fitted.plan is not None:  # the experiment as planned for the fit: not read again
         loaded = fitted.plan.experiment
@@ -138,9 +141,7 @@ def register(app: typer.Typer) -> None:
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
-        from recallkit.assertions import sweep_and_fit
-        from recallkit.fail_on import fail_on_verdicts, verdicts_matching
-        from recallkit.theory.errors import InputError
+        from recallkit.assertions import sweep_and_fit  # fits through compare: scipy.stats, about 0.7 s to import
 
         wanted = fail_on_verdicts(fail_on)
         if delta is not None and not delta > 0:
@@ -149,13 +150,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--alpha: expected a number in (0, 0.5), got {alpha}")
         executor = None
         if run:
-            from recallkit.empirics.executors import make_executor
-
             executor = make_executor("local", device=None if device == "auto" else device)
         if run:  # Ctrl-C then names the store and its row count
-            from recallkit.compare.assertions import default_store_path
-            from recallkit.interrupts import watch_store
-
             watch_store(store or default_store_path())
         try:
             fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, executor=executor,
@@ -176,14 +172,14 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo(format_table(doc))
             if claims:
-                from recallkit.compare.claims import describe_claim
+                from recallkit.compare.claims import describe_claim  # scipy.stats, as sweep_and_fit above
 
                 typer.echo("\ncomparative claims ([[claims]]; stored runs only for a side in another experiment):")
                 for c in claims:
                     typer.echo(describe_claim(c))
         matching = None
         if wanted:  # a claim is a check too, as in the report (a claim not run in this preset is none)
-            from recallkit.reports.pdf import claim_rows
+            from recallkit.reports.pdf import claim_rows  # matplotlib (about 0.5 s): only with --fail-on
 
             matching = verdicts_matching(doc["fits"] + claim_rows({"name": fitted.experiment, "claims": doc.get("claims", [])}),
                                          wanted)

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
+
+from recallkit import registry
+from recallkit.cli_sweep import default_store_path
+from recallkit.empirics.provenance import code_version
+from recallkit.empirics.store import ResultStore
+from recallkit.interrupts import watch_store
+from recallkit.theory.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
@@ -38,11 +46,7 @@ def register(app: typer.Typer) -> None:
         fitted exponent against the pack's (TOST): term, variable, predicted, fitted with interval, verdict.
         Also shown: the same fit with the measured attention normalisers swapped for their asymptotic
         L-powers (drift-corrected), which separates finite-L transients from errors in the derivation."""
-        import torch
-
-        from recallkit.compare.assertions import default_store_path
-        from recallkit.empirics.provenance import code_version
-        from recallkit.theory.errors import InputError
+        import torch  # about 1 s to import: only when a probe runs, never for --help
 
         if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
@@ -50,10 +54,6 @@ def register(app: typer.Typer) -> None:
         run_probe, format_table = _probe_functions(probe)
         result_store = None
         if use_store:
-            from recallkit.empirics.store import ResultStore
-
-            from recallkit.interrupts import watch_store
-
             watch_store(store or default_store_path())
             result_store = ResultStore(store or default_store_path())
         log = (lambda message: typer.echo(message, err=True))  # noqa: E731
@@ -74,11 +74,6 @@ def register(app: typer.Typer) -> None:
 def _probe_functions(probe: str):
     """(run_probe, format_table) of the system named ``probe``, or of the one system with term probes
     when ``probe`` is a probe file."""
-    from pathlib import Path
-
-    from recallkit import registry
-    from recallkit.theory.errors import InputError
-
     try:
         with_probes = [s for s in registry.systems() if s.probe]
     except registry.RegistryError as exc:

@@ -1,10 +1,15 @@
 """``recallkit report``: the main job (theory -> sweeps -> fits -> verdicts -> PDF)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from recallkit.fail_on import fail_on_verdicts, verdicts_matching
+from recallkit.interrupts import watch_store
+from recallkit.theory.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
@@ -42,10 +47,8 @@ def report(
     every page alone as PDF (and PNG with --png) under figures/, and summary.json. Pages unchanged since
     the previous report in --out are reused, not redrawn. Progress goes to stderr; the last lines say
     where the report is. With --fail-on, exit 1 when a verdict matches."""
-    from recallkit.fail_on import fail_on_verdicts, verdicts_matching
-    from recallkit.interrupts import watch_store
+    # the whole pipeline: matplotlib and scipy (about 1 s to import), which --help must not load
     from recallkit.pipeline import ReportSettings, report_store, run_report
-    from recallkit.theory.errors import InputError
 
     if threads < 1:
         raise InputError(f"--threads: expected a positive integer, got {threads}")
@@ -63,8 +66,6 @@ def report(
     pdf = run_report(settings)
     typer.echo(f"report: {pdf}")
     typer.echo(f"summary: {pdf.parent / 'summary.json'}")
-    import json
-
     summary = json.loads((pdf.parent / "summary.json").read_text())
     failures = summary.get("failures") or []
     if failures:

@@ -10,8 +10,13 @@ import json
 from pathlib import Path
 from typing import Optional
 
+import sympy as sp
 import typer
 
+from recallkit import theory
+from recallkit.theory.errors import InputError
+from recallkit.theory.scaling import power_text
+from recallkit.theory.summary import line_points
 
 theory_app = typer.Typer(
     name="theory",
@@ -30,8 +35,6 @@ def _echo_json(document: dict) -> None:
 @theory_app.command("list")
 def list_command(json_output: bool = typer.Option(False, "--json", help="Print one JSON document.")) -> None:
     """List the shipped packs with their titles."""
-    from recallkit import theory
-
     rows = []
     for name in theory.list_packs():
         try:
@@ -56,10 +59,6 @@ def show_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
 ) -> None:
     """Show a pack: variables, parameter count, terms with provenance, lower bounds, facts."""
-    import sympy as sp
-
-    from recallkit import theory
-
     pack = theory.load_pack(pack_name)
     if json_output:
         _echo_json(pack.to_dict())
@@ -102,8 +101,6 @@ def show_command(
 
 
 def _diagram_text(document: dict) -> str:
-    from recallkit.theory.scaling import power_text
-
     lines = [f"{document['pack']}: scaling {document['scaling']}; axes {', '.join(document['axis_labels'])}",
              f"  domain: {'; '.join(document['domain']) or '(box only)'}; box: "
              + ", ".join(f"{axis} in [{lo}, {hi}]" for axis, (lo, hi) in zip(document["axes"], document["box"]))]
@@ -144,9 +141,6 @@ def regions_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (RegionDiagram.to_dict)."),
 ) -> None:
     """Exact phase regions: where each noise term dominates and the parameter count it requires."""
-    from recallkit import theory
-    from recallkit.theory.errors import InputError
-
     pack = theory.load_pack(pack_name)
     if out is not None and out.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise InputError(f"--out: expected a .pdf, .svg or .png file name, got {str(out)!r}")
@@ -158,7 +152,7 @@ def regions_command(
                                      domain=domain or ())
     document = diagram.to_dict()
     if out is not None:
-        from recallkit.theory.summary import line_points
+        # only a figure needs these: they import matplotlib (about 0.5 s), which --help and the text output skip
         from recallkit.reports.paper import save_paper_figure
         from recallkit.reports.phase import draw_phase_diagram
 
@@ -183,10 +177,6 @@ def predict_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (Prediction.to_dict)."),
 ) -> None:
     """Predicted slope of log(parameter count) against log(base) along a line, with the binding term."""
-    from recallkit.theory.scaling import power_text
-
-    from recallkit import theory
-
     pack = theory.load_pack(pack_name)
     document = theory.predict(pack, scaling).to_dict()
     if json_output:

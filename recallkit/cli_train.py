@@ -7,7 +7,10 @@ from typing import List, Optional
 
 import typer
 
+from recallkit import registry
+from recallkit.empirics.config import config_hash, parse_config
 from recallkit.theory.errors import InputError
+from recallkit.theory.expr import MAX_NUMBER_DIGITS
 
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -20,8 +23,6 @@ def parse_set_options(items: list[str]) -> dict:
     whitelist parser (``theory.expr``) and evaluates them in guarded floats, so ``gamma=V**V**V``
     is a one-line error, never a huge integer. Numbers get the same digit limit as expressions.
     """
-    from recallkit.theory.expr import MAX_NUMBER_DIGITS
-
     values: dict = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -45,8 +46,6 @@ def parse_set_options(items: list[str]) -> dict:
 
 def _task_help() -> tuple[str, str, str]:
     """(task, model, trainer) help texts from the registered systems' tasks (read, never hard-coded)."""
-    from recallkit import registry
-
     try:
         specs = list(registry.tasks().values())
     except registry.RegistryError as exc:  # a broken plug-in must not break --help
@@ -74,8 +73,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (config, hash, metrics) on stdout"),
     ) -> None:
         """Train one model and print its accuracy (fresh samples), training accuracy and parameter count."""
-        from recallkit.empirics.config import config_hash, parse_config
-
         values = parse_set_options(settings or [])
         for key in ("task", "model", "trainer", "seed"):
             if key in values:
@@ -84,6 +81,7 @@ def register(app: typer.Typer) -> None:
         if threads < 1:
             raise InputError(f"--threads: expected a positive integer, got {threads}")
 
+        # torch (about 1 s to import) only once a model is trained: the engine imports it too
         import torch
 
         from recallkit.empirics.engine import run_config

@@ -9,6 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from recallkit.compare.assertions import default_store_path, fit_experiment
+from recallkit.empirics.experiment import load_experiment
+from recallkit.empirics.search import replay
+from recallkit.empirics.store import ResultStore, flatten_row
 from recallkit.theory.errors import InputError
 
 __all__ = ["results", "fits", "fit_rows"]
@@ -16,15 +20,13 @@ __all__ = ["results", "fits", "fit_rows"]
 
 def _pandas(what: str):
     try:
-        import pandas as pd
+        import pandas as pd  # the export extra, which may be missing; 0.25 s to import
     except ImportError:
         raise InputError(f"recallkit.{what}: needs pandas (pip install 'recallkit[export]')") from None
     return pd
 
 
 def _store_path(store: str | Path | None) -> str:
-    from recallkit.compare.assertions import default_store_path
-
     path = Path(store) if store is not None else Path(default_store_path())
     if not path.is_file():
         raise InputError(f"store {path}: no such results store (run 'recallkit sweep' or 'recallkit report' first)")
@@ -40,14 +42,9 @@ def results(experiment: str | Path, store: str | Path | None = None, preset: str
     ``points=True``: the search's boundary points instead (one row per line, threshold, seed and grid
     value: the numbers the fits use), replayed from the store for ``preset``."""
     pd = _pandas("results")
-    from recallkit.empirics.experiment import load_experiment
-    from recallkit.empirics.store import ResultStore, flatten_row
-
     loaded = load_experiment(experiment, preset=preset)
     with ResultStore(_store_path(store), readonly=True) as opened:
         if points:
-            from recallkit.empirics.search import replay
-
             return pd.DataFrame(replay(loaded, opened).points)
         return pd.DataFrame([flatten_row(r) for r in opened.rows(loaded.name)])
 
@@ -99,8 +96,6 @@ def fits(experiment: str | Path, store: str | Path | None = None, preset: str = 
     """The fits and verdicts of ``experiment`` from what the store holds, as a DataFrame: one row per
     (line, threshold), columns :data:`FIT_COLUMNS` (the same numbers as ``recallkit fit --json``)."""
     pd = _pandas("fits")
-    from recallkit.compare.assertions import fit_experiment
-
     doc = fit_experiment(experiment, store=_store_path(store), preset=preset, delta=delta, alpha=alpha,
                          thresholds=thresholds).to_dict()
     return pd.DataFrame(fit_rows(doc), columns=FIT_COLUMNS)

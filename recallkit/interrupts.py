@@ -6,6 +6,7 @@ command resumes from there.
 """
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 _store: Path | None = None
@@ -20,8 +21,6 @@ def interrupt_message() -> str:
     if _store is None:
         return "interrupted"
     try:
-        import sqlite3
-
         uri = f"file:{_store.resolve()}?mode=ro"
         with sqlite3.connect(uri, uri=True, timeout=2) as db:
             rows = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]

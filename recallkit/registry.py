@@ -21,6 +21,7 @@ registry never imports torch or matplotlib.
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -189,8 +190,6 @@ def _as_system(obj: Any, where: str) -> System:
 
 
 def _entry_points() -> Iterable[Any]:
-    from importlib.metadata import entry_points
-
     return entry_points(group=ENTRY_POINT_GROUP)
 
 
