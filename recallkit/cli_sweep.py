@@ -7,26 +7,31 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 from typing import Optional
 
 import typer
 
+from recallkit.empirics.device import resolve_device
+from recallkit.empirics.executors import make_executor
+from recallkit.empirics.plan import plan
+from recallkit.empirics.search import replay, run_sweep
+from recallkit.empirics.store import DEFAULT_STORE, ResultStore
+from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 
 STORE_HELP = "results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db"
 
 
 def default_store_path() -> str:
-    from recallkit.empirics.store import DEFAULT_STORE
-
+    """$RECALLKIT_STORE, else empirics.store.DEFAULT_STORE, as compare.assertions.default_store_path; the CLI's
+    commands share this copy because importing compare.assertions would load scipy for --help."""
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
 
 def _format_points(result) -> list[str]:
     """A compact table: one line per (line, threshold), the found size per base value (median over seeds)."""
-    import statistics
-
     exp = result.experiment
     out = []
     lines = list(dict.fromkeys(p["line"] for p in result.points))
@@ -92,14 +97,6 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
            dask_local: int | None, device: str, max_runs: int | None, workers: int, threads: int, progress: bool,
            as_json: bool) -> None:
     """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
-    # the command's own work loads torch; --help never gets here
-    from recallkit.empirics.device import resolve_device
-    from recallkit.empirics.executors import make_executor
-    from recallkit.empirics.plan import plan
-    from recallkit.empirics.search import run_sweep
-    from recallkit.empirics.store import ResultStore
-    from recallkit.interrupts import watch_store
-
     if threads < 1:
         raise InputError(f"--threads: expected a positive integer, got {threads}")
     if workers < 1:
@@ -135,10 +132,6 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
 def _results(experiment_file: str, preset: str, store_path: str | None, as_json: bool, as_csv: bool,
              parquet: str | None) -> None:
     """``recallkit results``: the search replayed from the store (nothing trained), or the stored rows."""
-    from recallkit.empirics.plan import plan
-    from recallkit.empirics.search import replay
-    from recallkit.empirics.store import ResultStore
-
     if as_json and as_csv:
         raise InputError("--json/--csv: choose one")
     planned = plan(experiment_file, preset)
