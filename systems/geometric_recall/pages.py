@@ -22,10 +22,12 @@ from typing import Callable, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from recallkit.reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context, wrap_title
 from recallkit.reports.tables import draw_table
 from recallkit.systems.geometric_recall.judge import budget_counts
+from recallkit.systems.geometric_recall.runners import construction_gap_table
 from recallkit.theory.errors import InputError
 
 __all__ = ["construction_figure", "probe_figure", "zero_shot_figure", "multi_hop_figure", "geometric_pages",
@@ -117,8 +119,6 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
     d_blocks_min, k_predicted, counting_bound_d). ``trained``: d_min boundary points (model, N, R, d)
     of trained models, drawn on the same axes when their (N, R) meet the construction's.
     """
-    from recallkit.systems.geometric_recall.runners import construction_gap_table
-
     points = _need(result, "points", "construction")
     if not points:
         raise InputError("construction.points: expected a non-empty list")
@@ -423,8 +423,6 @@ def multi_hop_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE
             ax.set_xticks(hops, labels)
             ax.set_xlabel("hops k (composite relations R$^k$)")
             ax.grid(alpha=0.25)
-        from matplotlib.ticker import MaxNLocator
-
         # linear with integer ticks: d_min here spans a few grid steps, a log axis would show one tick
         ax_d.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax_d.set_ylim(bottom=0)

@@ -10,6 +10,8 @@ from typing import Any
 from recallkit.empirics.config import store_key
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, json_default
+from recallkit.systems.geometric_recall.judge import d_min_report_dict
+from recallkit.systems.geometric_recall.runners import load_geometric_experiment, run_geometric_experiment
 from recallkit.theory.errors import RecallkitError
 from recallkit.theory.summary import pack_pieces
 
@@ -18,9 +20,7 @@ def geometric_entry(path: Path, context: Any) -> dict:
     """The registry's runner for ``[geometric]`` files: run (or reuse from the store) one experiment and
     turn it into a summary entry. Its result is one store row keyed by the hash of its settings."""
     settings, store_path = context.settings, context.store_path
-    import torch
-
-    from recallkit.systems.geometric_recall.runners import load_geometric_experiment, run_geometric_experiment
+    import torch  # about 1 s to import: only when a geometric experiment runs
 
     spec = load_geometric_experiment(path, settings.preset)
     # the row's config is the experiment's settings; its hash is the key, as for trained models
@@ -58,8 +58,6 @@ def geometric_summary_entry(spec: dict, result: dict, key: str) -> dict:
                              "description": spec.get("description", ""), "config_hashes": [key],
                              "geometric": result, "notes": notes, **pieces}
     if spec["kind"] == "d_min":
-        from recallkit.systems.geometric_recall.judge import d_min_report_dict
-
         entry["kind"] = "dmin"
         # log against power per model and R, judged against the paper (learned: log, frozen: power)
         try:

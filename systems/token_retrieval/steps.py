@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from recallkit.empirics.provenance import code_version
+from recallkit.empirics.store import ResultStore
+from recallkit.systems.token_retrieval.judge import run_probe
 from recallkit.theory.errors import RecallkitError
 
 
@@ -10,10 +13,6 @@ def term_probe_entry(context: Any) -> dict | None:
     """The term-probe summary entry (kind ``probes``), reusing probe rows from the store."""
     if not context.settings.probes:
         return None
-    from recallkit.empirics.provenance import code_version
-    from recallkit.empirics.store import ResultStore
-    from recallkit.systems.token_retrieval.judge import run_probe
-
     try:
         with ResultStore(context.store_path) as store:
             doc = run_probe("token_retrieval", preset=context.settings.preset, store=store,

@@ -39,6 +39,7 @@ Components (keys of :func:`decompose`):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -422,8 +423,6 @@ def probe_rows(configs: list[ProbeConfig]) -> list[dict]:
     """One plain JSON-ready row per config: the config, accuracy, the measured normalisers, per
     component its mean at the correct label and its spread over the wrong labels, and per pack term
     the sizes of :func:`term_sizes` (divided by gamma; what compare.probe_fits fits)."""
-    import dataclasses
-
     rows = []
     for cfg in configs:
         result = decompose(cfg)
