@@ -153,14 +153,13 @@ def regions_command(
     document = diagram.to_dict()
     if out is not None:
         # only a figure needs these: they import matplotlib (about 0.5 s), which --help and the text output skip
-        from recallkit.reports.paper import save_paper_figure
-        from recallkit.reports.phase import draw_phase_diagram
+        from recallkit.reports import paper, phase
 
         lines, notes = line_points(pack, diagram, [(text, text) for text in line or ()])
         if notes:  # a line the diagram cannot show is a mistake in the command, not a footnote
             raise InputError(f"--line: {notes[0]}")
-        figure = draw_phase_diagram(document, lines=lines)
-        save_paper_figure(figure, out)
+        figure = phase.draw_phase_diagram(document, lines=lines)
+        paper.save_paper_figure(figure, out)
         typer.echo(f"wrote {out}", err=True)
     if json_output:
         _echo_json(document)
