@@ -47,14 +47,19 @@ _MARKER = ".json"
 
 def cache_root() -> Path | None:
     """The cache folder: ``$RECALLKIT_CACHE``, else ``$XDG_CACHE_HOME/recallkit``, else ``~/.cache/recallkit``;
-    None when ``RECALLKIT_CACHE=off``."""
+    None when ``RECALLKIT_CACHE=off`` (or there is no home folder)."""
     raw = os.environ.get("RECALLKIT_CACHE", "").strip()
     if raw.lower() == OFF:
         return None
     if raw:
         return Path(raw).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "recallkit"
+    if xdg and Path(xdg).is_absolute():  # (the XDG spec: a relative value is ignored)
+        return Path(xdg) / "recallkit"
+    try:
+        return Path.home() / ".cache" / "recallkit"
+    except RuntimeError:  # no home folder to be found: no cache, the report draws its pages
+        return None
 
 
 def _max_bytes() -> int:

@@ -183,6 +183,8 @@ def test_cache_root_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert page_cache.cache_root() == tmp_path / "home" / ".cache" / "recallkit"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/xdg")  # the XDG spec ignores a relative path
+    assert page_cache.cache_root() == tmp_path / "home" / ".cache" / "recallkit"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert page_cache.cache_root() == tmp_path / "xdg" / "recallkit"
     monkeypatch.setenv("RECALLKIT_CACHE", str(tmp_path / "mine"))
