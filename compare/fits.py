@@ -230,7 +230,7 @@ def fit_slope(
     resamples these labels. Raises InputError on unusable input.
     """
     from statsmodels.regression.linear_model import OLS  # not statsmodels.api: it imports every model (0.4 s)
-    from statsmodels.tools.tools import add_constant
+    from statsmodels.tools.tools import add_constant  # statsmodels, lazy for the same reason
 
     if not 0 < alpha < 0.5:
         raise InputError(f"alpha: expected a number in (0, 0.5), got {alpha!r}")

@@ -54,7 +54,7 @@ def _check_arrays(n_values: Sequence[float], d_values: Sequence[float]) -> tuple
 
 def _ols(x: np.ndarray, y: np.ndarray):
     from statsmodels.regression.linear_model import OLS  # not statsmodels.api: it imports every model (0.4 s)
-    from statsmodels.tools.tools import add_constant
+    from statsmodels.tools.tools import add_constant  # statsmodels, lazy for the same reason
 
     model = OLS(y, add_constant(x))
     return model.fit(cov_type="HC3", use_t=True)

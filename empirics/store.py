@@ -261,7 +261,7 @@ class ResultStore:
 
     def to_parquet(self, path: str | Path, experiment: str | None = None) -> None:
         try:
-            import pandas as pd
+            import pandas as pd  # the export extra, which may be missing (0.25 s to import)
             import pyarrow  # noqa: F401  (pandas needs it for parquet)
         except ImportError:
             raise InputError("--parquet: needs pandas and pyarrow (pip install 'recallkit[export]'); use --csv instead") from None

@@ -27,7 +27,7 @@ def figures(
     the report's."""
     # both import matplotlib (about 0.5 s), the pipeline scipy too: only this command needs them, not --help
     from recallkit.pipeline import search_entry
-    from recallkit.reports.paper import FORMATS, paper_figures
+    from recallkit.reports.paper import FORMATS, paper_figures  # matplotlib, as the comment above says
 
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         # torch (about 1 s to import) only once a model is trained: the engine imports it too
         import torch
 
-        from recallkit.empirics.engine import run_config
+        from recallkit.empirics.engine import run_config  # imports torch, as above
 
         torch.set_num_threads(threads)
         metrics = run_config(config, device=device)
