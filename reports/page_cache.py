@@ -89,6 +89,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     """``path`` holds ``data`` or what it held before, whenever the process dies."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_TMP_PREFIX)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would keep a cache shared through $RECALLKIT_CACHE from the others
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
