@@ -46,12 +46,13 @@ _SUBMODULES = ("analysis", "errors", "expr", "pack", "regions", "scaling", "sche
 
 
 def __getattr__(name: str) -> Any:
+    # always recallkit.theory's modules, as the eager imports were, also when this file is imported as `theory`
     if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")  # the import system sets it as an attribute
+        return importlib.import_module(f"recallkit.theory.{name}")
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(importlib.import_module(f"recallkit.theory.{module}"), name)
     globals()[name] = value
     return value
 
