@@ -17,6 +17,7 @@ from typing import Any
 
 import sympy as sp
 
+from recallkit import registry
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression, parse_linear_constraints
 from recallkit.theory.schema import (
@@ -150,8 +151,6 @@ class Pack:
 # ---------------------------------------------------------------------------------------------
 def shipped_packs() -> dict[str, Path]:
     """Pack name -> file: the generic ones in theory/packs/ and every registered system's packs/."""
-    from recallkit import registry
-
     found = {path.stem: path for path in PACKS_DIR.glob("*.toml")}
     try:
         found.update(registry.pack_paths())

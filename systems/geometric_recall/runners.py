@@ -28,7 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from recallkit.empirics.config import parse_config
+from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
+from recallkit.systems.geometric_recall.config import FactBijectionsConfig
 from recallkit.theory.errors import InputError
 from recallkit.theory.schema import REQUIRED, Field, Section, options, satisfies, table, validate
 
@@ -339,12 +342,10 @@ def train_fact_models(
     (the probes and zero-shot use this: a model stopped at its first 100% step has barely moved its
     embeddings).
     """
-    import torch
+    import torch  # the page-drawing processes import this module: torch (about 1 s) only where a model trains
 
-    from recallkit.empirics.config import parse_config
-    from recallkit.empirics.device import resolve_device
-    from recallkit.empirics.tasks import build_problem
-    from recallkit.empirics.trainers import adam
+    from recallkit.empirics.tasks import build_problem  # loads torch, as above
+    from recallkit.empirics.trainers import adam  # loads torch, as above
 
     threshold = _full_accuracy_threshold(n_subjects * n_relations) if stop_at_full_accuracy else None
     raw = [{"task": "fact_bijections", "model": model, "trainer": "adam", "seed": int(s), "N": n_subjects,
@@ -382,9 +383,7 @@ def train_fact_models(
 
 
 def _run_provenance(device: str = "cpu") -> dict[str, Any]:
-    import torch
-
-    from recallkit.empirics.device import describe, resolve_device
+    import torch  # see train_fact_models: torch only where it is used
 
     return {"device": describe(resolve_device(device)), "threads": torch.get_num_threads(),
             "torch_version": torch.__version__}
@@ -926,10 +925,9 @@ def run_zero_shot_experiment(n_subjects: int, n_relations: int, d: int, seeds: l
 
 def engine_bijections(n_subjects: int, n_relations: int, seed: int) -> np.ndarray:
     """The (R, N) bijections the engine draws for this seed (they do not depend on d), read from its problem."""
-    import torch
+    import torch  # see train_fact_models: torch only where it is used
 
-    from recallkit.empirics.config import parse_config
-    from recallkit.empirics.tasks import build_problem
+    from recallkit.empirics.tasks import build_problem  # loads torch, as above
 
     config = parse_config({"task": "fact_bijections", "model": "learned", "trainer": "adam", "seed": int(seed),
                            "N": n_subjects, "R": n_relations, "d": 1, "lr": 1e-2, "steps": 1})
@@ -1134,8 +1132,6 @@ def load_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[s
                         context={"kind": kind})
     for key in ("models", "model"):
         if key in settings:
-            from recallkit.systems.geometric_recall.config import FactBijectionsConfig
-
             for model_name in settings[key] if isinstance(settings[key], list) else [settings[key]]:
                 if model_name not in FactBijectionsConfig.MODELS:
                     raise InputError(f"{path}: geometric.presets.{preset}.{key}: expected models among "

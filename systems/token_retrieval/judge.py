@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +34,17 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 import sympy as sp
 
+from recallkit.compare.fits import finite_range_slope, fit_slope
+from recallkit.compare.verdicts import decide, decide_numbers, undecidable
+from recallkit.empirics.config import store_key
+# term_probes loads torch (about 1 s): the judge's callers (the probe step, a token-retrieval fit's finite-size
+# form) train or need its constants anyway
+from recallkit.systems.token_retrieval.term_probes import (FEATURES, NORMALISER_L_POWER, PACK_TERM_COMPONENTS,
+                                                           TERM_NORMALISERS, ProbeConfig, probe_rows)
 from recallkit.theory.errors import InputError
+from recallkit.theory.pack import load_pack
 from recallkit.theory.schema import REQUIRED, Field, Section, check_value, converts, number, satisfies, table, validate
+from recallkit.theory.symbols import VARIABLES
 
 PROBE_FILES = {"token_retrieval": Path(__file__).resolve().parent / "experiments" / "tr_probe.toml"}
 DEFAULT_PACK = {"token_retrieval": "token_retrieval"}
@@ -76,8 +86,6 @@ class ProbeGrid:
         return out
 
     def configs(self):
-        from recallkit.systems.token_retrieval.term_probes import ProbeConfig
-
         return [ProbeConfig(V=p["V"], N=p["N"], d=p["d"], L=p["L"], m=p.get("m"), features=self.features,
                             eta=self.eta, kappa=self.kappa, n_test=self.n_test, seed=seed)
                 for p in self.points() for seed in self.seeds]
@@ -120,8 +128,6 @@ def _vary(value: dict, at: str, context: Mapping[str, Any]) -> dict[str, tuple[i
 
 
 def _features(value: Any, at: str, context: Mapping[str, Any]) -> str:
-    from recallkit.systems.token_retrieval.term_probes import FEATURES
-
     if value not in FEATURES:
         raise InputError(f"{at}: expected one of {', '.join(FEATURES)}, got {value!r}")
     return value
@@ -188,8 +194,6 @@ def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, pr
 def term_exponents(expr: sp.Expr, variables: Iterable[str]) -> tuple[dict[str, sp.Rational], sp.Rational]:
     """A pack term as coef * prod(v ** e_v) * log(V) ** P -> ({v: e_v}, P): e_v = d log term / d log v
     at fixed others, exact. InputError if the term is not of that form (sums, other logs)."""
-    from recallkit.theory.symbols import VARIABLES
-
     ell = sp.Symbol("ell_logV", positive=True)
     plain = expr.subs(sp.log(VARIABLES["V"]), ell)
     if plain.has(sp.log):
@@ -231,8 +235,6 @@ def _store_config(cfg) -> dict[str, Any]:
 
 def probe_config_hash(store_config: Mapping[str, Any]) -> str:
     """The store key of a probe row's config (the store's one key scheme, empirics.config.store_key)."""
-    from recallkit.empirics.config import store_key
-
     return store_key(dict(store_config))
 
 
@@ -242,7 +244,6 @@ def collect_rows(grid: ProbeGrid, store=None, code_version: str = "unknown",
     None) when present, computed (and stored, one row at a time) otherwise. -> (rows, counts)."""
     import torch
 
-    from recallkit.systems.token_retrieval.term_probes import probe_rows
 
     configs = grid.configs()
     store_cfgs = [_store_config(c) for c in configs]
@@ -257,8 +258,6 @@ def collect_rows(grid: ProbeGrid, store=None, code_version: str = "unknown",
         if log:
             log(f"probe {index + 1}/{len(configs)}: V={cfg.V} N={cfg.N} d={cfg.d} L={cfg.L}"
                 + (f" m={cfg.m}" if cfg.m else "") + f" seed={cfg.seed}")
-        import time
-
         start = time.perf_counter()
         row = probe_rows([cfg])[0]
         row["wall_time_s"] = time.perf_counter() - start
@@ -282,8 +281,6 @@ def _row_point(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _shared_components(pack_terms) -> dict[str, list[str]]:
-    from recallkit.systems.token_retrieval.term_probes import PACK_TERM_COMPONENTS
-
     shared: dict[str, list[str]] = {}
     for term in pack_terms:
         for other in pack_terms:
@@ -306,8 +303,6 @@ def _entry(term, variable, statistic, prediction, components, shared, grid) -> d
 def _size(row: Mapping[str, Any], term: str, stat: str, corrected: bool) -> float:
     """A row's measured size of ``term``; ``corrected``: with the measured normalisers (A, |r|, |t|,
     |o|) replaced by their asymptotic L-powers, i.e. with the finite-L drift of the attention divided out."""
-    from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER, TERM_NORMALISERS
-
     size = row["terms"][term][stat]
     if not corrected:
         return size
@@ -336,9 +331,6 @@ def finite_size_value(term, point: Mapping[str, Any], kappa_prime: float, statis
     """The pack term at the sizes of one probe row, with its asymptotic normalisers (A ~ 1/L, |r|, |t|,
     |o| ~ L^-1/2, constants e^kappa dropped) replaced by their exact finite-L values at the row's measured
     kappa' (:func:`finite_normalisers`). The spread statistic drops the union-bound sqrt(log V)."""
-    from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER, TERM_NORMALISERS
-    from recallkit.theory.symbols import VARIABLES
-
     expr = term.expr
     if term.role == "noise" and statistic == "spread":
         expr = expr / sp.sqrt(sp.log(VARIABLES["V"]))
@@ -365,8 +357,6 @@ RANK2_NORMALISERS = {
 
 
 def _pack_normalisers(pack: str) -> dict[str, dict[str, int]] | None:
-    from recallkit.systems.token_retrieval.term_probes import TERM_NORMALISERS
-
     return {"token_retrieval": TERM_NORMALISERS, "token_retrieval_attn": TERM_NORMALISERS,
             "token_retrieval_rank2": RANK2_NORMALISERS}.get(pack)
 
@@ -389,8 +379,6 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
     normalisers (A ~ e^k/L, |r|, |t|, |o| ~ L^-1/2) by their exact finite-L values at the row's kappa'
     (:func:`finite_normalisers`, :func:`step_two_gap`). ``term=None`` returns the constants used. None for
     packs or terms without a normaliser form (the attended rank-2 pack)."""
-    from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER
-
     table = _pack_normalisers(pack)
     if table is None or "L" not in row:
         return None
@@ -410,8 +398,6 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
 def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:
     """The raw fit judged against the finite-size prediction: the slope, over the same rows, of log of
     :func:`finite_size_value` on log ``variable`` (each row at its own measured kappa')."""
-    from recallkit.compare.verdicts import decide_numbers, undecidable
-
     xs, ys, kappas = [], [], []
     for row in rows:
         point = _row_point(row)
@@ -442,9 +428,6 @@ def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> 
 
 
 def _axis_fit(rows, grid, term, variable, stat, prediction, corrected: bool) -> dict[str, Any]:
-    from recallkit.compare.fits import fit_slope
-    from recallkit.compare.verdicts import decide, undecidable
-
     xs, ys, seeds, values, dropped = [], [], [], [], 0
     for row in rows:
         point = _row_point(row)
@@ -469,9 +452,6 @@ def _axis_fit(rows, grid, term, variable, stat, prediction, corrected: bool) -> 
 
 
 def _joint_fit_fields(fitted, variable, prediction, grid) -> dict[str, Any]:
-    from recallkit.compare.fits import finite_range_slope
-    from recallkit.compare.verdicts import decide_numbers, undecidable
-
     if fitted is None or fitted.get("error"):
         verdict = undecidable(prediction["exponent"], grid.delta, grid.alpha, (fitted or {}).get("error", "no joint fit"))
         return {**_fit_fields(None), **verdict.to_dict()}
@@ -495,9 +475,6 @@ def fit_terms(rows: list[dict], grid: ProbeGrid, pack=None, statistic: str = "sp
     """One entry per (pack term, varied variable): prediction, fitted exponent with intervals, verdict,
     and under ``"drift_corrected"`` the same fit with the measured attention normalisers swapped for
     their asymptotic L-powers (what is left is the derivation's structure, not the finite-L transient)."""
-    from recallkit.systems.token_retrieval.term_probes import PACK_TERM_COMPONENTS
-    from recallkit.theory.pack import load_pack
-
     if statistic not in STATISTICS:
         raise InputError(f"--statistic: expected one of {', '.join(STATISTICS)}, got {statistic!r}")
     if method not in METHODS:
