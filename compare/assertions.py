@@ -479,14 +479,15 @@ def _untested_lines(loaded: Experiment, fits: list[FitResult], predictions: Mapp
     become inconclusive, with the reason."""
     reference_only = bool(loaded.verdict.get("reference_only")) and from_pack
     line_notes = {ln.label: ln.reference_note for ln in loaded.lines if ln.reference_note} if from_pack else {}
+    shown = Path(loaded.path).name  # the file's name, not where it is installed: the report reads the same anywhere
     for result in fits:
         error = predictions.get(result.line, {}).get("error")
         if reference_only and not error:
             why = loaded.verdict.get("reference_note") or (
                 f"pack {loaded.pack}'s slope is for another training algorithm than {loaded.trainer}")
-            error = f"{loaded.path}: verdict.reference_only: {why}; shown for reference, not tested"
+            error = f"{shown}: verdict.reference_only: {why}; shown for reference, not tested"
         elif result.line in line_notes and not error:
-            error = f"{loaded.path}: line {result.line!r}: reference_note: {line_notes[result.line]}; shown for reference, not tested"
+            error = f"{shown}: line {result.line!r}: reference_note: {line_notes[result.line]}; shown for reference, not tested"
         if error:
             reason = f"no predicted slope for this line: {error}"
             if result.fit is None:  # keep the data's own reason too
