@@ -30,6 +30,10 @@ from recallkit.empirics.store import DEFAULT_STORE, ResultStore
 from recallkit.theory.errors import InputError
 from recallkit.theory.realised import realised_prediction
 
+__all__ = ["assert_slope", "check_verdicts", "default_store_path", "describe_fit", "expected_verdicts",
+           "ExperimentFits", "fit_arrays", "fit_boundary_points", "fit_experiment", "METHOD", "predictions_for",
+           "realised_predictions", "regressor_for"]
+
 
 def default_store_path() -> str:
     """The store `recallkit sweep` uses: $RECALLKIT_STORE, else empirics.store.DEFAULT_STORE."""

@@ -32,6 +32,11 @@ import numpy as np
 from recallkit.compare.bootstrap import bootstrap_over_units
 from recallkit.theory.errors import InputError
 
+__all__ = ["BootstrapInfo", "canonical_x", "ConstantFit", "DEFAULT_ALPHA", "DEFAULT_BOOTSTRAP_SEED",
+           "DEFAULT_N_BOOTSTRAP", "finite_range_slope", "fit_constant", "fit_slope", "log_positive", "MIN_DISTINCT_X",
+           "SlopeFit", "X_ALIASES", "X_TRANSFORMS"]
+
+
 DEFAULT_ALPHA = 0.05
 DEFAULT_N_BOOTSTRAP = 2000
 DEFAULT_BOOTSTRAP_SEED = 0

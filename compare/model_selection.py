@@ -33,6 +33,11 @@ import numpy as np
 from recallkit.compare.bootstrap import bootstrap_over_units
 from recallkit.theory.errors import InputError
 
+__all__ = ["CAPACITY_FORMS", "DEFAULT_ALPHA", "DEFAULT_MIN_DELTA_AIC", "FORMS", "overall_verdict",
+           "points_with_model", "select_by_group", "select_capacity_by_group", "select_capacity_form", "select_d_min",
+           "select_log_or_power"]
+
+
 FORMS = ("log", "power")
 # Paper-reported (Ravfogel et al. 2026): learned d_min fits a + b log2 N, frozen random subject
 # embeddings a power law.

@@ -21,6 +21,8 @@ from recallkit.empirics.curves import crossing, isotonic_increasing
 from recallkit.empirics.records import CheckKey
 from recallkit.theory.errors import InputError
 
+__all__ = ["CURVE_METHOD", "fit_curve_points", "fit_points", "FitResult"]
+
 
 def _json_float(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):

@@ -38,6 +38,9 @@ from scipy import stats
 from recallkit.compare.fits import DEFAULT_ALPHA, SlopeFit, finite_range_slope
 from recallkit.theory.errors import InputError
 
+__all__ = ["decide", "decide_numbers", "DEFAULT_DELTA", "undecidable", "Verdict", "VERDICTS"]
+
+
 DEFAULT_DELTA = 0.25
 VERDICTS = ("consistent", "inconsistent", "inconclusive")
 

@@ -42,6 +42,15 @@ from recallkit.registry import Trainer
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.expr import compile_numeric
 
+__all__ = ["AdamConfig", "allocator_retention_bytes", "check_memory", "check_model", "config_hash", "evaluate",
+           "evaluations", "EXPRESSION_SYMBOLS", "FLOAT_BYTES", "HEAP_BUFFER_MAX", "HEAP_RETAINED_BUFFERS",
+           "ITEM_CHUNK_ELEMENTS", "items_per_chunk", "MAX_D", "MAX_L", "MAX_M", "MAX_N", "MAX_R", "MAX_V",
+           "memory_available", "memory_free", "ModelTooLarge", "parameter_state_bytes", "parse_config",
+           "ParsedConfig", "planned_config", "positive_int", "RunConfig", "shape_key", "store_key", "task_spec",
+           "THREE_STEP_PARAMETER_COPIES", "ThreeStepConfig", "TRAIN_CHUNK_ELEMENTS", "trainer_spec", "TRAINERS",
+           "trainers", "training_passes", "TwoStepThenFitConfig"]
+
+
 MAX_D = 16384
 MAX_M = 1 << 20
 MAX_V = 10_000_000

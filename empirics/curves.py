@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+__all__ = ["Crossing", "crossing", "curve_boundary", "isotonic_increasing", "mean_curve"]
+
 
 def isotonic_increasing(values: Sequence[float], weights: Sequence[float] | None = None) -> list[float]:
     """The non-decreasing sequence closest to ``values`` in weighted least squares (pool adjacent violators)."""

@@ -8,6 +8,9 @@ from recallkit.theory.errors import InputError
 if TYPE_CHECKING:
     import torch
 
+__all__ = ["describe", "DEVICE_CHOICES", "resolve_device"]
+
+
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 

@@ -31,6 +31,10 @@ from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, check_memory,
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.tasks import build_problem
 
+__all__ = ["chunk_budget_bytes", "CHUNK_MEMORY_FRACTION", "CPU_BATCH_PASS_BYTES", "keep_freed_heap",
+           "models_per_chunk", "run_config", "run_configs", "split_evenly"]
+
+
 CHUNK_MEMORY_FRACTION = 0.5  # of the device's free memory, for the models of one chunk together
 # On the CPU, the models of one chunk together keep at most this many bytes in one training pass (their
 # task's ``pass_bytes``): batching seeds whose pass tensors leave the cache is slower than training them one

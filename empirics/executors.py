@@ -29,6 +29,10 @@ from recallkit.empirics.config import parse_config, shape_key
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
+__all__ = ["DaskExecutor", "default_runner", "fixed_threads", "LocalExecutor", "make_executor", "run_with_threads",
+           "Runner", "shape_group_key", "split_work", "usable_cores"]
+
+
 Runner = Callable[..., list]
 
 

@@ -117,6 +117,12 @@ from recallkit.theory.schema import (
 )
 from recallkit.theory.schema import table as table_rule
 
+__all__ = ["Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_MAX_RUNS", "Experiment",
+           "experiment_from_dict", "INTEGER_PARAMS", "KINDS", "Line", "load_experiment", "max_runs_allowed",
+           "parse_claims", "read_experiment_file", "resolve_experiment", "SafeExpression", "SEARCH_METHODS",
+           "SearchSettings", "SIZE_LIMITS", "SIZE_SYMBOLS", "STRING_PARAMS"]
+
+
 KINDS = ("min_size", "max_capacity", "grid")
 # Symbols an expression may name: the sizes of the three SPEC tasks.
 SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")

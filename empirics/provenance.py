@@ -7,6 +7,9 @@ from pathlib import Path
 
 from recallkit import __version__
 
+__all__ = ["code_version", "SOURCE_ROOT"]
+
+
 # the checkout this package was installed from (editable installs); a wheel has no git and records
 # the package version alone
 SOURCE_ROOT = Path(__file__).resolve().parent.parent

@@ -27,6 +27,10 @@ from typing import Any, Iterable, Sequence
 
 from recallkit.theory.errors import InputError, RecallkitError
 
+__all__ = ["APPLICATION", "DEFAULT_STORE", "flatten_row", "json_default", "ResultStore", "ROW_COLUMNS",
+           "SCHEMA_VERSION", "SQLITE_HEADER"]
+
+
 APPLICATION = "recallkit-results"
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"

@@ -30,6 +30,10 @@ from recallkit.empirics.config import evaluate
 from recallkit.empirics.tasks import exceeds, generator
 from recallkit.theory.errors import InputError
 
+__all__ = ["adam", "flush_denormals", "three_step", "train_adam", "train_three_step", "train_two_step_then_fit",
+           "two_step_then_fit"]
+
+
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
 

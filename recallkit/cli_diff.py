@@ -6,6 +6,8 @@ from typing import List, Optional
 
 import typer
 
+__all__ = ["diff", "register"]
+
 
 def register(app: typer.Typer) -> None:
     app.command("diff")(diff)

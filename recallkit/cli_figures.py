@@ -9,6 +9,9 @@ import typer
 
 from recallkit.theory.errors import InputError
 
+__all__ = ["figures", "register"]
+
+
 def register(app: typer.Typer) -> None:
     app.command("figures")(figures)
 

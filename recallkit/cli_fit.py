@@ -16,6 +16,8 @@ from recallkit.fail_on import fail_on_verdicts, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError, RecallkitError
 
+__all__ = ["format_table", "register", "threshold_text"]
+
 
 def _interval(pair: Any) -> str:
     if not pair or pair[0] is None or pair[1] is None:

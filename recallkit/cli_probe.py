@@ -16,6 +16,8 @@ from recallkit.empirics.store import ResultStore
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 
+__all__ = ["register"]
+
 
 def register(app: typer.Typer) -> None:
     """Add ``recallkit probe`` to the root app."""

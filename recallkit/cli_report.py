@@ -11,6 +11,8 @@ from recallkit.fail_on import fail_on_verdicts, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 
+__all__ = ["register", "report"]
+
 
 def register(app: typer.Typer) -> None:
     app.command("report")(report)

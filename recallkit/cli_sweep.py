@@ -21,6 +21,9 @@ from recallkit.empirics.store import DEFAULT_STORE, ResultStore
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 
+__all__ = ["default_store_path", "register", "STORE_HELP"]
+
+
 STORE_HELP = "results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db"
 
 

@@ -18,6 +18,9 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.scaling import power_text
 from recallkit.theory.summary import line_points
 
+__all__ = ["list_command", "predict_command", "regions_command", "register", "show_command"]
+
+
 theory_app = typer.Typer(
     name="theory",
     help=(

@@ -12,6 +12,9 @@ from recallkit.empirics.config import config_hash, parse_config
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import MAX_NUMBER_DIGITS
 
+__all__ = ["parse_set_options", "register"]
+
+
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 

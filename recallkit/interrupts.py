@@ -9,6 +9,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+__all__ = ["interrupt_message", "watch_store"]
+
+
 _store: Path | None = None
 
 

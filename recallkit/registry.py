@@ -26,6 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+__all__ = ["default_report", "ENTRY_POINT_GROUP", "experiment_paths", "get", "load_object", "pack_paths",
+           "page_kinds", "PageKind", "register", "RegistryError", "runners", "SHIPPED", "System", "system_of_pack",
+           "system_trainers", "systems", "Task", "task", "tasks", "Trainer", "unregister"]
+
+
 ENTRY_POINT_GROUP = "recallkit.systems"
 # The systems that ship with recallkit, in the order the main job runs them.
 SHIPPED = (

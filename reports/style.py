@@ -23,6 +23,11 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from recallkit.theory.errors import InputError  # noqa: E402
 
+__all__ = ["ACCURACY_CMAP", "CREATOR", "cut_lines", "CYCLE", "FIG_SINGLE", "FIG_WIDE", "fill", "MARKERS",
+           "new_figure", "PAGE_LANDSCAPE", "PAGE_PORTRAIT", "PALETTE", "pdf_metadata", "png_metadata", "RC",
+           "save_figure", "source_date", "style_context", "VERDICT_COLOURS", "wrap_lines", "wrap_title"]
+
+
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
 PALETTE = {
     "black": "#000000",

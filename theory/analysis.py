@@ -28,6 +28,8 @@ from recallkit.theory.pack import Pack
 from recallkit.theory.scaling import Monomial, Scaling, parse_scaling, reduce_term
 from recallkit.theory.symbols import SIZE_EXPONENT
 
+__all__ = ["analyse", "Analysis", "as_scaling", "float_or_none", "Threshold"]
+
 
 @dataclass(frozen=True)
 class Threshold:

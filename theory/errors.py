@@ -5,6 +5,8 @@ The CLI catches :class:`RecallkitError` and prints its message as one line, exit
 """
 from __future__ import annotations
 
+__all__ = ["InputError", "RecallkitError"]
+
 
 class RecallkitError(Exception):
     """Base class of every error the toolkit raises on purpose. Its message is one line."""

@@ -34,6 +34,11 @@ import sympy as sp
 
 from recallkit.theory.errors import InputError
 
+__all__ = ["compile_numeric", "MAX_DEPTH", "MAX_EVAL_EXPONENT", "MAX_INT_EXPONENT", "MAX_LENGTH", "MAX_MAGNITUDE",
+           "MAX_NUMBER_DIGITS", "MAX_POWER_BITS", "NumericExpression", "parse_expression", "parse_linear_constraints",
+           "Token", "tokenize"]
+
+
 MAX_LENGTH = 2000        # characters of one expression
 MAX_DEPTH = 40           # nesting of parentheses / unary operators / powers
 MAX_NUMBER_DIGITS = 30   # digits of one literal

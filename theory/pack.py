@@ -25,6 +25,10 @@ from recallkit.theory.schema import (
 )
 from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol
 
+__all__ = ["Corollary", "Fact", "list_packs", "load_pack", "LowerBound", "MAX_TERMS", "Pack", "pack_from_dict",
+           "PACKS_DIR", "PROVENANCES", "resolve_pack_path", "ROLES", "shipped_packs", "Term"]
+
+
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 
 ROLES = ("signal", "noise")

@@ -18,6 +18,8 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.pack import Pack
 from recallkit.theory.scaling import Scaling, free_exponents
 
+__all__ = ["predict", "Prediction"]
+
 
 @dataclass(frozen=True)
 class Prediction:

@@ -23,6 +23,8 @@ from recallkit.theory.predict import predict
 from recallkit.theory.scaling import Scaling, parse_scaling
 from recallkit.theory.symbols import VARIABLES
 
+__all__ = ["realised_prediction"]
+
 
 def _solve_log(f, lo: float = -20.0, hi: float = 40.0) -> float | None:
     """The root in log(size) of a decreasing f (noise / signal - 1 on log scale), by bisection."""

@@ -30,6 +30,10 @@ from recallkit.theory.pack import Pack
 from recallkit.theory.scaling import Scaling, free_exponents
 from recallkit.theory.symbols import EXPONENTS
 
+__all__ = ["clip", "compute_regions", "DEFAULT_BOX", "exponent_latex", "HalfSpace", "linear_halfspace", "measure",
+           "parse_box", "Point", "Region", "RegionDiagram"]
+
+
 DEFAULT_BOX = (Fraction(0), Fraction(2))
 
 Point = tuple[Fraction, ...]

@@ -28,6 +28,10 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression
 from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, SIZE_EXPONENT, VARIABLES, constant_symbol
 
+__all__ = ["free_exponents", "Monomial", "parse_scaling", "power_text", "reduce_term", "Scaling", "split_assignments",
+           "substitute", "to_monomial"]
+
+
 _ENTRY_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*)\s*=(?!=)(.*)$", re.S)
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import sympy as sp
 
+__all__ = ["constant_symbol", "EXPONENTS", "RESERVED_NAMES", "SIZE_EXPONENT", "VARIABLES"]
+
+
 V, N, d, L, m, R, eta, gamma = sp.symbols("V N d L m R eta gamma", positive=True)
 
 #: model variables a pack may state its terms in, by name

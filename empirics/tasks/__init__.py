@@ -26,6 +26,9 @@ import torch
 from recallkit.empirics.config import ITEM_CHUNK_ELEMENTS, items_per_chunk  # noqa: F401  (re-exported)
 from recallkit.empirics.config import task_spec
 
+__all__ = ["Accuracy", "build_problem", "cross_entropy_and_accuracy", "exceeds", "EXP_FLOOR", "gather_items",
+           "generator", "loss_and_correct_sums", "stream_seed", "unit_sphere"]
+
 
 def stream_seed(seed: int, stream: str) -> int:
     """A 63-bit seed for one purpose of one model, independent across streams."""
