@@ -37,7 +37,8 @@ def report(
     jobs: Optional[int] = typer.Option(
         None, "--jobs", help="Processes drawing the pages (default: one per core this process may use, none for a few pages)."),
     redraw: bool = typer.Option(
-        False, "--redraw", help="Draw every page, even those the previous report in --out drew from the same input and code."),
+        False, "--redraw", help="Draw every page, even those the previous report in --out or the page cache ($RECALLKIT_CACHE, "
+                        "else ~/.cache/recallkit; off to disable) holds for the same input and code."),
     fail_on: Optional[List[str]] = typer.Option(
         None, "--fail-on", help="Exit 1 when any check's verdict is this (inconsistent | inconclusive; repeatable or "
                                 "comma-separated), after writing the report: for CI."),
