@@ -124,7 +124,7 @@ __all__ = ["Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_
 
 
 KINDS = ("min_size", "max_capacity", "grid")
-# Symbols an expression may name: the sizes of the three SPEC tasks.
+# Symbols an expression may name: the sizes of the shipped systems' tasks (V N d L m R).
 SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")
 # Parameters that are counts; expressions for them are floored to integers.
 INTEGER_PARAMS = {
