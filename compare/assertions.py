@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from recallkit.compare.results import FitResult, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from recallkit.empirics.experiment import Experiment, SafeExpression, load_experiment
 from recallkit.empirics.plan import Plan, plan_of, realised_rows
+from recallkit.empirics.records import threshold_text
 from recallkit.empirics.search import replay
 from recallkit.empirics.store import DEFAULT_STORE, ResultStore
 from recallkit.theory.errors import InputError
@@ -237,14 +239,17 @@ def fit_boundary_points(
     return results
 
 
-def _check_groups(points: Sequence[Mapping[str, Any]], thresholds: Iterable[float] | None
+def _check_groups(points: Sequence[Mapping[str, Any]], thresholds: Iterable[Any] | None
                   ) -> dict[tuple[Any, Any, bool], list[Mapping[str, Any]]]:
-    """Boundary points by check (line, threshold, relative), in first-seen order; only ``thresholds`` if given."""
-    wanted = None if thresholds is None else {float(t) for t in thresholds}
+    """Boundary points by check (line, threshold, relative), in first-seen order; only ``thresholds`` if given: a
+    number selects that value (absolute or relative), a ``(value, relative)`` pair exactly that check."""
+    wanted = None if thresholds is None else list(thresholds)
     groups: dict[tuple[Any, Any, bool], list[Mapping[str, Any]]] = {}
     for point in points:
         key = (point.get("line"), point.get("threshold"), bool(point.get("threshold_relative")))
-        if wanted is not None and key[1] is not None and float(key[1]) not in wanted:
+        if wanted is not None and key[1] is not None and not any(
+                (float(w[0]) == float(key[1]) and bool(w[1]) == key[2]) if isinstance(w, tuple)
+                else float(w) == float(key[1]) for w in wanted):
             continue
         groups.setdefault(key, []).append(point)
     return groups
@@ -407,7 +412,7 @@ def fit_experiment(
     sweep: Any = None,
     delta: float | None = None,
     alpha: float | None = None,
-    thresholds: Iterable[float] | None = None,
+    thresholds: Iterable[float | str] | None = None,
     predicted: float | Mapping[str, Any] | None = None,
 ) -> ExperimentFits:
     """Fit and judge what the results store holds for ``experiment`` (an ``empirics.plan.Plan``, a loaded
@@ -418,6 +423,8 @@ def fit_experiment(
     delta / alpha default to the experiment's ``[verdict]`` table, then to the compare defaults.
     ``predicted`` replaces the theory pack's prediction: one slope for every line, or a mapping
     line label -> slope or prediction dict (for theories that are not packs, or to test a wrong one).
+    ``thresholds`` keeps only those checks: a number is an absolute threshold, ``"0.5 x ceiling"`` (the report's
+    label) a relative one.
     """
     plan = experiment if isinstance(experiment, Plan) else plan_of(
         experiment if isinstance(experiment, Experiment) else load_experiment(experiment, preset=preset))
@@ -450,17 +457,31 @@ def fit_experiment(
                           summary, sweep_result=sweep, plan=plan)
 
 
-def _checked_thresholds(loaded: Experiment, thresholds: Iterable[float] | None) -> list[float] | None:
-    """``--threshold`` values, each one of the experiment's thresholds (one-line error otherwise)."""
+def _checked_thresholds(loaded: Experiment, thresholds: Iterable[float | str] | None) -> list[tuple[float, bool]] | None:
+    """``--threshold`` values as (value, relative) checks, each one the experiment has (one-line error otherwise):
+    a number is an absolute threshold, ``"0.5 x ceiling"`` (as the report writes it) a relative one."""
     if thresholds is None:
         return None
-    thresholds = list(thresholds)
-    known = [float(t) for t in loaded.thresholds]
+    known = [(float(t), False) for t in loaded.thresholds] + [(float(t), True) for t in loaded.relative_thresholds]
+    checks = []
     for value in thresholds:
-        if not isinstance(value, (int, float)) or not math.isfinite(value) or float(value) not in known:
-            raise InputError(f"--threshold: {value} is not a threshold of {loaded.name} "
-                             f"(its thresholds: {', '.join(f'{t:g}' for t in known)})")
-    return thresholds
+        check = _threshold_check(value)
+        if check is None or check not in known:
+            raise InputError(f"--threshold: {value!r} is not a threshold of {loaded.name} (its thresholds: "
+                             f"{', '.join(threshold_text(t, relative) for t, relative in known)})")
+        checks.append(check)
+    return checks
+
+
+def _threshold_check(value: Any) -> tuple[float, bool] | None:
+    """(value, relative) of a number or of a label such as ``"0.5 x ceiling"``; None if it is neither."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (float(value), False) if math.isfinite(value) else None
+    if isinstance(value, str):
+        found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(x\s*ceiling)?\s*", value)
+        if found:
+            return float(found[1]), found[2] is not None
+    return None
 
 
 def _given_predictions(loaded: Experiment, predicted: float | Mapping[str, Any]) -> dict[str, Any]:

@@ -74,7 +74,7 @@ def assert_scaling(
     *,
     store: str | Path | None = None,
     preset: str = "quick",
-    threshold: float | Iterable[float] | None = None,
+    threshold: float | str | Iterable[float | str] | None = None,
     delta: float | None = None,
     alpha: float | None = None,
     predicted: float | Mapping[str, Any] | None = None,
@@ -82,10 +82,12 @@ def assert_scaling(
     progress: bool = False,
 ) -> ExperimentFits:
     """Run (reusing the store) and fit ``experiment`` (a path or a shipped name); assert every fitted line
-    and threshold has a verdict in ``expect``. ``threshold`` restricts the check to one threshold or a
-    list of them; ``predicted`` replaces the theory pack's prediction (see :func:`sweep_and_fit`)."""
+    and threshold has a verdict in ``expect``. ``threshold`` restricts the check to one threshold (a number, or
+    ``"0.5 x ceiling"`` for a relative one, as the report labels it) or a list of them; ``predicted`` replaces the
+    theory pack's prediction (see :func:`sweep_and_fit`)."""
     wanted = expected_verdicts(expect)
-    thresholds = None if threshold is None else ([threshold] if isinstance(threshold, (int, float)) else threshold)
+    one = isinstance(threshold, (int, float, str))  # a threshold, or a list of them
+    thresholds = None if threshold is None else ([threshold] if one else threshold)
     fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, progress=progress, delta=delta,
                            alpha=alpha, thresholds=thresholds, predicted=predicted)
     check_verdicts(fitted.fits, wanted, f"scaling law of {fitted.experiment} ({fitted.preset} preset)")

@@ -4,9 +4,8 @@ reproduced with ``recallkit.assert_scaling`` and ``recallkit.assert_claim``.
 
 The expected verdicts are the ones a cold run of the main job (quick preset, empty store) wrote to its
 summary.json; a check that run left inconclusive or inconsistent is not asserted here. ``expect`` lists the
-verdicts of every fit the API checks (``threshold=`` picks one absolute threshold; a relative threshold
-cannot be picked, so all of the experiment's fits are checked), and the test then asserts each consistent
-line of the threshold by name.
+verdicts of the fits at the threshold the test picks (``threshold=0.1``, or ``threshold="0.5 x ceiling"`` for a
+relative one), and the test then asserts each consistent line of that threshold by name.
 
 Slow: each experiment trains its quick preset once, into a store of its own shared by its tests
 (assoc_memory_mlp about a minute on 2 cores; the cold main job trained all of these and more in about
@@ -32,7 +31,7 @@ STORE_VARIABLE = "RECALLKIT_ACCEPTANCE_STORE"
 BOTH = ("consistent", "inconclusive")
 
 # (experiment, threshold, relative?, its lines consistent there, how many of its other lines were inconclusive
-# there, the verdicts of every fit assert_scaling checks: those of the threshold, or all of them for a relative one)
+# there, the verdicts assert_scaling accepts for the fits at that threshold)
 SCALING = [
     ("assoc_memory_linear", 0.99, False, ["linear"], 0, "consistent"),
     ("assoc_memory_mlp", 0.99, False, ["alpha=4"], 0, "consistent"),
@@ -82,11 +81,11 @@ def store_for(tmp_path_factory):
 @pytest.mark.parametrize("experiment, threshold, relative, consistent, inconclusive, expect", SCALING,
                          ids=[f"{e}-{t}{'-relative' if r else ''}" for e, t, r, *_ in SCALING])
 def test_scaling_line_is_consistent(store_for, experiment, threshold, relative, consistent, inconclusive, expect):
-    # threshold= selects among the absolute thresholds only, so a relative one is picked out of all the fits
-    fitted = recallkit.assert_scaling(experiment, expect=expect, preset="quick",
-                                      threshold=None if relative else threshold, store=store_for(experiment))
-    mine = [fit for fit in fitted.fits
-            if fit.threshold == threshold and bool(fit.extra.get("threshold_relative")) == relative]
+    label = f"{threshold:g} x ceiling" if relative else threshold  # as the report names a relative threshold
+    fitted = recallkit.assert_scaling(experiment, expect=expect, preset="quick", threshold=label,
+                                      store=store_for(experiment))
+    mine = fitted.fits
+    assert all(fit.threshold == threshold and bool(fit.extra.get("threshold_relative")) == relative for fit in mine)
     verdicts = {fit.line: fit.verdict.verdict for fit in mine}
     assert {line: verdicts.get(line) for line in consistent} == dict.fromkeys(consistent, "consistent"), verdicts
     assert len(mine) == len(verdicts) == len(consistent) + inconclusive, verdicts

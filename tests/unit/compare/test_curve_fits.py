@@ -68,3 +68,25 @@ def test_a_relative_threshold_is_named_as_a_fraction_of_the_ceiling_in_the_asser
     assert str(relative.key) == "e [x, threshold 0.5 x ceiling]" and str(absolute.key) == "e [x, threshold 0.4]"
     assert "threshold 0.5 x ceiling:" in describe_fit(relative).splitlines()[0]
     assert "threshold 0.4:" in describe_fit(absolute).splitlines()[0]
+
+
+def test_a_relative_threshold_is_selected_by_its_label():
+    from types import SimpleNamespace
+
+    from recallkit.compare.assertions import _checked_thresholds
+    from recallkit.theory.errors import InputError
+
+    exp = SimpleNamespace(name="e", thresholds=[0.1, 0.5], relative_thresholds=[0.5])
+    assert _checked_thresholds(exp, ["0.5 x ceiling"]) == [(0.5, True)]
+    assert _checked_thresholds(exp, [0.5, "0.1"]) == [(0.5, False), (0.1, False)]
+    for bad in ("0.1 x ceiling", 0.25, "half", float("nan"), True):
+        with pytest.raises(InputError) as raised:
+            _checked_thresholds(exp, [bad])
+        assert str(raised.value).endswith("(its thresholds: 0.1, 0.5, 0.5 x ceiling)"), str(raised.value)
+    points = _points(1.5) + _points(1.5, relative=True)
+    for p in points:
+        p["threshold"] = 0.5  # one value, absolute and relative: two checks
+    both = fit_boundary_points(points, 1.5, experiment="e", n_bootstrap=20)
+    assert sorted(str(f.key) for f in both) == ["e [x, threshold 0.5 x ceiling]", "e [x, threshold 0.5]"]
+    (relative,) = fit_boundary_points(points, 1.5, experiment="e", n_bootstrap=20, thresholds=[(0.5, True)])
+    assert str(relative.key) == "e [x, threshold 0.5 x ceiling]"
