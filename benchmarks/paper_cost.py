@@ -39,7 +39,8 @@ from pathlib import Path
 from recallkit.empirics.config import parse_config
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.executors import LocalExecutor
-from recallkit.empirics.search import predicted_exponents, run_sweep
+from recallkit.empirics.plan import Plan, plan_of
+from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore
 
 H200_FP32_TFLOPS = 67.0  # NVIDIA H200 SXM: dense float32 (non-tensor-core) peak, the datasheet figure
@@ -71,7 +72,8 @@ def cpu_matmul_gflops(size: int = 1024, repeats: int = 10) -> float:
 class Answers:
     """Where each (line, threshold) is crossed: d = answer(line, base) * THRESHOLD_STEP**k for the k-th threshold."""
 
-    def __init__(self, experiment, caps: bool):
+    def __init__(self, planned: Plan, caps: bool):
+        experiment = planned.experiment
         self.exp = experiment
         self.caps = caps
         self.assumption: dict[str, str] = {}
@@ -85,7 +87,7 @@ class Answers:
                                                f"{experiment.size} = {own.max}")
                 continue
             start = search.start.evaluate({experiment.base: b0}) if search.start is not None else math.sqrt(search.min * search.max)
-            exponents = predicted_exponents(experiment, line) or (0.5, 0.0)
+            exponents = planned.search_exponents.get(line.label) or (0.5, 0.0)
             self.anchor[i] = (b0, start, *exponents)
             self.assumption[line.label] = (f"crosses {experiment.thresholds[0]} at {experiment.size} = {start:.0f} at "
                                            f"{experiment.base} = {b0} (search.start), then ~ {experiment.base}^{exponents[0]:.3g}"
@@ -101,9 +103,9 @@ class Answers:
         return size * THRESHOLD_STEP**threshold_index
 
 
-def simulate(experiment, answers: Answers) -> list[dict]:
+def simulate(planned: Plan, answers: Answers) -> list[dict]:
     """The configs the sweep trains, found by running its search against the stated answers."""
-    exp = experiment
+    exp = planned.experiment
     lookup: dict[str, int] = {}
 
     def line_of(config: dict) -> int:
@@ -135,7 +137,7 @@ def simulate(experiment, answers: Answers) -> list[dict]:
         return out
 
     with tempfile.TemporaryDirectory() as tmp, ResultStore(Path(tmp) / "simulated.db") as store:
-        run_sweep(exp, store, LocalExecutor(runner), log=None)
+        run_sweep(planned, store, LocalExecutor(runner), log=None)
     return trained
 
 
@@ -153,8 +155,9 @@ def estimate(name: str, preset: str, caps: bool, cpu_gflops: float | None) -> di
                 if line.search is not None:
                     ceiling = experiment.search.ceiling
                     line.search = dataclasses.replace(line.search, max=experiment.search.max, ceiling=ceiling)
-        answers = Answers(experiment, caps)
-        configs = simulate(experiment, answers)
+        planned = plan_of(experiment)  # once, after the caps above: the search and the anchors read the same plan
+        answers = Answers(planned, caps)
+        configs = simulate(planned, answers)
         assumption = answers.assumption
     cpu_rate = cpu_gflops or cpu_matmul_gflops()
     trainer = "three_step" if experiment.trainer == "three_step" else "adam"
