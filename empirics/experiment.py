@@ -97,7 +97,6 @@ Integer-valued parameters (sizes, batch size, epochs, steps) are floored after e
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import tomllib
@@ -279,9 +278,9 @@ class Experiment:
     relative_thresholds: list[float] = field(default_factory=list)  # search.method = "curve" only
     claims: list[Claim] = field(default_factory=list)  # [[claims]]: comparative claims between fitted lines
     file_lines: list[str] = field(default_factory=list)  # every line label of the file (a preset may run fewer)
-    # the run configs validated when the file was loaded (the corners of each line), by their canonical JSON:
-    # the search takes these instead of validating the same config a second time
-    checked_configs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # the run configs validated when the file was loaded (the corners of each line), by (line label, base value,
+    # size, seed): the search takes these instead of validating the same config a second time
+    checked_configs: dict[tuple[str, int, int, int], Any] = field(default_factory=dict, repr=False, compare=False)
 
     def values_of(self, line_index: int) -> list[int]:
         """The base values swept along one line (the preset's list, or that line's own)."""
@@ -337,9 +336,8 @@ class Experiment:
 
     def planned_config(self, line: Line, base_value: int, size_value: int, seed: int):
         """:meth:`build_config` validated (an ``empirics.config.ParsedConfig``), once per config."""
-        config = self.build_config(line, base_value, size_value, seed)
-        checked = self.checked_configs.get(json.dumps(config, sort_keys=True, default=str))
-        return checked if checked is not None else planned_config(config)
+        checked = self.checked_configs.get((line.label, base_value, size_value, seed))
+        return checked if checked is not None else planned_config(self.build_config(line, base_value, size_value, seed))
 
     def metric_of(self, line: "int | str") -> str:
         """The metric line ``line`` (an index or a label) is judged on: its own ``metric``, else the experiment's."""
@@ -817,7 +815,7 @@ def _check_corners(experiment: Experiment, max_runs: int | None = None) -> None:
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
                 where = f"{shown}: line {line.label!r} at {base}={b}, {size}={s}"
                 checked = planned_config(config, where=where)
-                experiment.checked_configs[json.dumps(config, sort_keys=True, default=str)] = checked
+                experiment.checked_configs[(line.label, b, s, experiment.seeds[0])] = checked
                 if experiment.kind == "grid":  # every size of a grid is trained; a search may never reach its max
                     check_memory(checked.parsed, where)
                 if search.budget_factor is not None and search.budget_key not in config:
