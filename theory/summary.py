@@ -1,9 +1,9 @@
 """The theory side of a report entry: a pack's terms, its default phase diagram and where each experiment line
 sits on it, as the plain dicts the report pages draw.
 
-:func:`default_regions` keeps each pack's diagram for the life of the process, keyed by the pack's file and
-its modification time (an edited pack is computed again): several experiments of one report share a pack,
-and the exact symbolic computation takes a second or more.
+:func:`default_regions` keeps each loaded pack's diagram for the life of the process (an edited pack file loads
+as a new pack and is computed again): several experiments of one report share a pack, and the exact symbolic
+computation takes a second or more.
 """
 from __future__ import annotations
 
@@ -17,23 +17,25 @@ from recallkit.theory.scaling import parse_scaling, to_monomial
 
 __all__ = ["default_regions", "line_points", "pack_pieces"]
 
-_REGIONS: dict[tuple[str, str, str], RegionDiagram | RecallkitError] = {}
+# id(pack) -> (the pack, its diagram or the error computing it). load_pack returns one Pack object per unchanged
+# file, so an edited pack is a new object and is computed again; the pack is kept in the entry, so an id is never
+# taken for another object's.
+_REGIONS: dict[int, tuple[Pack, RegionDiagram | RecallkitError]] = {}
 
 
 def default_regions(pack: Pack) -> RegionDiagram:
-    """The pack's phase diagram with its default scaling, axes and box (computed once per process and file);
+    """The pack's phase diagram with its default scaling, axes and box (computed once per process and loaded pack);
     a pack without one raises the same RecallkitError every time."""
-    path = Path(str(pack.path or ""))
-    key = (pack.name, str(path), str(path.stat().st_mtime_ns) if path.is_file() else "")
-    if key not in _REGIONS:
+    entry = _REGIONS.get(id(pack))
+    if entry is None or entry[0] is not pack:
         try:
-            _REGIONS[key] = compute_regions(pack)
+            entry = (pack, compute_regions(pack))
         except RecallkitError as exc:
-            _REGIONS[key] = exc
-    found = _REGIONS[key]
-    if isinstance(found, RecallkitError):
-        raise found
-    return found
+            entry = (pack, exc)
+        _REGIONS[id(pack)] = entry
+    if isinstance(entry[1], RecallkitError):
+        raise entry[1]
+    return entry[1]
 
 
 def pack_pieces(pack: Pack | str | Path | None, line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
