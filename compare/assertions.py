@@ -13,7 +13,6 @@ when they pass.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,18 +27,13 @@ from recallkit.empirics.experiment import Experiment, SafeExpression, load_exper
 from recallkit.empirics.plan import Plan, plan_of, realised_rows
 from recallkit.empirics.records import threshold_text
 from recallkit.empirics.search import replay
-from recallkit.empirics.store import DEFAULT_STORE, ResultStore
+from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.theory.errors import InputError
 from recallkit.theory.realised import realised_prediction
 
 __all__ = ["assert_slope", "check_verdicts", "default_store_path", "describe_fit", "expected_verdicts",
            "ExperimentFits", "fit_arrays", "fit_boundary_points", "fit_experiment", "METHOD", "predictions_for",
            "realised_predictions", "regressor_for"]
-
-
-def default_store_path() -> str:
-    """The store `recallkit sweep` uses: $RECALLKIT_STORE, else empirics.store.DEFAULT_STORE."""
-    return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
 
 def expected_verdicts(expect: str | Iterable[str]) -> tuple[str, ...]:

@@ -21,13 +21,14 @@ import csv
 import datetime as _dt
 import io
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from recallkit.theory.errors import InputError, RecallkitError
 
-__all__ = ["APPLICATION", "DEFAULT_STORE", "flatten_row", "json_default", "ResultStore", "ROW_COLUMNS",
+__all__ = ["default_store_path", "APPLICATION", "DEFAULT_STORE", "flatten_row", "json_default", "ResultStore", "ROW_COLUMNS",
            "SCHEMA_VERSION", "SQLITE_HEADER"]
 
 
@@ -35,6 +36,11 @@ APPLICATION = "recallkit-results"
 SCHEMA_VERSION = 1
 SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_STORE = "results/recallkit.db"
+
+
+def default_store_path() -> str:
+    """The results store every command uses without ``--store``: $RECALLKIT_STORE, else :data:`DEFAULT_STORE`."""
+    return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -8,10 +8,10 @@ from typing import Any, List, Optional
 
 import typer
 
-from recallkit.cli_sweep import default_store_path
 from recallkit.empirics.executors import make_executor
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.records import CheckKey
+from recallkit.empirics.store import default_store_path
 from recallkit.fail_on import fail_on_verdicts, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError, RecallkitError
@@ -153,8 +153,7 @@ def register(app: typer.Typer) -> None:
         executor = None
         if run:
             executor = make_executor("local", device=None if device == "auto" else device)
-        if run:  # Ctrl-C then names the store and its row count
-            watch_store(store or default_store_path())
+            watch_store(store or default_store_path())  # Ctrl-C then names the store and its row count
         try:
             fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, executor=executor,
                                    progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,

@@ -10,9 +10,8 @@ from typing import Optional
 import typer
 
 from recallkit import registry
-from recallkit.cli_sweep import default_store_path
 from recallkit.empirics.provenance import code_version
-from recallkit.empirics.store import ResultStore
+from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 

@@ -6,7 +6,6 @@ Progress goes to stderr; ``--json`` prints one JSON document on stdout and nothi
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 from typing import Optional
@@ -17,20 +16,14 @@ from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import make_executor
 from recallkit.empirics.plan import plan
 from recallkit.empirics.search import replay, run_sweep
-from recallkit.empirics.store import DEFAULT_STORE, ResultStore
+from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 
-__all__ = ["default_store_path", "register", "STORE_HELP"]
+__all__ = ["register", "STORE_HELP"]
 
 
 STORE_HELP = "results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db"
-
-
-def default_store_path() -> str:
-    """$RECALLKIT_STORE, else empirics.store.DEFAULT_STORE, as compare.assertions.default_store_path; the CLI's
-    commands share this copy because importing compare.assertions would load scipy for --help."""
-    return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
 
 def _format_points(result) -> list[str]:

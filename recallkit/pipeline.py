@@ -26,14 +26,13 @@ from tqdm import tqdm
 
 from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
-from recallkit.compare.assertions import default_store_path
 from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import fixed_threads, make_executor, usable_cores
 from recallkit.empirics.experiment import resolve_experiment
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
-from recallkit.empirics.store import DEFAULT_STORE, ResultStore
+from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.own_steps import OwnSteps
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
@@ -208,7 +207,7 @@ def run_report(settings: ReportSettings) -> Path:
 
 def report_store(settings: ReportSettings) -> Path:
     """The results store a report reads and writes: ``--store``, else $RECALLKIT_STORE, else the default."""
-    return Path(settings.store or os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE)
+    return Path(settings.store or default_store_path())
 
 
 def _checked_plans(settings: ReportSettings, store_path: Path, failures: list[str]) -> list[Plan]:
