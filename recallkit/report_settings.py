@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from recallkit.theory.summary import pack_pieces
-
 __all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext"]
 
 DEFAULT_OUT = Path("reports/out")
@@ -48,5 +46,3 @@ class StepContext:
     @property
     def preset(self) -> str:
         return self.settings.preset
-
-    pack_pieces = staticmethod(lambda pack, lines=(): pack_pieces(pack, list(lines)))
