@@ -1,4 +1,4 @@
-"""Theory-guided search for boundary points, and the sweep driver that trains its runs.
+"""Theory-guided search for boundary points: the entry points (run_sweep, replay) over the driver and its strategies.
 
 For each cell (line, base value, seed, threshold) of a ``min_size`` experiment the search finds the
 smallest size (d) whose metric reaches the threshold; for ``max_capacity`` the largest size (N)
@@ -50,23 +50,13 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from recallkit.empirics.experiment import Experiment, Line
-from recallkit.empirics.plan import Plan, plan_of
+from recallkit.empirics.experiment import Experiment
+from recallkit.empirics.plan import Plan
 from recallkit.empirics.search_types import MISSING, CellResult, Failure, SearchStrategy, SweepResult
 from recallkit.empirics.sweep_driver import SweepDriver
-from recallkit.theory.errors import RecallkitError
 
 __all__ = ["MISSING", "CellResult", "Failure", "SearchStrategy", "SweepDriver", "SweepResult", "boundary_points",
-           "grid_points", "predicted_exponents", "replay", "run_sweep"]
-
-
-def predicted_exponents(experiment: Experiment | Plan, line: Line) -> tuple[float, float] | None:
-    """(x, y) with searched size ~ base**x (log base)**y on ``line``, from the plan's theory pack, or None
-    when the pack is missing or cannot predict this line (the search then calibrates from data alone)."""
-    try:
-        return plan_of(experiment).search_exponents.get(line.label)
-    except RecallkitError:
-        return None
+           "grid_points", "replay", "run_sweep"]
 
 
 def run_sweep(experiment: Experiment | Plan, store, executor, progress: bool = False,

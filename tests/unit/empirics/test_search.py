@@ -8,7 +8,8 @@ import pytest
 
 from recallkit.empirics.executors import LocalExecutor
 from recallkit.empirics.experiment import experiment_from_dict
-from recallkit.empirics.search import boundary_points, predicted_exponents, replay, run_sweep
+from recallkit.empirics.plan import plan_of
+from recallkit.empirics.search import boundary_points, replay, run_sweep
 from recallkit.empirics.store import ResultStore
 from recallkit.theory.errors import InputError
 
@@ -200,7 +201,7 @@ def test_max_capacity_finds_the_largest_n(store):
         "presets": {"quick": {"d": [8, 16, 32], "seeds": [0, 1]}},
     }
     exp = experiment_from_dict(raw, "cap.toml")
-    assert predicted_exponents(exp, exp.lines[0]) == pytest.approx((2.0, -1.0))  # N ~ d^2 / log d
+    assert plan_of(exp).search_exponents["linear"] == pytest.approx((2.0, -1.0))  # N ~ d^2 / log d
     result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
     for p in result.points:
         expected = max(n for n in range(2, 5000) if fake_accuracy({"N": n, "d": p["d"], "seed": p["seed"]}) >= 0.5)
