@@ -29,7 +29,7 @@ from recallkit.empirics.config import parse_config, shape_key
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
-__all__ = ["DaskExecutor", "default_runner", "fixed_threads", "LocalExecutor", "make_executor", "run_with_threads",
+__all__ = ["ignore_sigint", "DaskExecutor", "default_runner", "fixed_threads", "LocalExecutor", "make_executor", "run_with_threads",
            "Runner", "shape_group_key", "split_work", "usable_cores"]
 
 
@@ -43,12 +43,10 @@ def default_runner(configs: list[dict], device=None, progress: bool = False) -> 
 
 
 def run_with_threads(runner: Runner, configs: list[dict], device, threads: int | None) -> list[dict]:
-    """Run ``configs`` with ``runner`` after fixing the torch thread count (module level: Dask pickles it)."""
-    if threads is not None:
-        import torch  # only where training happens: torch takes about 1 s to import
-
-        torch.set_num_threads(threads)
-    return list(runner(configs, device=device, progress=False))
+    """Run ``configs`` with ``runner`` with the torch thread count fixed to ``threads`` (and restored after, when it
+    runs in this process); module level: Dask pickles it."""
+    with fixed_threads(threads):
+        return list(runner(configs, device=device, progress=False))
 
 
 @contextlib.contextmanager
@@ -77,7 +75,7 @@ def shape_group_key(config: dict) -> str:
         return json.dumps(rest, sort_keys=True, default=str)
 
 
-def _ignore_sigint() -> None:
+def ignore_sigint() -> None:
     """Workers leave Ctrl-C to the parent, which stops them (and keeps every stored result)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -150,7 +148,7 @@ class LocalExecutor:
             return run_with_threads(self.runner, configs, self.device, self.threads)
         if self._pool is None:
             # spawn, not fork: a forked copy of a process that has run torch's thread pools can hang
-            self._pool = multiprocessing.get_context("spawn").Pool(self.workers, initializer=_ignore_sigint)
+            self._pool = multiprocessing.get_context("spawn").Pool(self.workers, initializer=ignore_sigint)
         pending = [self._pool.apply_async(run_with_threads, (self.runner, [configs[i] for i in part], self.device,
                                                              self.threads)) for part in parts]
         results: list[dict | None] = [None] * len(configs)
