@@ -1,7 +1,8 @@
 """Benchmark of the main job, `recallkit report` (quick preset), three times in one run on this machine:
 
 1. cold: an empty store (everything is trained) into a fresh folder;
-2. warm: the store full (nothing trained) into another fresh folder, so every page is drawn;
+2. warm: the store full (nothing trained) into another fresh folder: every page the cold run drew is copied from
+   the page cache (those whose data changed, e.g. notes with the cold run's counts, are drawn again);
 3. unchanged warm: the same again into the warm run's folder, so every page is reused.
 
 Targets: cold < 10 min; warm <= 10 s; unchanged warm <= 5 s, on a 2-core CPU. The pages go through a page cache

@@ -39,7 +39,8 @@ def sweep_and_fit(
 
     ``experiment``: an ``empirics.plan.Plan``, a path or a shipped experiment's name (planned here with
     ``preset``). ``fit_options`` (delta, alpha, thresholds, predicted) go to
-    :func:`recallkit.compare.fit_experiment`, which fits the search's own records (nothing is replayed).
+    :func:`recallkit.compare.fit_experiment`, which fits the search's own records (with ``run``, the sweep just made;
+    without, the store replayed once).
     """
     planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset)
     if not planned.is_search:

@@ -4,9 +4,10 @@
 one place (with the CLI) allowed to import all of them. It names no system: it loops over the
 registry (``recallkit.registry``). Each experiment is one step:
 
-- a search experiment (``empirics.experiment`` schema) is swept (training only what the results
-  store lacks) and fitted by ``compare.fit_experiment``; its heatmap cells are replayed from the
-  store; the system that owns its pack may add its own verdicts (``System.search_judge``);
+- a search experiment (planned once, ``empirics.plan``) is swept (training only what the results
+  store lacks) and fitted by ``compare.fit_experiment``; its heatmap cells and boundary points are the
+  search's own records, kept with the fits; the system that owns its pack may add its own verdicts
+  (``System.search_judge``);
 - a file with a table a system registered in ``System.runners`` runs through that runner;
 - then each system's ``report_steps`` (e.g. a term-probe table).
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import recallkit
+from recallkit.empirics.records import threshold_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.acceptance]
 
@@ -81,7 +82,7 @@ def store_for(tmp_path_factory):
 @pytest.mark.parametrize("experiment, threshold, relative, consistent, inconclusive, expect", SCALING,
                          ids=[f"{e}-{t}{'-relative' if r else ''}" for e, t, r, *_ in SCALING])
 def test_scaling_line_is_consistent(store_for, experiment, threshold, relative, consistent, inconclusive, expect):
-    label = f"{threshold:g} x ceiling" if relative else threshold  # as the report names a relative threshold
+    label = threshold_text(threshold, relative) if relative else threshold  # as the report names a relative one
     fitted = recallkit.assert_scaling(experiment, expect=expect, preset="quick", threshold=label,
                                       store=store_for(experiment))
     mine = fitted.fits
