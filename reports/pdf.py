@@ -17,32 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from recallkit.reports import page_cache, render
-from recallkit.reports.appendix import appendix_items
-from recallkit.reports.contents import contents_entries, contents_links, contents_page_count
 from recallkit.reports.join_cache import join_key, record_join, reuse_previous_join
 from recallkit.reports.layout import experiment_pages, report_pages
-from recallkit.reports.output_folder import REPORT_NAME, STAGING_PREFIX, check_output_dir, move_into_place, new_staging
+from recallkit.reports.output_folder import REPORT_NAME, check_output_dir, move_into_place, new_staging
 from recallkit.reports.pdf_writer import join_pages
 from recallkit.reports.pdf_writer import stamp_footer as _number  # noqa: F401 - looked up by _join at call time
-from recallkit.reports.summary_rows import (
-    BASE_KINDS,
-    claim_rows,
-    entry_page_kinds,
-    kinds,
-    overview_rows,
-    summary_date,
-    summary_entries,
-    validate_summary,
-)
+from recallkit.reports.summary_rows import (claim_rows, overview_rows, summary_date, summary_entries,
+                                            validate_summary)
 from recallkit.reports.text_pages import error_page, lower_bound_gap_page, lower_bound_gap_rows
-from recallkit.reports.text_pages import section_page as _section_page  # noqa: F401 - tests draw it alone
-from recallkit.reports.text_pages import title_page as _title_page  # noqa: F401 - tests draw it alone
 from recallkit.theory.errors import InputError
 
+# the report's entry points, and the names callers imported from here before the module was split by job
 __all__ = ["build_report", "ReportBuilder", "experiment_entry", "summary_entries", "validate_summary", "claim_rows",
-           "overview_rows", "check_output_dir", "kinds", "entry_page_kinds", "report_pages", "contents_entries",
-           "contents_links", "contents_page_count", "appendix_items", "lower_bound_gap_rows", "lower_bound_gap_page",
-           "BASE_KINDS", "REPORT_NAME", "SCHEMA", "STAGING_PREFIX"]
+           "overview_rows", "check_output_dir", "lower_bound_gap_rows", "lower_bound_gap_page", "REPORT_NAME",
+           "SCHEMA"]
 
 SCHEMA = "recallkit.summary/1"
 

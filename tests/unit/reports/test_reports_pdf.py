@@ -11,6 +11,7 @@ import pytest
 from recallkit import theory
 from recallkit.reports import pdf as pdf_mod
 from recallkit.reports.pdf import REPORT_NAME, build_report, summary_entries, validate_summary
+from recallkit.reports.text_pages import section_page, title_page
 from tests.unit.reports.test_reports_figures import (
     SYNTHETIC_TERMS,
     synthetic_capacity,
@@ -363,7 +364,7 @@ def test_title_page_overview_and_failures():
     assert (probes_row["consistent"], probes_row["inconclusive"], probes_row["inconsistent"], probes_row["checks"]) \
         == (3, 3, 3, 9)
     assert overview[1]["config_hashes"] == "geo-b97ccdbda3056356"
-    fig = pdf_mod._title_page(s, rows)
+    fig = title_page(s, rows)
     from matplotlib.text import Text
 
     text = " ".join(t.get_text() for t in fig.findobj(Text))
@@ -398,7 +399,7 @@ def test_section_page_with_long_title_and_many_notes_stays_on_the_page():
     rows = summary_entries(geometric_summary())[:3]
     notes = [f"note {i}: " + "a sweep note that is long enough to wrap onto a second line of the page " * 2
              for i in range(40)]
-    fig = pdf_mod._section_page("7. " + "A very long experiment title that goes on " * 6, notes, rows)
+    fig = section_page("7. " + "A very long experiment title that goes on " * 6, notes, rows)
     assert_text_inside(fig)
     from matplotlib.text import Text
 
