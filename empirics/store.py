@@ -13,16 +13,33 @@ by config hash. The code version is recorded with each row, not part of the key;
 ``code_versions()``. The database runs in WAL mode: one writer (the sweep driver, one transaction
 per batch) and any number of readers while it runs. A file that is not a SQLite database, or a
 SQLite database that is not ours, is refused with a one-line error and never written to.
+
+What the store does with what it may meet:
+
+- A row whose ``config_json`` or ``metrics_json`` is not a JSON object (edited by hand into bad JSON, or
+  into a list) is read as not stored: every command goes on, and one warning line on stderr says how
+  many rows were skipped, names each (rowid, config hash, column, what is wrong) and gives the
+  ``DELETE`` that removes them. Read-only commands (``results``, ``fit --no-run``) therefore report the
+  cells those runs decide as missing; a sweep (and ``fit``, ``report``) trains them again, and the new row
+  replaces the damaged one.
+- A store without write permission (the file, its folder or the medium) opens for reading, so commands
+  with nothing to train work from it; the first write refuses in one line naming the store.
+- A new store appears whole or not at all (built beside its path and hard-linked into place), so
+  processes that start at once on the same new path all open the one complete store.
 """
 from __future__ import annotations
 
 import contextlib
 import csv
 import datetime as _dt
+import errno
 import io
 import json
 import os
+import shlex
 import sqlite3
+import sys
+import uuid
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -42,9 +59,12 @@ def default_store_path() -> str:
     """The results store every command uses without ``--store``: $RECALLKIT_STORE, else :data:`DEFAULT_STORE`."""
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE runs (
+# One script, one transaction: idempotent, so a creator that finds the tables already there (another
+# process filled the same empty file first) changes nothing.
+_SCHEMA = f"""
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
     config_hash   TEXT PRIMARY KEY,
     config_json   TEXT NOT NULL,
     experiment    TEXT NOT NULL,
@@ -58,11 +78,13 @@ CREATE TABLE runs (
     code_version  TEXT,
     created_at    TEXT NOT NULL
 );
-CREATE TABLE experiment_runs (
+CREATE TABLE IF NOT EXISTS experiment_runs (
     experiment  TEXT NOT NULL,
     config_hash TEXT NOT NULL REFERENCES runs(config_hash),
     PRIMARY KEY (experiment, config_hash)
 );
+INSERT OR IGNORE INTO meta VALUES ('application', '{APPLICATION}'), ('schema_version', '{SCHEMA_VERSION}');
+COMMIT;
 """
 
 ROW_COLUMNS = ("config_hash", "experiment", "seed", "accuracy", "wall_time_s", "device", "threads",
@@ -83,41 +105,58 @@ class ResultStore:
         self.write_refused: str | None = None
         if self.path.is_dir():
             raise InputError(f"{self.path}: is a directory, expected a results store file (SQLite)")
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        if exists:
-            try:
-                with open(self.path, "rb") as fh:
-                    header = fh.read(len(SQLITE_HEADER))
-            except OSError as exc:
-                raise InputError(f"{self.path}: cannot read the results store ({exc.strerror or exc})") from None
-            if header != SQLITE_HEADER:
-                raise InputError(f"{self.path}: not a recallkit results store (not a SQLite database); refusing to touch it")
-        elif readonly:
-            raise InputError(f"{self.path}: no results store here (run 'recallkit sweep' first or pass --store)")
-        else:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise InputError(f"{self.path}: cannot create the results store here ({exc.strerror or exc})") from None
+        self._damaged: set[str] = set()  # config hashes of rows read with damaged JSON: add() replaces them
+        if not (self.path.exists() and self.path.stat().st_size > 0):
+            if readonly:
+                raise InputError(f"{self.path}: no results store here (run 'recallkit sweep' first or pass --store)")
+            self._create()
         try:
-            if exists:
-                self._db = self._connect_readonly()
-                try:
-                    self._check_or_create(exists)  # validated before any write
-                except sqlite3.OperationalError:
-                    # a WAL-mode file whose index SQLite may not create here: read it as an immutable file
-                    self._db.close()
-                    self._db = self._connect_readonly(immutable=True)
-                    self._check_or_create(exists)
-                if not readonly:
-                    self._reopen_for_writing()
-            else:
-                self._db = sqlite3.connect(self.path, timeout=30)
-                self._check_or_create(exists)
+            with open(self.path, "rb") as fh:
+                header = fh.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read the results store ({exc.strerror or exc})") from None
+        if header != SQLITE_HEADER:
+            raise InputError(f"{self.path}: not a recallkit results store (not a SQLite database); refusing to touch it")
+        try:
+            if not self._open_checked():  # validated before any write
+                # a SQLite file without tables holds nobody's data: fill it in place (locked and idempotent, as
+                # another process may be filling the same empty file at this moment)
+                self._db.close()
+                _write_schema(self.path)
+                if not self._open_checked():
+                    raise InputError(f"{self.path}: cannot create the results store (its tables did not appear)")
+            if not readonly:
+                self._reopen_for_writing()
         except sqlite3.DatabaseError as exc:
-            if not exists:
-                raise InputError(f"{self.path}: cannot create the results store ({exc})") from None
             raise InputError(f"{self.path}: unreadable results store ({exc}); refusing to touch it") from None
+
+    def _create(self) -> None:
+        """Make a new store that appears whole or not at all, so that processes starting at once on the same new
+        path all open one complete store: it is built under a name of its own beside ``path`` and hard-linked into
+        place, which fails for all but the first (they open that one). An empty file already at ``path``, or a
+        filesystem without hard links, gets the schema in place instead, in one locked, idempotent transaction."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot create the results store here ({exc.strerror or exc})") from None
+        building = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.new")
+        try:
+            try:
+                _write_schema(building)
+                os.link(building, self.path)
+            except FileExistsError:
+                if self.path.stat().st_size == 0:  # e.g. a name reserved with mkstemp
+                    _write_schema(self.path)
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK):
+                    raise
+                _write_schema(self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(f"{self.path}: cannot create the results store "
+                             f"({getattr(exc, 'strerror', None) or exc})") from None
+        finally:
+            for leftover in (building, Path(f"{building}-wal"), Path(f"{building}-shm"), Path(f"{building}-journal")):
+                leftover.unlink(missing_ok=True)
 
     def _connect_readonly(self, immutable: bool = False) -> sqlite3.Connection:
         """Read-only, and on read-only media (where SQLite cannot create the WAL index) as an immutable
@@ -135,10 +174,19 @@ class ResultStore:
             return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=30)
 
     def _reopen_for_writing(self) -> None:
+        if not os.access(self.path, os.W_OK):
+            # SQLite would open it read-only without saying so, and leave -wal/-shm files beside it that
+            # stop the next writer once the permission is back
+            self.readonly = True
+            self.write_refused = "the file is not writable here: no write permission, or read-only media"
+            return
         try:
             db = sqlite3.connect(self.path, timeout=30)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("BEGIN IMMEDIATE")
+            # a write statement fails on a file SQLite could only open read-only, even when it changes nothing
+            # (BEGIN IMMEDIATE alone passes there)
+            db.execute("DELETE FROM meta WHERE key IS NULL")
             db.execute("ROLLBACK")
         except sqlite3.OperationalError as exc:
             # read-only media or permissions: keep the read-only connection; writing says why
@@ -148,17 +196,24 @@ class ResultStore:
         self._db.close()
         self._db = db
 
-    def _check_or_create(self, exists: bool) -> None:
+    def _open_checked(self) -> bool:
+        """Open read-only and check the store; False for a SQLite file without tables, where a writer may create
+        the store."""
+        self._db = self._connect_readonly()
+        try:
+            return self._check()
+        except sqlite3.OperationalError:
+            # a WAL-mode file whose index SQLite may not create here: read it as an immutable file
+            self._db.close()
+            self._db = self._connect_readonly(immutable=True)
+            return self._check()
+
+    def _check(self) -> bool:
         tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
             if self.readonly:
-                raise InputError(f"{self.path}: empty database, not a recallkit results store")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            with self._db:
-                self._db.executescript(_SCHEMA)
-                self._db.executemany("INSERT INTO meta VALUES (?, ?)",
-                                     [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))])
-            return
+                raise InputError(f"{self.path}: empty SQLite database, not a recallkit results store")
+            return False
         if "meta" not in tables:
             raise InputError(f"{self.path}: a SQLite database that is not a recallkit results store (no meta table); refusing to touch it")
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
@@ -171,6 +226,7 @@ class ResultStore:
         integrity = self._db.execute("PRAGMA quick_check").fetchone()[0]
         if integrity != "ok":
             raise InputError(f"{self.path}: results store is corrupted ({integrity}); refusing to touch it")
+        return True
 
     # ------------------------------------------------------------------ reading
     def get(self, hashes: Iterable[str]) -> dict[str, dict]:
@@ -180,22 +236,42 @@ class ResultStore:
         for start in range(0, len(hashes), 500):
             chunk = hashes[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            cursor = self._db.execute(f"SELECT {', '.join(ROW_COLUMNS)} FROM runs WHERE config_hash IN ({marks})", chunk)
-            for row in cursor:
-                record = _row_dict(row)
-                found[record["config_hash"]] = record
+            cursor = self._db.execute(f"SELECT rowid, {', '.join(ROW_COLUMNS)} FROM runs WHERE config_hash IN ({marks})",
+                                      chunk)
+            found.update((record["config_hash"], record) for record in self._records(cursor))
         return found
 
     def rows(self, experiment: str | None = None) -> list[dict]:
         """All rows (or those an experiment asked for), oldest first."""
-        cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
+        cols = ", ".join(f"r.{c}" for c in ("rowid",) + ROW_COLUMNS)
         if experiment is None:
             cursor = self._db.execute(f"SELECT {cols} FROM runs r ORDER BY r.rowid")
         else:
             cursor = self._db.execute(
                 f"SELECT {cols} FROM runs r JOIN experiment_runs e ON e.config_hash = r.config_hash "
                 "WHERE e.experiment = ? ORDER BY r.rowid", (experiment,))
-        return [_row_dict(row) for row in cursor]
+        return self._records(cursor)
+
+    def _records(self, cursor: Iterable[Sequence]) -> list[dict]:
+        """Rows (rowid first) as dicts, without those whose JSON was damaged: each of those is named once per
+        process, in one warning line per read, and remembered so that :meth:`add` replaces it."""
+        records, damaged = [], []
+        for row in cursor:
+            try:
+                records.append(_row_dict(row[1:]))
+            except _DamagedRow as exc:
+                damaged.append((row[0], row[1], str(exc)))
+                self._damaged.add(row[1])
+        new = [d for d in damaged if (str(self.path.resolve()), d[0]) not in _WARNED]
+        if new:
+            _WARNED.update((str(self.path.resolve()), rowid) for rowid, _, _ in new)
+            noun = "row" if len(new) == 1 else "rows"
+            named = "; ".join(f"rowid {rowid} (config_hash {h}): {why}" for rowid, h, why in new)
+            delete = f"DELETE FROM runs WHERE rowid IN ({', '.join(str(rowid) for rowid, _, _ in new)})"
+            print(f"warning: {self.path}: skipped {len(new)} stored {noun} with damaged JSON, read as not stored "
+                  f"(a sweep trains {'it' if len(new) == 1 else 'them'} again and replaces the {noun}): {named}; "
+                  f"to remove: sqlite3 {shlex.quote(str(self.path))} {shlex.quote(delete)}", file=sys.stderr)
+        return records
 
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
@@ -220,13 +296,17 @@ class ResultStore:
                 m.get("accuracy"), m.get("wall_time_s"), m.get("device"), m.get("threads"),
                 torch_version, code_version, now,
             ))
+        replaced = [(h,) for h in hashes if h in self._damaged]
         with self._writing():
+            if replaced:  # rows read with damaged JSON: the new ones take their place
+                self._db.executemany("DELETE FROM runs WHERE config_hash = ?", replaced)
             self._db.executemany(
                 "INSERT OR IGNORE INTO runs (config_hash, config_json, experiment, seed, metrics_json, accuracy, "
                 "wall_time_s, device, threads, torch_version, code_version, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 records,
             )
             self._db.executemany("INSERT OR IGNORE INTO experiment_runs VALUES (?, ?)", [(experiment, h) for h in hashes])
+        self._damaged.difference_update(hashes)
 
     def link(self, experiment: str, hashes: Iterable[str]) -> None:
         """Record that ``experiment`` uses already-stored rows (so 'results' lists them)."""
@@ -290,10 +370,40 @@ class ResultStore:
         self.close()
 
 
+def _write_schema(path: Path) -> None:
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)  # the script holds its own transaction
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        try:
+            db.executescript(_SCHEMA)
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+    finally:
+        db.close()
+
+
+class _DamagedRow(ValueError):
+    """A stored row whose config or metrics are not a JSON object (edited by hand, or written by something else)."""
+
+
+# (store file, rowid) of every damaged row already named in this process: a report reads a row for each
+# experiment that asks for it, and the warning says it once
+_WARNED: set[tuple[str, int]] = set()
+
+
 def _row_dict(row: Sequence) -> dict:
     record = dict(zip(ROW_COLUMNS, row))
-    record["config"] = json.loads(record.pop("config_json"))
-    record["metrics"] = json.loads(record.pop("metrics_json"))
+    for column, key in (("config_json", "config"), ("metrics_json", "metrics")):
+        text = record.pop(column)
+        try:
+            value = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise _DamagedRow(f"{column} is not JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise _DamagedRow(f"{column} is {json.dumps(value)[:40]}, expected a JSON object")
+        record[key] = value
     return record
 
 
