@@ -6,8 +6,8 @@ imports heavy libraries (torch, matplotlib) only inside the command bodies so th
 """
 from __future__ import annotations
 
+import os
 import sys
-from typing import Optional
 
 import typer
 
@@ -31,22 +31,43 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's own help: paragraphs re-flowed to the terminal and no type after a flag (rich's panels kept a
+    # docstring's line breaks and showed <bool> after every flag); and the help is built as text, so the
+    # no-arguments error does not print it a second time while it is made
+    rich_markup_mode=None,
 )
 
 
-def _version_callback(value: bool) -> None:
-    if value:
-        typer.echo(f"recallkit {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
+@app.callback(invoke_without_command=True)
 def _root(
-    version: Optional[bool] = typer.Option(
-        None, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
-    ),
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     """Check the theory of factual recall in transformers against training runs."""
+    # not an eager callback: that would print the version before the rest of the line is read, so
+    # 'recallkit --version extra' would exit 0; here an unknown command has already failed
+    if version:
+        if ctx.invoked_subcommand is not None:
+            ctx.fail(f"--version: takes no command, got {ctx.invoked_subcommand!r}")
+        typer.echo(f"recallkit {__version__}")
+        raise typer.Exit()
+    if ctx.invoked_subcommand is None:  # 'recallkit --': arguments, but no command among them
+        ctx.fail("no command given")
+    _check_source_date_epoch()
+
+
+def _check_source_date_epoch() -> None:
+    """SOURCE_DATE_EPOCH checked before any command imports scipy: numpy's f2py, which scipy loads, parses it
+    with int() at import and raises a traceback on anything else, a blank value included."""
+    raw = os.environ.get("SOURCE_DATE_EPOCH")
+    if raw is None:
+        return
+    if not raw.strip():
+        del os.environ["SOURCE_DATE_EPOCH"]  # blank is unset to recallkit (reports.style), and so to numpy too
+        return
+    from recallkit.reports.style import source_date  # matplotlib (about 0.3 s): only when the variable is set
+
+    source_date()
 
 
 def _register() -> None:

@@ -17,7 +17,6 @@ message is printed), so a long run is never lost to one bad file.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import sys
 import time
 from pathlib import Path
@@ -153,9 +152,9 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
 def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
     import torch
 
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    now = (_dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch
-           else _dt.datetime.now(_dt.timezone.utc))
+    from recallkit.reports.style import source_date  # the one reading of SOURCE_DATE_EPOCH, as the PDF's dates
+
+    now = source_date() or _dt.datetime.now(_dt.timezone.utc)
     return {
         "code_version": code_version(), "recallkit_version": __version__,
         "date": now.isoformat(timespec="seconds"),

@@ -97,10 +97,10 @@ def source_date() -> _dt.datetime | None:
     if raw is None or raw.strip() == "":
         return None
     try:
-        epoch = int(raw)
-    except ValueError:
-        raise InputError(f"SOURCE_DATE_EPOCH: expected an integer number of seconds, got {raw!r}") from None
-    return _dt.datetime.fromtimestamp(epoch, tz=_dt.timezone.utc)
+        return _dt.datetime.fromtimestamp(int(raw), tz=_dt.timezone.utc)
+    except (ValueError, OverflowError, OSError):  # not an integer, or a date beyond the year 9999
+        raise InputError(f"SOURCE_DATE_EPOCH: expected an integer number of seconds since 1970-01-01 (UTC), "
+                         f"up to 253402300799 (the end of 9999), got {raw!r}") from None
 
 
 def pdf_metadata(title: str | None = None, fallback_date: _dt.datetime | None = None) -> dict:
