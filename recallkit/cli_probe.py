@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from recallkit import registry
+from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.interrupts import watch_store
@@ -39,7 +40,7 @@ def register(app: typer.Typer) -> None:
                                                             "of log size on all log variables."),
         delta: Optional[float] = typer.Option(None, "--delta", help="Equivalence margin on the exponent (default: the file's, 0.25)."),
         alpha: Optional[float] = typer.Option(None, "--alpha", help="Test level (default: the file's, 0.05)."),
-        threads: int = typer.Option(1, "--threads", help="torch CPU threads (recorded with every row)."),
+        threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch CPU threads (recorded with every row)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
     ) -> None:
         """Split the logits after the three steps into the pack's terms on a grid where one of V, N, d, L, m
@@ -49,8 +50,6 @@ def register(app: typer.Typer) -> None:
         L-powers (drift-corrected), which separates finite-L transients from errors in the derivation."""
         import torch  # about 1 s to import: only when a probe runs, never for --help
 
-        if threads < 1:
-            raise InputError(f"--threads: expected a positive integer, got {threads}")
         torch.set_num_threads(threads)
         run_probe, format_table = _probe_functions(probe)
         result_store = None

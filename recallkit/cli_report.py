@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
+from recallkit.cli_sweep import MAX_PROCESSES, MAX_THREADS
+from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
 from recallkit.fail_on import fail_on_verdicts, verdicts_matching
 from recallkit.interrupts import watch_store
-from recallkit.theory.errors import InputError
+from recallkit.theory.errors import InputError, RecallkitError
 
 __all__ = ["register", "report"]
 
@@ -27,15 +29,15 @@ def report(
         None, "--store", help="Results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db. Reused runs are not retrained."),
     executor: str = typer.Option("local", "--executor", help="local (in-process batched engine) or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address tcp://HOST:PORT."),
-    dask_local: Optional[int] = typer.Option(None, "--dask-local", help="Start a Dask LocalCluster with N workers."),
+    dask_local: Optional[int] = typer.Option(None, "--dask-local", min=1, max=MAX_PROCESSES, help="Start a Dask LocalCluster with N workers."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda or cuda:N (default: cuda when present, else cpu)."),
     workers: Optional[int] = typer.Option(
-        None, "--workers", help="local executor: processes training at once (default: one per usable core); the numbers do not depend on it."),
-    threads: int = typer.Option(1, "--threads", help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
+        None, "--workers", min=1, max=MAX_PROCESSES, help="local executor: processes training at once (default: one per usable core); the numbers do not depend on it."),
+    threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
     probes: bool = typer.Option(True, "--probes/--no-probes", help="Include the token-retrieval term probes."),
     png: bool = typer.Option(False, "--png", help="Also write each page as PNG under figures/ (PDF only by default)."),
     jobs: Optional[int] = typer.Option(
-        None, "--jobs", help="Processes drawing the pages (default: one per core this process may use, none for a few pages)."),
+        None, "--jobs", min=1, max=MAX_PROCESSES, help="Processes drawing the pages (default: one per core this process may use, none for a few pages)."),
     redraw: bool = typer.Option(
         False, "--redraw", help="Draw every page, even those the previous report in --out or the page cache ($RECALLKIT_CACHE, "
                         "else ~/.cache/recallkit; off to disable) holds for the same input and code."),
@@ -52,16 +54,13 @@ def report(
     where the report is. With --fail-on, exit 1 when a verdict matches."""
     # the whole pipeline: matplotlib and scipy (about 1 s to import), which --help must not load
     from recallkit.pipeline import ReportSettings, report_store, run_report
+    from recallkit.reports.render import env_jobs
 
-    if threads < 1:
-        raise InputError(f"--threads: expected a positive integer, got {threads}")
-    if jobs is not None and jobs < 1:
-        raise InputError(f"--jobs: expected a positive integer, got {jobs}")
-    if workers is not None and workers < 1:
-        raise InputError(f"--workers: expected a positive integer, got {workers}")
+    env_jobs()  # read when the pages are drawn, after every experiment has run: a bad value fails now instead
     if workers is not None and workers > 1 and executor != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     wanted = fail_on_verdicts(fail_on)
+    _check_preset(preset, experiments or [])
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
                               device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)
@@ -79,3 +78,39 @@ def report(
         typer.echo(matching, err=True)
     if failures or matching:
         raise typer.Exit(1)
+
+
+def _presets_in(table: Any) -> set[str]:
+    """The names in every ``presets`` table of a parsed experiment file, at any depth: a search experiment keeps
+    them at the top ([presets.X]), a system's own kinds under their own table ([geometric.presets.X],
+    [packs.P.presets.X])."""
+    if not isinstance(table, dict):
+        return set()
+    found: set[str] = set()
+    for key, value in table.items():
+        found |= set(value) if key == "presets" and isinstance(value, dict) else _presets_in(value)
+    return found
+
+
+def _check_preset(preset: str, experiments: list[str]) -> None:
+    """A --preset that none of the report's experiments defines is one line before anything runs (each
+    experiment failed on its own and the report held nothing but those failures). One that some define runs
+    in those, the others failing alone as before; a file that cannot be read is left to the pipeline, which
+    reports it."""
+    from recallkit.pipeline import default_experiments  # loaded already by the report (matplotlib, scipy)
+
+    paths = []
+    for name in experiments:
+        try:
+            paths.append(resolve_experiment(name))
+        except RecallkitError:
+            continue
+    defined: set[str] = set()
+    for path in paths if experiments else default_experiments():
+        try:
+            defined |= _presets_in(read_experiment_file(path))
+        except RecallkitError:
+            continue
+    if defined and preset not in defined:
+        raise InputError(f"--preset: expected a preset that these experiments define ({', '.join(sorted(defined))}), "
+                         f"got {preset!r}")

@@ -13,17 +13,25 @@ from typing import Optional
 import typer
 
 from recallkit.empirics.device import resolve_device
-from recallkit.empirics.executors import make_executor
+from recallkit.empirics.executors import make_executor, usable_cores
 from recallkit.empirics.plan import plan
 from recallkit.empirics.search import replay, run_sweep
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
 
-__all__ = ["register", "STORE_HELP"]
+__all__ = ["MAX_PROCESSES", "MAX_THREADS", "register", "STORE_HELP"]
 
 
 STORE_HELP = "results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db"
+# --threads: a fixed cap, not this machine's core count, because the count is recorded with every row and the
+# float reductions may depend on it: a row trained with many threads on a large machine must stay reproducible
+# on a small one. 1024 is above the hardware threads of the largest common servers (2 sockets x 192 cores x 2);
+# far beyond it torch starts threads until the process dies (exit 126 or a segfault), not a usable error.
+MAX_THREADS = 1024
+# --workers, --jobs, --dask-local: each process imports torch (hundreds of MB) and computes on its own, so more
+# than a few per usable core only share the same cores at the cost of their memory, and thousands make fork fail.
+MAX_PROCESSES = 4 * usable_cores()
 
 
 def _format_points(result) -> list[str]:
@@ -64,11 +72,11 @@ def register(app: typer.Typer) -> None:
         store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         executor_name: str = typer.Option("local", "--executor", help="local (in-process batched engine) | dask"),
         scheduler: Optional[str] = typer.Option(None, "--scheduler", help="dask scheduler address, tcp://HOST:PORT"),
-        dask_local: Optional[int] = typer.Option(None, "--dask-local", help="start a LocalCluster with N single-threaded worker processes"),
+        dask_local: Optional[int] = typer.Option(None, "--dask-local", min=1, max=MAX_PROCESSES, help="start a LocalCluster with N single-threaded worker processes"),
         device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
         max_runs: Optional[int] = typer.Option(None, "--max-runs", help="refuse an experiment that plans more trained models than this (default 200000, or $RECALLKIT_MAX_RUNS)"),
-        workers: int = typer.Option(1, "--workers", help="local executor: processes training at once (each with --threads threads); the numbers do not depend on it"),
-        threads: int = typer.Option(1, "--threads", help="torch CPU threads per engine call (default 1, as train and report use, so a stored row does not depend on which command trained it); recorded per row"),
+        workers: int = typer.Option(1, "--workers", min=1, max=MAX_PROCESSES, help="local executor: processes training at once (each with --threads threads); the numbers do not depend on it"),
+        threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch CPU threads per engine call (default 1, as train and report use, so a stored row does not depend on which command trained it); recorded per row"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress over cells on stderr"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
     ) -> None:
@@ -93,10 +101,6 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
            dask_local: int | None, device: str, max_runs: int | None, workers: int, threads: int, progress: bool,
            as_json: bool) -> None:
     """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
-    if threads < 1:
-        raise InputError(f"--threads: expected a positive integer, got {threads}")
-    if workers < 1:
-        raise InputError(f"--workers: expected a positive integer, got {workers}")
     if workers > 1 and executor_name != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     if max_runs is not None and max_runs < 1:

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from recallkit import registry
+from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics.config import config_hash, parse_config
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import MAX_NUMBER_DIGITS
@@ -72,7 +73,7 @@ def register(app: typer.Typer) -> None:
         settings: Optional[List[str]] = typer.Option(None, "--set", help="key=value, repeatable: sizes (V N d L m R), eta, gamma or kappa, fit_lr, fit_steps, fit_tol, lr, epochs, steps, batch_size, early_stop, features, mlp_input, n_eval"),
         seed: int = typer.Option(0, "--seed", help="seed of the task instance, samples and initial weights"),
         device: str = typer.Option("auto", "--device", help="auto (cuda if available, else cpu) | cpu | cuda"),
-        threads: int = typer.Option(1, "--threads", help="torch CPU threads (default 1, as sweep and report use, so the same config gives the same numbers); recorded in the output"),
+        threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch CPU threads (default 1, as sweep and report use, so the same config gives the same numbers); recorded in the output"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (config, hash, metrics) on stdout"),
     ) -> None:
         """Train one model and print its accuracy (fresh samples), training accuracy and parameter count."""
@@ -81,8 +82,6 @@ def register(app: typer.Typer) -> None:
             if key in values:
                 raise InputError(f"--set {key}: give it as {'an argument' if key == 'task' else '--' + key}, not --set")
         config = parse_config({"task": task, "model": model, "trainer": trainer, "seed": seed, **values}, where="recallkit train")
-        if threads < 1:
-            raise InputError(f"--threads: expected a positive integer, got {threads}")
 
         # torch (about 1 s to import) only once a model is trained: the engine imports it too
         import torch

@@ -40,7 +40,8 @@ from recallkit.reports.page_cache import PageCache
 from recallkit.reports.style import CREATOR, png_metadata, style_context
 from recallkit.theory.errors import InputError, RecallkitError
 
-__all__ = ["Page", "Drawer", "code_fingerprint", "page_keys", "draw_pages", "DrawStats", "MANIFEST", "default_jobs"]
+__all__ = ["Page", "Drawer", "code_fingerprint", "page_keys", "draw_pages", "DrawStats", "MANIFEST", "default_jobs",
+           "env_jobs"]
 
 MANIFEST = "pages.json"  # in figures/: stem -> {"key", "png"} of the pages drawn there
 # the errors a page's builder may raise on a summary field it does not expect: the page is replaced by
@@ -140,7 +141,7 @@ def default_jobs(n_pages: int) -> int:
     """Worker processes for ``n_pages`` pages: one per core this process may run on
     (``$RECALLKIT_REPORT_JOBS`` overrides), and none for a handful of pages, where starting workers
     costs more than it saves."""
-    return _env_jobs() or max(1, min(_cores(), n_pages // 4))
+    return env_jobs() or max(1, min(_cores(), n_pages // 4))
 
 
 def page_pdf_metadata(stem: str) -> dict:
@@ -233,7 +234,7 @@ class Drawer:
         if self.pool is not None:
             return self.pool
         jobs = self.jobs if self.jobs is not None else (default_jobs(n_pages) if n_pages is not None else
-                                                        _env_jobs() or _cores())
+                                                        env_jobs() or _cores())
         if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
             return None
         # fork: the workers start with everything this process has imported (matplotlib, the stages),
@@ -358,7 +359,9 @@ class Drawer:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _env_jobs() -> int | None:
+def env_jobs() -> int | None:
+    """``$RECALLKIT_REPORT_JOBS`` (None when unset); public so that the command line checks it before anything
+    runs, not once the pages are drawn."""
     raw = os.environ.get("RECALLKIT_REPORT_JOBS", "").strip()
     if not raw:
         return None
