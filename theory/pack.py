@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,8 @@ from recallkit import registry
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression, parse_linear_constraints
 from recallkit.theory.schema import (
-    REQUIRED, Field, Rule, Section, check_value, converts, list_of, options, satisfies, table, text, validate,
+    REQUIRED, Field, Rule, Section, check_value, converts, list_of, loads_toml, options, satisfies, table, text,
+    validate,
 )
 from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol
 
@@ -204,9 +204,7 @@ def load_pack(name_or_path: str | Path) -> Pack:
 
 def _read_pack(path: Path, label: str) -> Pack:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
-        raise InputError(f"{label}: malformed TOML: {exc}") from None
+        raw = loads_toml(path.read_text(encoding="utf-8"), label)
     except UnicodeDecodeError as exc:
         raise InputError(f"{label}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return pack_from_dict(raw, label)
@@ -271,7 +269,9 @@ def _table_of(section: Section) -> Rule:
 _ALLOWED = "{where}: unknown key {key!r} (allowed: {allowed})"
 _MISSING = "{where}: missing required field {key!r}"
 _CHECKED = {"unknown": _ALLOWED, "missing": _MISSING, "sort_missing": True}  # the pack's wording for keys
-_STRING = text("a string", nonempty=False, message="{at}: expected {expected}, got {type} {got}")
+# printable: a pack's text is printed by `recallkit theory show` and in reports, where a control character would
+# reach the terminal (an escape sequence) or reorder what is shown (a bidirectional override)
+_STRING = text("a string", nonempty=False, message="{at}: expected {expected}, got {type} {got}", printable=True)
 _IDENTIFIER = (_STRING, satisfies(lambda v: bool(_IDENTIFIER_RE.match(v)), "an identifier (letters, digits, _)"))
 _STRINGS = list_of(lambda v: isinstance(v, str), "a list of strings", nonempty=False)
 _TABLES = list_of(lambda v: isinstance(v, dict), "", nonempty=False, message="{at}: expected an array of tables ([[...]])")
@@ -307,6 +307,8 @@ _FACT = Section("[[facts]]", (
 
 
 def _box(value: dict, at: str, context: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+    for axis in value:
+        _string(axis, f"{at}: a key")  # it is shown in the messages of _interval
     return {axis: _interval(axis, bounds, f"{at}.{axis}") for axis, bounds in value.items()}
 
 
@@ -355,6 +357,7 @@ def _corollary(value: Any, at: str, context: Mapping[str, Any]) -> Corollary:
     noise_names = {term.name for term in context["terms"] if term.role == "noise"}
     exponents = {}
     for key, text_ in table.items():
+        _string(key, f"{at}: a key")  # it is shown in the messages below
         if key in _COROLLARY_RESERVED:
             continue
         if key not in noise_names:
@@ -379,9 +382,7 @@ _FILE = Section("pack file", (
 
 # -- small validators (each raises a one-line InputError naming the field) ---------------------
 def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise InputError(f"{where}: expected a string, got {type(value).__name__} {value!r}")
-    return value
+    return check_value(Field("", (_STRING,), ""), value, where)
 
 
 def _table(value: Any, where: str) -> dict:

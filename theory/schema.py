@@ -12,12 +12,19 @@ may convert it. A rule's message is a template over ``at`` (the field's place, e
 context's names (e.g. ``size``), so each file kind keeps its own wording. Cross-field conditions (max > min,
 a line label that must exist) stay with the reader that builds the result from the validated values.
 
+:func:`loads_toml` reads a TOML document into the tables checked here, refusing one nested deeper than
+``MAX_TOML_NESTING`` before parsing it; ``text(printable=True)`` refuses control and format characters in text
+that a terminal will show.
+
 This module is pure Python: any stage, and any system, may import it.
 """
 from __future__ import annotations
 
 import copy
 import math
+import re
+import tomllib
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +32,9 @@ from typing import Any
 from recallkit.theory.errors import InputError
 
 __all__ = [
-    "REQUIRED", "Field", "Rule", "Section", "boolean", "check_keys", "check_value", "converts", "describe",
-    "integer", "list_of", "number", "options", "satisfies", "table", "text", "validate",
+    "MAX_TOML_NESTING", "REQUIRED", "Field", "Rule", "Section", "boolean", "check_keys", "check_value", "converts",
+    "describe", "describe_character", "integer", "list_of", "loads_toml", "number", "options", "satisfies",
+    "table", "text", "validate",
 ]
 
 
@@ -174,9 +182,34 @@ def converts(function: Callable[[Any, str, Mapping[str, Any]], Any]) -> Rule:
     return Rule("", convert=function)
 
 
-def text(expected: str = "a non-empty string", nonempty: bool = True, message: str = _MESSAGE) -> Rule:
-    """A string (not blank unless ``nonempty`` is False)."""
-    return Rule(expected, lambda v: isinstance(v, str) and (bool(v.strip()) or not nonempty), message=message)
+def text(expected: str = "a non-empty string", nonempty: bool = True, message: str = _MESSAGE,
+         printable: bool = False) -> Rule:
+    """A string (not blank unless ``nonempty`` is False). ``printable``: without control or format characters
+    (tab and newline allowed), so that a terminal shows it as written, with no escape sequence or reordering."""
+    return Rule(expected, lambda v: isinstance(v, str) and (bool(v.strip()) or not nonempty),
+                _check_printable if printable else None, message)
+
+
+def describe_character(char: str) -> str:
+    """A character as a message shows it: printable ASCII quoted (``'^'``), anything else by code point and name
+    (``U+00A0 NO-BREAK SPACE``, ``U+001B``), so that a message never carries an invisible or escape character."""
+    if " " < char <= "~":
+        return repr(char)
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" {name}" if name else "")
+
+
+# Cc: C0/C1 controls (ESC starts terminal escape sequences, CR overwrites a line); Cf: invisible format
+# characters such as the bidirectional overrides; Zl, Zp: line and paragraph separators
+_UNPRINTABLE = frozenset(("Cc", "Cf", "Zl", "Zp"))
+
+
+def _check_printable(value: str, at: str, context: Mapping[str, Any]) -> str:
+    for position, char in enumerate(value):
+        if char not in "\t\n" and unicodedata.category(char) in _UNPRINTABLE:
+            raise InputError(f"{at}: control or format character {describe_character(char)} at position {position} "
+                             f"(expected printable text; tabs and newlines are allowed)")
+    return value
 
 
 def boolean(expected: str = "true or false") -> Rule:
@@ -226,3 +259,45 @@ def list_of(item: Callable[[Any], bool], expected: str, nonempty: bool = True, m
     """A list whose every item passes ``item`` (and that is not empty, if ``nonempty``)."""
     return Rule(expected, lambda v: isinstance(v, list) and (bool(v) or not nonempty) and all(map(item, v)),
                 message=message)
+
+
+# -- TOML documents ----------------------------------------------------------------------------------------
+MAX_TOML_NESTING = 64  # levels of arrays, inline tables and dotted-key parts a file may nest
+
+# what cannot nest anything: strings of the four kinds and comments (blanked before nesting is measured)
+_TOML_OPAQUE = re.compile(r'"""(?:\\.|[^\\])*?"""|\'\'\'.*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\'|#[^\n]*', re.S)
+_TOML_BRACKETS = re.compile(r"[\[\]{}]")
+_TOML_DOTTED = re.compile(r"(?:[A-Za-z0-9_-]+[ \t]*\.[ \t]*){%d,}" % MAX_TOML_NESTING)
+
+
+def _nesting_error(text: str, label: str) -> InputError | None:
+    """The error for a document nested deeper than MAX_TOML_NESTING, else None. tomllib recurses once per level
+    (a RecursionError past about a thousand) and takes time quadratic in a dotted key's length (minutes at
+    100,000 parts), so depth is measured first, on the text with strings and comments blanked out."""
+    blanked = _TOML_OPAQUE.sub(lambda m: "s" + "\n" * m.group().count("\n"), text)
+    depth = 0
+    for match in _TOML_BRACKETS.finditer(blanked):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_TOML_NESTING:
+            break
+    else:
+        match = _TOML_DOTTED.search(blanked)
+        if match is None:
+            return None
+    line = blanked.count("\n", 0, match.start()) + 1
+    return InputError(f"{label}: malformed TOML: nested deeper than {MAX_TOML_NESTING} levels (arrays, inline "
+                      f"tables or dotted keys) at line {line}")
+
+
+def loads_toml(text: str, label: str) -> dict[str, Any]:
+    """Parse a TOML document, refusing one nested deeper than MAX_TOML_NESTING before parsing it; every failure is
+    one InputError line starting with ``label`` (the file)."""
+    error = _nesting_error(text, label)
+    if error is not None:
+        raise error
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
+        raise InputError(f"{label}: malformed TOML: {exc}") from None
+    except RecursionError:  # not reached below the limit above; kept so that no traceback can escape
+        raise InputError(f"{label}: malformed TOML: nested deeper than Python's TOML reader can follow") from None
