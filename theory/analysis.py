@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from recallkit.theory.errors import InputError
+from recallkit.theory.expr import bounded_work
 from recallkit.theory.pack import Pack
 from recallkit.theory.scaling import Monomial, Scaling, parse_scaling, reduce_term
 from recallkit.theory.symbols import SIZE_EXPONENT
@@ -87,17 +88,29 @@ def _linear_in_x(expr: sp.Expr, where: str) -> tuple[sp.Expr, sp.Expr]:
 
 
 def analyse(pack: Pack, scaling: Scaling | str | None = None) -> Analysis:
-    """Reduce every term under ``scaling`` and solve each noise term's condition for the size exponent."""
+    """Reduce every term under ``scaling`` and solve each noise term's condition for the size exponent (under the
+    symbolic-work budget: a runaway names the term it was working on)."""
     scaling = as_scaling(pack, scaling)
+    with bounded_work(f"{pack.path}: scaling", str(scaling)):
+        return _analyse(pack, scaling)
+
+
+def _analyse(pack: Pack, scaling: Scaling) -> Analysis:
+    index = {term.name: i for i, term in enumerate(pack.terms)}
+    # the text as written names the expression in a message (a pack built in code may have none)
+    sources = {f"terms[{i}].expr": term.source or sp.sstr(term.expr) for i, term in enumerate(pack.terms)}
+    sources.update({f"lower_bounds[{i}].expr": bound.source or sp.sstr(bound.expr)
+                    for i, bound in enumerate(pack.lower_bounds)})
 
     def reduce(expr: sp.Expr, where: str) -> Monomial:
-        monomial = reduce_term(expr, scaling, pack.base, pack.size, pack.constants, f"{pack.path}: {where}")
-        if monomial.coefficient.is_extended_nonpositive:  # e.g. -d or log(1/N): not a size of anything
+        with bounded_work(f"{pack.path}: {where}", sources.get(where) or sp.sstr(expr)):
+            monomial = reduce_term(expr, scaling, pack.base, pack.size, pack.constants, f"{pack.path}: {where}")
+            nonpositive = monomial.coefficient.is_extended_nonpositive
+        if nonpositive:  # e.g. -d or log(1/N): not a size of anything
             raise InputError(f"{pack.path}: {where}: leading coefficient {sp.sstr(monomial.coefficient)} is not "
                              f"positive under the scaling; terms must be positive quantities")
         return monomial
 
-    index = {term.name: i for i, term in enumerate(pack.terms)}
     signal = reduce(pack.signal.expr, f"terms[{index[pack.signal.name]}].expr")
     noise = {term.name: reduce(term.expr, f"terms[{index[term.name]}].expr") for term in pack.noise_terms}
     param = reduce(pack.param_count, "pack.param_count")
@@ -113,20 +126,24 @@ def analyse(pack: Pack, scaling: Scaling | str | None = None) -> Analysis:
     thresholds = {}
     for name, monomial in noise.items():
         where = f"{pack.path}: terms[{index[name]}]"
-        slope, offset = _linear_in_x(signal.exponent - monomial.exponent, where)
-        log_margin = sp.simplify(signal.log_power - monomial.log_power)
-        if slope == 0:
-            thresholds[name] = Threshold(name, slope, offset, sp.nan, sp.nan, log_margin)
-            continue
-        if slope.is_number and slope < 0:
-            raise InputError(f"{where}: noise term {name!r} grows faster with {pack.size} than the signal; "
-                             f"the success condition cannot be solved for {pack.size}")
-        thresholds[name] = Threshold(name, slope, offset, sp.simplify(-offset / slope),
-                                     sp.simplify(-log_margin / slope), log_margin)
+        with bounded_work(f"{where}.expr", sources[f"terms[{index[name]}].expr"]):
+            thresholds[name] = _threshold(pack, name, where, signal, monomial)
     if all(t.size_independent for t in thresholds.values()):
         raise InputError(f"{pack.path}: no noise term depends on the size variable {pack.size} relative to the "
                          f"signal; nothing to solve for")
     return Analysis(pack, scaling, signal, noise, param, param_slope, param_offset, thresholds, bounds)
+
+
+def _threshold(pack: Pack, name: str, where: str, signal: Monomial, monomial: Monomial) -> Threshold:
+    """What noise term ``name`` demands of the size exponent, against the signal."""
+    slope, offset = _linear_in_x(signal.exponent - monomial.exponent, where)
+    log_margin = sp.simplify(signal.log_power - monomial.log_power)
+    if slope == 0:
+        return Threshold(name, slope, offset, sp.nan, sp.nan, log_margin)
+    if slope.is_number and slope < 0:
+        raise InputError(f"{where}: noise term {name!r} grows faster with {pack.size} than the signal; "
+                         f"the success condition cannot be solved for {pack.size}")
+    return Threshold(name, slope, offset, sp.simplify(-offset / slope), sp.simplify(-log_margin / slope), log_margin)
 
 
 def float_or_none(value: sp.Expr) -> float | None:

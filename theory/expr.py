@@ -8,6 +8,15 @@ the functions ``log`` (natural; ``log(x, 2)`` for base 2), ``sqrt``, ``exp``, ``
 ``Min``, ``Max`` (``min`` and ``max`` are the same functions). Everything else is rejected with one
 line naming where (``where``) and the offending token.
 
+Bounded work: the parser refuses, before sympy computes anything, a number above its limits (digits, exact
+powers), a ``log`` to a base that is not a positive number other than 1, and any character outside ASCII
+letters, digits, operators, spaces, tabs and newlines (named by code point and position). A symbolic parse also
+refuses an infinite or undefined value and an expression that ``sympy.expand`` would multiply out to more than
+``MAX_EXPANDED_TERMS`` terms. :func:`check_numbers` bounds the numbers a term's powers and ``exp`` become (under
+a scaling) before the theory computes with them, and :func:`bounded_work` runs sympy's work (parsing,
+constraints, the theory's reductions and regions) under a CPU-time budget, turning a runaway, an overflow or a
+recursion too deep into one :class:`InputError` line naming the field and the expression.
+
 This is the one expression language of recallkit: theory packs and scalings use the sympy objects
 (:func:`parse_expression`); run configs and experiment files evaluate the same parse in floats
 (:class:`NumericExpression`, :func:`compile_numeric`), which walks the tree itself with guards on
@@ -23,20 +32,26 @@ Grammar (``**`` binds tighter than unary minus and is right-associative, as in P
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import os
 import re
+import signal
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import sympy as sp
 
 from recallkit.theory.errors import InputError
+from recallkit.theory.schema import describe_character
 
-__all__ = ["compile_numeric", "MAX_DEPTH", "MAX_EVAL_EXPONENT", "MAX_INT_EXPONENT", "MAX_LENGTH", "MAX_MAGNITUDE",
-           "MAX_NUMBER_DIGITS", "MAX_POWER_BITS", "NumericExpression", "parse_expression", "parse_linear_constraints",
-           "Token", "tokenize"]
+__all__ = ["bounded_work", "check_numbers", "compile_numeric", "MAX_DEPTH", "MAX_EVAL_EXPONENT",
+           "MAX_EXPANDED_TERMS", "MAX_INT_EXPONENT", "MAX_LENGTH", "MAX_MAGNITUDE", "MAX_NUMBER_DIGITS",
+           "MAX_POWER_BITS", "MAX_SYMBOLIC_SECONDS", "NumericExpression", "parse_expression",
+           "parse_linear_constraints", "SECONDS_VARIABLE", "symbolic_seconds", "Token", "tokenize"]
 
 
 MAX_LENGTH = 2000        # characters of one expression
@@ -46,20 +61,30 @@ MAX_INT_EXPONENT = 64    # |n| in number**n, so that 10**10**10 cannot exhaust m
 MAX_POWER_BITS = 4096    # bits of an exact number built by number**n
 MAX_MAGNITUDE = 1e300    # numeric evaluation: a power or exp above this is refused, not computed
 MAX_EVAL_EXPONENT = 1e9  # numeric evaluation: |exponent| of a power (above every size limit)
+# a symbolic parse: terms sympy.expand may multiply the expression out to (an upper bound is checked; a shipped
+# pack's largest has a handful, and expand takes about 0.4 ms a term)
+MAX_EXPANDED_TERMS = 1000
+# CPU seconds one piece of symbolic work may take (a pack's regions take about 1 s, 100 terms about 6 s);
+# the environment variable SECONDS_VARIABLE overrides it
+MAX_SYMBOLIC_SECONDS = 60.0
+SECONDS_VARIABLE = "RECALLKIT_SYMBOLIC_SECONDS"
+SHOWN_LENGTH = 60        # characters of an expression quoted in a message
 
 _FUNCTION_ARITY = {
     "log": (1, 2), "sqrt": (1, 1), "exp": (1, 1), "floor": (1, 1), "ceil": (1, 1),
     "Min": (2, 16), "Max": (2, 16), "min": (2, 16), "max": (2, 16),
 }
 
+# ASCII only: \d would take any Unicode digit (a fullwidth 2) and \s a no-break space, both invisible in a
+# file that looks right; spaces, tabs and newlines (a TOML multi-line string) separate tokens
 _TOKEN_RE = re.compile(
     r"""
-    (?P<space>\s+)
+    (?P<space>[ \t\r\n]+)
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>\*\*|[-+*/(),])
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,
 )
 
 
@@ -83,7 +108,7 @@ def tokenize(text: str, where: str = "expression") -> list[Token]:
         if match is None:
             char = text[pos]
             hint = " (use ** for powers)" if char == "^" else ""
-            raise InputError(f"{where}: unexpected character {char!r} at position {pos}{hint}")
+            raise InputError(f"{where}: unexpected character {describe_character(char)} at position {pos}{hint}")
         kind = match.lastgroup
         if kind != "space":
             tokens.append(Token(kind, match.group(), pos))
@@ -93,10 +118,11 @@ def tokenize(text: str, where: str = "expression") -> list[Token]:
 
 
 class _Parser:
-    def __init__(self, text: str, symbols: Mapping[str, sp.Basic], where: str):
+    def __init__(self, text: str, symbols: Mapping[str, sp.Basic], where: str, symbolic: bool = True):
         self.text = text
         self.symbols = symbols
         self.where = where
+        self.symbolic = symbolic  # sympy will compute with the result (numeric evaluation walks it in floats)
         self.tokens = tokenize(text, where)
         self.index = 0
         self.depth = 0
@@ -134,16 +160,25 @@ class _Parser:
     def parse(self) -> sp.Expr:
         if self.peek().kind == "end":
             raise InputError(f"{self.where}: empty expression")
-        try:
-            result = self.expr()
-        except InputError:
-            raise
-        except (ArithmeticError, ValueError, RecursionError) as exc:
-            # sympy folding numbers (e.g. comparing two huge constants in Max) may overflow
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise InputError(f"{self.where}: cannot build {self.text!r}: {reason}") from None
+        with bounded_work(self.where, self.text):  # sympy folds numbers as it builds (e.g. Min of constants)
+            try:
+                result = self.expr()
+            except InputError:
+                raise
+            except (ArithmeticError, ValueError, RecursionError) as exc:
+                # sympy folding numbers (e.g. comparing two huge constants in Max) may overflow
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise InputError(f"{self.where}: cannot build {self.text!r}: {reason}") from None
         if self.peek().kind != "end":
             raise self.error("unexpected token")
+        if self.symbolic:
+            if result.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+                raise InputError(f"{self.where}: {_shorten(self.text)} is infinite or undefined (e.g. log(0))")
+            try:
+                _expanded_terms(result)
+            except _TooLarge:
+                raise InputError(f"{self.where}: {_shorten(self.text)} expands to more than {MAX_EXPANDED_TERMS} "
+                                 f"terms (a power or product of sums); write it in a smaller form") from None
         return result
 
     def expr(self) -> sp.Expr:
@@ -260,7 +295,12 @@ class _Parser:
         name = name_token.text
         if name == "log":
             if len(args) == 2:
-                return sp.log(args[0]) / sp.log(args[1])
+                base = args[1]
+                # log(x, 1) would divide by log(1) = 0, which sympy folds into a silent zoo
+                if base.is_number and not (base.is_positive and sp.log(base) != 0):
+                    raise self.error(f"log to base {sp.sstr(base)}: expected a base that is a positive number "
+                                     f"other than 1", name_token)
+                return sp.log(args[0]) / sp.log(base)
             return sp.log(args[0])
         if name == "sqrt":
             return sp.sqrt(args[0])
@@ -285,6 +325,158 @@ def parse_expression(text: str, symbols: Mapping[str, sp.Basic], where: str = "e
     return _Parser(text, symbols, where).parse()
 
 
+# ------------------------------------------------------------------------- bounded symbolic work
+
+
+def _shorten(text: str) -> str:
+    """``text`` quoted for a message, cut to SHOWN_LENGTH characters (repr: no control character gets through)."""
+    text = text.rstrip()
+    return repr(text if len(text) <= SHOWN_LENGTH else text[:SHOWN_LENGTH - 3] + "...")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _expanded_terms(node: sp.Basic) -> int:
+    """An upper bound on the terms of ``sympy.expand(node)``; _TooLarge once the bound of a part exceeds
+    MAX_EXPANDED_TERMS.
+
+    A sum has its terms' total, a product their product, an integer power n of a sum of k terms the
+    multinomial count C(k+n-1, n) (the integer part of a fractional power); a function or a symbolic power is
+    one term, whose arguments expand inside it."""
+    if not node.args:
+        return 1
+    inner = [_expanded_terms(arg) for arg in node.args]
+    if node.is_Add:
+        count = sum(inner)
+    elif node.is_Mul:
+        count = math.prod(inner)
+    elif node.is_Pow and node.exp.is_Rational and inner[0] > 1:
+        n = abs(int(node.exp))
+        # C(k+n-1, n) > n: a huge n is refused without computing the binomial
+        count = math.comb(inner[0] + n - 1, n) if n <= MAX_EXPANDED_TERMS else MAX_EXPANDED_TERMS + 1
+    else:
+        count = 1
+    if count > MAX_EXPANDED_TERMS:
+        raise _TooLarge
+    return count
+
+
+def check_numbers(expr: sp.Expr, mapping: Mapping[sp.Symbol, sp.Expr], where: str) -> None:
+    """Refuse a power or ``exp`` in ``expr`` that is a number above MAX_MAGNITUDE, or that substituting ``mapping``
+    (symbol -> expression) would make one, before sympy computes it. sympy computes such a number exactly or to
+    every digit of its exponent when asked its sign: ``exp(exp(exp(exp(9))))`` overflows, ``floor(exp(exp(exp(3))))``
+    never ends, and ``p**p**p`` at p = 9 is an exact integer of 370 million digits (no timer interrupts that). The
+    parser leaves such numbers alone (it builds them without evaluating them); here they are bounded in floats."""
+    walker = _ConstantWalk()
+    known: dict[sp.Symbol, float] = {}
+    refused: dict[sp.Symbol, str] = {}
+    for _ in range(len(mapping)):  # entries may be numbers through others (q=p**2, p=3)
+        for symbol, value in mapping.items():
+            if symbol in known or symbol in refused or not value.free_symbols <= known.keys():
+                continue
+            try:
+                known[symbol] = walker._eval(value, {str(s): v for s, v in known.items()})
+            except (ArithmeticError, ValueError) as exc:
+                refused[symbol] = str(exc) or type(exc).__name__
+    values = {str(symbol): value for symbol, value in known.items()}
+    numbers = known.keys() | refused.keys()
+    for node in sp.preorder_traversal(expr):
+        if not (node.is_Pow or isinstance(node, sp.exp)) or not node.free_symbols <= numbers:
+            continue
+        bad = [symbol for symbol in node.free_symbols if symbol in refused]
+        if bad:
+            reason = f"{bad[0]}: {refused[bad[0]]}"
+        else:
+            try:
+                value = walker._eval(node, values)
+            except (ArithmeticError, ValueError) as exc:
+                reason = str(exc) or type(exc).__name__
+            else:
+                if abs(value) <= MAX_MAGNITUDE:
+                    continue
+                reason = f"above {MAX_MAGNITUDE:g}"
+        shown = ", ".join(f"{symbol}={sp.sstr(mapping[symbol])}" for symbol in sorted(node.free_symbols, key=str))
+        raise InputError(f"{where}: {_shorten(sp.sstr(node))}{' at ' + shown if shown else ''} cannot be computed: "
+                         f"{reason}")
+
+
+class _OutOfTime(BaseException):
+    """Raised by the CPU timer in the middle of sympy's work. A BaseException, so that no ``except Exception``
+    inside sympy takes it for a failed attempt and carries on."""
+
+
+class _Budget:
+    """The budget of the main thread: how many bounded_work blocks are open, the outermost's seconds, and
+    whether the timer may still interrupt (cleared as soon as one block has turned it into an error)."""
+
+    depth = 0
+    seconds = MAX_SYMBOLIC_SECONDS
+    armed = False
+
+
+def _on_timer(signum: int, frame: object) -> None:
+    if _Budget.armed:
+        raise _OutOfTime
+
+
+def symbolic_seconds() -> float:
+    """The CPU seconds a piece of symbolic work may take: SECONDS_VARIABLE if set, else MAX_SYMBOLIC_SECONDS."""
+    text = os.environ.get(SECONDS_VARIABLE, "").strip()
+    if not text:
+        return MAX_SYMBOLIC_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"{SECONDS_VARIABLE}: expected a positive number of CPU seconds, got {text!r}")
+    return seconds
+
+
+@contextlib.contextmanager
+def bounded_work(where: str, text: str) -> Iterator[None]:
+    """Run the block's symbolic work on the expression ``text`` (the field ``where``) under the CPU-time budget.
+
+    Running out of time, an OverflowError, a MemoryError or a RecursionError inside the block becomes one
+    InputError line naming ``where`` and ``text`` (shortened). Blocks nest: the outermost one sets the timer
+    (``ITIMER_PROF``, process CPU time, so a loaded machine does not shorten it), and the innermost one open when
+    it fires names the expression. The timer is signal-based, so it runs only in the main thread; elsewhere the
+    parser's size limits alone bound the work."""
+    main = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    outermost = main and _Budget.depth == 0
+    if outermost:
+        _Budget.seconds = symbolic_seconds()
+        previous_handler = signal.signal(signal.SIGPROF, _on_timer)
+        # fires again every half second, should anything inside sympy swallow the first interruption
+        previous_timer = signal.setitimer(signal.ITIMER_PROF, _Budget.seconds, 0.5)
+        _Budget.armed = True
+    if main:
+        _Budget.depth += 1
+    try:
+        yield
+    except _OutOfTime:
+        _Budget.armed = False
+        raise InputError(f"{where}: {_shorten(text)}: symbolic work stopped after {_Budget.seconds:g} s of CPU time "
+                         f"(the limit; the environment variable {SECONDS_VARIABLE} sets it)") from None
+    except RecursionError:
+        raise InputError(f"{where}: {_shorten(text)}: nested too deeply to compute with") from None
+    except OverflowError as exc:
+        raise InputError(f"{where}: {_shorten(text)}: a number in it is too large to compute with "
+                         f"({str(exc) or 'overflow'})") from None
+    except MemoryError:
+        raise InputError(f"{where}: {_shorten(text)}: out of memory computing with it") from None
+    finally:
+        if main:
+            _Budget.depth -= 1
+        if outermost:
+            _Budget.armed = False
+            signal.setitimer(signal.ITIMER_PROF, *previous_timer)
+            # None: the previous handler was not set from Python, and cannot be put back from it
+            signal.signal(signal.SIGPROF, signal.SIG_DFL if previous_handler is None else previous_handler)
+
+
 # ------------------------------------------------------------------------- numeric evaluation
 
 
@@ -303,7 +495,7 @@ class NumericExpression:
 
     def __init__(self, text: str, symbols: Iterable[str], where: str = "expression"):
         allowed = {name: sp.Symbol(name) for name in symbols}
-        parser = _Parser(text, allowed, where)
+        parser = _Parser(text, allowed, where, symbolic=False)
         self.text: str = text
         self.where: str = where
         self.expr: sp.Expr = parser.parse()
@@ -403,6 +595,13 @@ class NumericExpression:
         raise _Refused(f"no numeric rule for {type(node).__name__}")
 
 
+class _ConstantWalk(NumericExpression):
+    """The float walk of NumericExpression, over numbers and the symbols given values (check_numbers uses it)."""
+
+    def __init__(self) -> None:
+        self.where, self._names = "constant", {}
+
+
 class _Refused(ArithmeticError):
     """A value the numeric evaluation will not compute (too large, complex, undefined)."""
 
@@ -480,12 +679,13 @@ def parse_linear_constraints(
     for left, op, right in zip(sides, operators, sides[1:]):
         if op == "==":
             raise InputError(f"{where}: equality constraints are not supported, got {text!r}")
-        difference = sp.expand(left - right)
-        variables = [sym for sym in symbols.values() if isinstance(sym, sp.Symbol)]
-        try:
-            poly = sp.Poly(difference, *variables) if variables else None
-        except sp.PolynomialError:
-            poly = None
+        with bounded_work(where, text):
+            difference = sp.expand(left - right)
+            variables = [sym for sym in symbols.values() if isinstance(sym, sp.Symbol)]
+            try:
+                poly = sp.Poly(difference, *variables) if variables else None
+            except sp.PolynomialError:
+                poly = None
         if difference.free_symbols and (poly is None or poly.total_degree() > 1):
             raise InputError(f"{where}: constraint must be linear in {', '.join(sorted(symbols))}, got {text!r}")
         constraints.append((difference, op))

@@ -15,6 +15,7 @@ import sympy as sp
 
 from recallkit.theory.analysis import analyse, float_or_none
 from recallkit.theory.errors import InputError
+from recallkit.theory.expr import bounded_work
 from recallkit.theory.pack import Pack
 from recallkit.theory.scaling import Scaling, free_exponents
 
@@ -53,7 +54,13 @@ class Prediction:
 
 
 def predict(pack: Pack, scaling: Scaling | str | None = None) -> Prediction:
-    """Predicted slope, binding term and log power along a fully specified line."""
+    """Predicted slope, binding term and log power along a fully specified line (under the symbolic-work
+    budget, see theory.expr.bounded_work)."""
+    with bounded_work(f"{pack.path}: predict", str(scaling if scaling is not None else pack.default_scaling)):
+        return _predict(pack, scaling)
+
+
+def _predict(pack: Pack, scaling: Scaling | str | None) -> Prediction:
     analysis = analyse(pack, scaling)
     monomials = dict(analysis.noise, signal=analysis.signal, param_count=analysis.param, **analysis.lower_bounds)
     free = sorted(free_exponents(monomials))

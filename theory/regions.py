@@ -25,7 +25,7 @@ import sympy as sp
 
 from recallkit.theory.analysis import Analysis, analyse, as_scaling
 from recallkit.theory.errors import InputError
-from recallkit.theory.expr import parse_linear_constraints
+from recallkit.theory.expr import bounded_work, parse_linear_constraints
 from recallkit.theory.pack import Pack
 from recallkit.theory.scaling import Scaling, free_exponents
 from recallkit.theory.symbols import EXPONENTS
@@ -256,8 +256,15 @@ def compute_regions(
     """Exact phase regions of ``pack`` under ``scaling`` over one or two free exponents ``axes``.
 
     ``scaling`` and ``axes`` default to the pack's ``[defaults]``. ``box`` maps an axis to
-    (low, high) for the drawn window; ``domain`` adds constraints such as ``"a <= 1.5"``.
+    (low, high) for the drawn window; ``domain`` adds constraints such as ``"a <= 1.5"``. The work runs under the
+    symbolic-work budget (theory.expr.bounded_work).
     """
+    with bounded_work(f"{pack.path}: regions", str(scaling if scaling is not None else pack.default_scaling)):
+        return _compute_regions(pack, scaling, axes, box, domain)
+
+
+def _compute_regions(pack: Pack, scaling: Scaling | str | None, axes: Sequence[str] | str | None,
+                     box: dict[str, Sequence[float]] | None, domain: Sequence[str]) -> RegionDiagram:
     scaling = as_scaling(pack, scaling)
     axes = _axes(pack, axes)
     axis_symbols = [EXPONENTS[axis] for axis in axes]

@@ -25,7 +25,7 @@ from typing import Iterable, Mapping
 import sympy as sp
 
 from recallkit.theory.errors import InputError
-from recallkit.theory.expr import parse_expression
+from recallkit.theory.expr import check_numbers, parse_expression
 from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, SIZE_EXPONENT, VARIABLES, constant_symbol
 
 __all__ = ["free_exponents", "Monomial", "parse_scaling", "power_text", "reduce_term", "Scaling", "split_assignments",
@@ -129,6 +129,7 @@ def substitute(expr: sp.Expr, scaling: Scaling, base: str, size: str | None, con
         if name == size:
             raise InputError(f"{where}: the scaling sets the size variable {size}; it is solved for, not given")
         mapping[VARIABLES.get(name) or constant_symbol(name)] = value
+    check_numbers(expr, mapping, where)
     result = expr
     for _ in range(len(mapping) + 1):
         replaced = result.xreplace(mapping)
