@@ -385,10 +385,13 @@ METHOD = {
 
 
 def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
-    """Devices, thread counts, torch and code versions of the stored runs of this experiment."""
+    """Devices, thread counts, math-library code paths, torch and code versions of the stored runs of this
+    experiment (rows stored before the code path was recorded count as "unrecorded")."""
     rows = results_store.rows(experiment_name)
     count = lambda key: dict(sorted(Counter(str(r.get(key)) for r in rows).items()))  # noqa: E731
+    paths = Counter(str((r.get("metrics") or {}).get("math_path", "unrecorded")) for r in rows)
     return {"stored_runs": len(rows), "devices": count("device"), "threads": count("threads"),
+            "math_paths": dict(sorted(paths.items())),
             "torch_versions": count("torch_version"), "stored_code_versions": count("code_version")}
 
 

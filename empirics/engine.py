@@ -29,6 +29,7 @@ from tqdm import tqdm
 from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, check_memory, config_hash, memory_available, memory_free,
                                        parse_config, shape_key, trainer_spec)
 from recallkit.empirics.device import describe, resolve_device
+from recallkit.empirics.numerics import math_path
 from recallkit.empirics.tasks import build_problem
 
 __all__ = ["chunk_budget_bytes", "CHUNK_MEMORY_FRACTION", "CPU_BATCH_PASS_BYTES", "keep_freed_heap",
@@ -121,6 +122,7 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
     shared = {
         "device": describe(device),
         "threads": torch.get_num_threads(),
+        "math_path": math_path(),
         "torch_version": torch.__version__,
         "batch_wall_time_s": elapsed,
         "batched_models": len(cfgs),

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+# before anything imports torch: MKL fixes its code path at its first call (see empirics.numerics)
+from recallkit.empirics.numerics import pin_math_library  # noqa: E402
+
+pin_math_library()
+
 __all__ = ["__version__", "assert_claim", "assert_scaling", "code_version", "sweep_and_fit", "results", "fits"]
 
 

@@ -86,7 +86,7 @@ def format_table(doc: dict) -> str:
     if sweep.get("stored_runs"):
         listed = lambda key: ", ".join(f"{k} x{v}" for k, v in sweep.get(key, {}).items())  # noqa: E731
         lines.append(f"runs: {sweep['stored_runs']} stored; devices {listed('devices')}; threads {listed('threads')}; "
-                     f"torch {listed('torch_versions')}")
+                     f"math path {listed('math_paths')}; torch {listed('torch_versions')}")
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)

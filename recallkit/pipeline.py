@@ -30,6 +30,7 @@ from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import fixed_threads, make_executor, usable_cores
 from recallkit.empirics.experiment import resolve_experiment
+from recallkit.empirics.numerics import math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
@@ -159,7 +160,7 @@ def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
         "code_version": code_version(), "recallkit_version": __version__,
         "date": now.isoformat(timespec="seconds"),
         "device": str(resolve_device(settings.device)), "threads": torch.get_num_threads(),
-        "torch_version": torch.__version__, "preset": settings.preset,
+        "math_path": math_path(), "torch_version": torch.__version__, "preset": settings.preset,
         "config_hashes": {e["name"]: e.get("config_hashes", []) for e in entries},
     }
 

@@ -1,0 +1,76 @@
+"""Which arithmetic a run does: the math library's code path, fixed before torch first multiplies.
+
+A stored row must not depend on which models shared its batch. torch's CPU matmuls go to MKL, and
+MKL picks its kernels at run time by CPU vendor, instruction set, operand sizes and even the memory
+alignment of each operand. Inside a batch, model k's matrices start at an offset that depends on k,
+and on some CPUs (measured on AMD EPYC; reproduced on Intel by making MKL take its non-Intel path)
+``baddbmm`` then rounds model k differently from the same model trained alone: about 6e-8 in one
+gradient entry, enough after a few hundred steps to move a loss from 2.7e-6 to 3.9e-6.
+
+MKL's conditional numerical reproducibility (CNR) fixes one code path and makes its results
+independent of alignment: with ``MKL_CBWR=AVX2`` every CPU that has AVX2 (Intel or AMD, AVX2 or
+AVX-512) runs the same kernels and gets the same bits from MKL. MKL reads the variable at its first
+call, so :func:`pin_math_library` runs when ``recallkit`` is imported, before anything here imports
+torch; a value the user set is kept (and recorded), and an empty one lets MKL choose (recorded as
+"MKL unpinned": then batch independence is not promised). torch's own vectorised kernels (softmax,
+reductions, the optimisers) still follow the CPU's capability (``torch.backends.cpu``); each of those
+code paths is a fixed function of its inputs, so results are batch-independent on every one, which
+the tests check by forcing each path with ``ATEN_CPU_CAPABILITY``. Numbers may differ *between*
+machines whose capability differs (AVX2 against AVX-512); :func:`math_path`, stored with every row,
+says which path a number came from.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from functools import lru_cache
+
+__all__ = ["MKL_ENV", "math_path", "pin_math_library", "pinned_branch"]
+
+MKL_ENV = "MKL_CBWR"
+
+# whether torch was imported (so MKL may have run) before recallkit could pin the branch
+_TORCH_BEFORE_PIN: bool | None = None
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def pinned_branch() -> str:
+    """The CNR branch recallkit asks MKL for: AVX2 where the CPU has it (every x86 CPU since 2013-2015,
+    Intel and AMD), else COMPATIBLE (SSE2, any x86). Where /proc/cpuinfo is missing (not Linux) the
+    safe COMPATIBLE."""
+    return "AVX2" if "avx2" in _cpu_flags() else "COMPATIBLE"
+
+
+def pin_math_library() -> None:
+    """Fix MKL's code path for this process and the workers it starts (they inherit the environment),
+    unless the user has set ``MKL_CBWR`` already. Touches only the environment: torch is not imported."""
+    global _TORCH_BEFORE_PIN
+    if _TORCH_BEFORE_PIN is None:
+        _TORCH_BEFORE_PIN = "torch" in sys.modules and MKL_ENV not in os.environ
+    os.environ.setdefault(MKL_ENV, pinned_branch())
+
+
+@lru_cache(maxsize=1)
+def math_path() -> str:
+    """The code path of this process's arithmetic, recorded with every row, e.g.
+    ``"cpu AVX512, MKL_CBWR=AVX2"``; ``", MKL unpinned"`` when torch was imported before recallkit and
+    MKL may already have chosen its own path (then batch independence is not promised)."""
+    import torch  # here: the caller has torch loaded already (it is training)
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    if not torch.backends.mkl.is_available():
+        return f"cpu {capability}, no MKL"
+    branch = os.environ.get(MKL_ENV, "")
+    if not branch:  # set empty by the user: MKL chooses by CPU, alignment and size
+        return f"cpu {capability}, MKL unpinned"
+    return f"cpu {capability}, {MKL_ENV}={branch}" + (", MKL unpinned" if _TORCH_BEFORE_PIN else "")
