@@ -99,7 +99,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -111,8 +110,8 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
 from recallkit.theory.scaling import split_assignments
 from recallkit.theory.schema import (
-    REQUIRED, Field, Rule, Section, boolean, check_keys, check_value, converts, integer, number, options, satisfies,
-    text, validate,
+    REQUIRED, Field, Rule, Section, boolean, check_keys, check_value, converts, integer, loads_toml, number, options,
+    satisfies, text, validate,
 )
 from recallkit.theory.schema import table as table_rule
 
@@ -687,7 +686,7 @@ def read_experiment_file(path: str | Path) -> dict:
     path = Path(path)
     shown = str(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{shown}: no such experiment file") from None
     except IsADirectoryError:
@@ -696,8 +695,7 @@ def read_experiment_file(path: str | Path) -> dict:
         raise InputError(f"{shown}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{shown}: malformed TOML: {exc}") from None
+    return loads_toml(text, shown)  # nesting bounded before tomllib recurses
 
 
 def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | None = None) -> Experiment:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -43,7 +42,9 @@ from recallkit.systems.token_retrieval.term_probes import (FEATURES, NORMALISER_
                                                            TERM_NORMALISERS, ProbeConfig, probe_rows)
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import load_pack
-from recallkit.theory.schema import REQUIRED, Field, Section, check_value, converts, number, satisfies, table, validate
+from recallkit.theory.schema import (
+    REQUIRED, Field, Section, check_value, converts, loads_toml, number, satisfies, table, validate,
+)
 from recallkit.theory.symbols import VARIABLES
 
 PROBE_FILES = {"token_retrieval": Path(__file__).resolve().parent / "experiments" / "tr_probe.toml"}
@@ -163,10 +164,7 @@ def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, pr
     path = PROBE_FILES.get(source, Path(source))
     if not path.is_file():
         raise InputError(f"probe: {source!r}: expected a probe name ({', '.join(PROBE_FILES)}) or a probe TOML file")
-    try:
-        doc = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML ({exc})") from None
+    doc = loads_toml(path.read_text(encoding="utf-8"), str(path))  # nesting bounded before tomllib recurses
     packs = doc.get("packs")
     if not isinstance(packs, dict) or not packs:
         raise InputError(f"{path}: packs: expected a table of packs, each with presets")
