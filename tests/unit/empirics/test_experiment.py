@@ -180,3 +180,14 @@ def test_a_bad_claim_names_the_field(tmp_path, old, new, message):
         load_experiment(write(tmp_path, text))
     assert "\n" not in str(info.value) and str(info.value).startswith(str(tmp_path / "x.toml"))
     assert message in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("reader", ["experiment", "probe"])
+def test_a_file_nested_100000_deep_is_one_line_not_a_recursion_error(tmp_path, reader):
+    """tomllib recurses once per level; the file is refused before it is parsed."""
+    from recallkit.systems.token_retrieval.judge import load_probe_grid
+
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(InputError, match=r"deep\.toml: malformed TOML: nested deeper than \d+ levels"):
+        (load_experiment if reader == "experiment" else load_probe_grid)(str(deep))
