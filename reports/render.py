@@ -365,10 +365,17 @@ def env_jobs() -> int | None:
     raw = os.environ.get("RECALLKIT_REPORT_JOBS", "").strip()
     if not raw:
         return None
+    from recallkit.empirics.executors import usable_cores  # the same cap as --jobs: four processes per usable core
+
+    most = 4 * usable_cores()
     try:
-        return max(1, int(raw))
+        jobs = int(raw)
     except ValueError:
-        raise InputError(f"RECALLKIT_REPORT_JOBS: expected a positive integer, got {raw!r}") from None
+        jobs = 0
+    if not 1 <= jobs <= most:
+        raise InputError(f"RECALLKIT_REPORT_JOBS: expected an integer from 1 to {most} (processes drawing the "
+                         f"pages), got {raw!r}")
+    return jobs
 
 
 def draw_pages(pages: Sequence[Page], folder: Path, previous: Path | None, png: bool,

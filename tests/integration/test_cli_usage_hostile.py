@@ -192,9 +192,10 @@ def test_blank_source_date_epoch_is_unset(value, tmp_path):
                    "no_such_experiment")
 
 
-def test_bad_report_jobs_variable_is_one_line_before_anything_runs(tmp_path):
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "100000"])
+def test_bad_report_jobs_variable_is_one_line_before_anything_runs(tmp_path, value):
     """Checked before the experiments are even looked up (it used to be read once the pages were drawn, after
-    every experiment had run)."""
+    every experiment had run); 0 and below were taken as 1, and 100000 started that many processes."""
     result = run(["report", "no_such_experiment", "--out", "o", "--store", "s.db"], tmp_path,
-                 env={"RECALLKIT_REPORT_JOBS": "abc"})
-    one_line_error(result, "RECALLKIT_REPORT_JOBS", "'abc'")
+                 env={"RECALLKIT_REPORT_JOBS": value})
+    one_line_error(result, "RECALLKIT_REPORT_JOBS", f"'{value}'", "expected an integer from 1 to")
