@@ -36,12 +36,23 @@ counts the bag sums; the dense backward of the bag sum is a matmul it does not c
 holds every ratio and ceiling.
 
     python benchmarks/engine.py [--cells anchor,tr_fig2,tr_fig5] [--repeats 3] [--d 16] [--N 64] [--steps 512] [--seeds 8]
+
+The price of a fixed math-library code path: ``--math-paths`` runs the benchmark again in one fresh process per
+MKL setting (MKL reads it at its first call), interleaved over ``--repeats`` rounds: MKL's own choice by CPU
+(``MKL_CBWR`` empty, what recallkit did before it pinned the path), recallkit's pin (AVX2 where the CPU has it)
+and COMPATIBLE; and prints each cell's batched time as a ratio to MKL's own choice, measured in the same run.
+
+    python benchmarks/engine.py --math-paths [--cells anchor,tr_fig2] [--repeats 3]
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -190,6 +201,26 @@ def timed(function, configs, peaks: list[float]) -> tuple[float, list[float]]:
     return time.process_time() - start, accuracies
 
 
+def math_paths(cells: str, repeats: int) -> None:
+    """Batched time per cell under each MKL setting, one fresh process per (round, setting)."""
+    from recallkit.empirics.numerics import pinned_branch
+
+    settings = {"MKL's own": "", f"pinned {pinned_branch()}": pinned_branch(), "COMPATIBLE": "COMPATIBLE"}
+    times: dict[str, dict[str, list[float]]] = {label: {} for label in settings}
+    for round_ in range(repeats):
+        for label, value in settings.items():
+            out = subprocess.run([sys.executable, __file__, "--cells", cells, "--batched-only"], capture_output=True,
+                                 text=True, check=True, env=dict(os.environ, MKL_CBWR=value)).stdout
+            for name, seconds in re.findall(r"^(\w+) batched ([0-9.]+) s$", out, re.M):
+                times[label].setdefault(name, []).append(float(seconds))
+            print(f"round {round_ + 1}/{repeats}, MKL_CBWR={value!r}: done", file=sys.stderr)
+    base = times["MKL's own"]
+    for label, cell_times in times.items():
+        parts = [f"{name} {statistics.median(t):.2f} s ({statistics.median(t) / statistics.median(base[name]):.3f}x)"
+                 for name, t in cell_times.items()]
+        print(f"{label:>14}: " + "; ".join(parts))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", default="anchor,tr_fig2,tr_fig5")
@@ -199,7 +230,11 @@ def main() -> None:
     parser.add_argument("--N", type=int, default=64)
     parser.add_argument("--steps", type=int, default=512)
     parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--math-paths", action="store_true", help="time each MKL code path against MKL's own choice")
+    parser.add_argument("--batched-only", action="store_true", help="time one batched run per cell, nothing else")
     args = parser.parse_args()
+    if args.math_paths:
+        return math_paths(args.cells, args.repeats)
     torch.set_num_threads(args.threads)
     cells = {}
     for name in args.cells.split(","):
@@ -214,6 +249,12 @@ def main() -> None:
             c = configs[0]
             cells[name] = (configs, engine_loop, f"{QUICK_CELLS[name][0]} quick, {c['trainer']}, V={c['V']} N={c['N']} "
                                                  f"L={c['L']} d={c['d']}, {len(configs)} seeds; loop: the engine per model")
+    if args.batched_only:
+        for name, (configs, _, _) in cells.items():
+            start = time.process_time()
+            run_configs(configs, device="cpu", progress=False)
+            print(f"{name} batched {time.process_time() - start:.3f} s")
+        return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), cpu; CPU time, median of {args.repeats}")
     peaks: list[float] = []
     results = {}
