@@ -20,19 +20,23 @@ from recallkit import registry
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression, parse_linear_constraints
 from recallkit.theory.schema import (
-    REQUIRED, Field, Rule, Section, check_value, converts, list_of, loads_toml, options, satisfies, table, text,
-    validate,
+    REQUIRED, Field, Rule, Section, check_value, converts, list_of, loads_toml, only_when, options, required_when,
+    satisfies, table, text, validate,
 )
 from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol
 
-__all__ = ["Corollary", "Fact", "list_packs", "load_pack", "LowerBound", "MAX_TERMS", "Pack", "pack_from_dict",
-           "PACKS_DIR", "PROVENANCES", "resolve_pack_path", "ROLES", "shipped_packs", "Term"]
+__all__ = ["BOUND_KINDS", "Corollary", "Fact", "list_packs", "load_pack", "LowerBound", "MAX_TERMS", "Pack",
+           "pack_from_dict", "PACKS_DIR", "PROVENANCES", "resolve_pack_path", "ROLES", "shipped_packs", "Term"]
 
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 
 ROLES = ("signal", "noise")
 PROVENANCES = ("paper-verbatim", "paper-reported", "anchor", "derived-here")
+# what a [[lower_bounds]] entry is: a lower bound over a class (all estimators, p-bit models, estimators that see
+# the gradient at initialisation under a stated noise), or the condition under which one named estimator fails,
+# which bounds nothing but that estimator
+BOUND_KINDS = ("lower-bound", "estimator-failure")
 
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -60,7 +64,9 @@ class Term:
 
 @dataclass(frozen=True)
 class LowerBound:
-    """A lower bound on the pack's parameter count, e.g. the counting bound N*log2(N) bits."""
+    """An entry of ``[[lower_bounds]]``: with kind "lower-bound", a lower bound on the pack's parameter count over
+    the class ``bound_class`` (e.g. counting, N*log2(N) bits, every estimator with p-bit parameters); with kind
+    "estimator-failure", the parameter count below which the one estimator ``estimator`` fails (not a lower bound)."""
 
     name: str
     expr: sp.Expr
@@ -68,10 +74,24 @@ class LowerBound:
     reference: str = ""
     note: str = ""
     source: str = ""
+    kind: str = "lower-bound"
+    bound_class: str = ""  # the TOML key is "class", a Python keyword
+    estimator: str = ""
+
+    @property
+    def is_lower_bound(self) -> bool:
+        return self.kind == "lower-bound"
+
+    @property
+    def covers(self) -> str:
+        """What the entry holds for, in words: its class, or the one estimator."""
+        return (f"lower bound over {self.bound_class}" if self.is_lower_bound
+                else f"failure condition of one estimator: {self.estimator}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "expr": str(self.expr), "latex": sp.latex(self.expr), "source": self.source,
-                "provenance": self.provenance, "reference": self.reference, "note": self.note}
+                "provenance": self.provenance, "reference": self.reference, "note": self.note, "kind": self.kind,
+                "class": self.bound_class, "estimator": self.estimator}
 
 
 @dataclass(frozen=True)
@@ -298,7 +318,22 @@ _TERM = Section("[[terms]]", (
     Field("reference", (_STRING,), "where it is stated", ""),
     Field("note", (_STRING,), "free text", ""),
 ), **_CHECKED)
-_BOUND = Section("[[lower_bounds]]", tuple(f for f in _TERM.fields if f.name != "role"), **_CHECKED)
+_NAMED = text("a non-empty string", message="{at}: expected {expected}, got {type} {got}", printable=True)
+_BOUND = Section("[[lower_bounds]]", tuple(f for f in _TERM.fields if f.name != "role") + (
+    Field("kind", (options(BOUND_KINDS),), "lower-bound (holds for a class) | estimator-failure (one estimator)",
+          "lower-bound"),
+    Field("class", (only_when("kind", "lower-bound"), _NAMED),
+          "kind lower-bound: the class it holds for, e.g. 'every estimator with p-bit parameters (counting)'",
+          required_when("kind", "lower-bound", otherwise=""),
+          missing="{where}: missing required field 'class' (a lower bound names the class it holds for, e.g. "
+                  "'every estimator with p-bit parameters'; the failure condition of one estimator is kind = "
+                  "'estimator-failure' with its estimator named in 'estimator')"),
+    Field("estimator", (only_when("kind", "estimator-failure"), _NAMED),
+          "kind estimator-failure: the one estimator that fails below the bound",
+          required_when("kind", "estimator-failure", otherwise=""),
+          missing="{where}: missing required field 'estimator' (kind 'estimator-failure' names the one estimator "
+                  "that fails below it)"),
+), **_CHECKED)
 _FACT = Section("[[facts]]", (
     Field("text", (_STRING,), "the statement in words", REQUIRED),
     Field("provenance", _PROVENANCE, "one of PROVENANCES", REQUIRED),
@@ -341,8 +376,12 @@ def _terms(value: Any, at: str, context: Mapping[str, Any]) -> tuple[Term, ...]:
 
 def _bounds(value: list[dict], at: str, context: Mapping[str, Any]) -> tuple[LowerBound, ...]:
     symbols = {"symbols": _symbols(context["pack"])}
-    bounds = tuple(LowerBound(**validate(entry, _BOUND, f"{at}[{index}]", context=symbols), source=entry["expr"])
-                   for index, entry in enumerate(value))
+    bounds = []
+    for index, entry in enumerate(value):
+        fields = validate(entry, _BOUND, f"{at}[{index}]", context=symbols)
+        bound_class = fields.pop("class")
+        bounds.append(LowerBound(**fields, bound_class=bound_class, source=entry["expr"]))
+    bounds = tuple(bounds)
     _unique([bound.name for bound in bounds], at)
     return bounds
 

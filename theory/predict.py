@@ -38,6 +38,8 @@ class Prediction:
     thresholds: list[dict[str, Any]] = field(default_factory=list)
     lower_bounds: list[dict[str, Any]] = field(default_factory=list)
     infeasible: list[str] = field(default_factory=list)
+    # the lower bound over a class that is largest on this line, with the gap to it (None: the pack has none)
+    strongest_bound: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +52,7 @@ class Prediction:
             "size_log_power": sp.sstr(self.size_log_power),
             "size_log_power_float": float_or_none(self.size_log_power),
             "thresholds": self.thresholds, "lower_bounds": self.lower_bounds, "infeasible": self.infeasible,
+            "strongest_bound": self.strongest_bound,
         }
 
 
@@ -87,13 +90,21 @@ def _predict(pack: Pack, scaling: Scaling | str | None) -> Prediction:
             entry.update({"size_exponent": sp.sstr(t.size_exponent), "size_log_power": sp.sstr(t.size_log_power)})
         thresholds.append(entry)
     bounds = []
-    for name, monomial in analysis.lower_bounds.items():
+    strongest, strongest_key = None, None
+    for bound in pack.lower_bounds:
+        monomial = analysis.lower_bounds[bound.name]
         gap = sp.simplify(slope - monomial.exponent)
         log_gap = sp.simplify(log_power - monomial.log_power)
-        bounds.append({"name": name, "exponent": sp.sstr(monomial.exponent), "log_power": sp.sstr(monomial.log_power),
-                       "gap_exponent": sp.sstr(gap), "gap_log_power": sp.sstr(log_gap)})
+        entry = {"name": bound.name, "exponent": sp.sstr(monomial.exponent), "log_power": sp.sstr(monomial.log_power),
+                 "gap_exponent": sp.sstr(gap), "gap_log_power": sp.sstr(log_gap), "kind": bound.kind,
+                 "class": bound.bound_class, "estimator": bound.estimator}
+        bounds.append(entry)
+        # one estimator's failure condition bounds nothing else, so it never counts as the strongest bound
+        key = (monomial.exponent, monomial.log_power)
+        if bound.is_lower_bound and (strongest_key is None or key > strongest_key):
+            strongest, strongest_key = entry, key
     return Prediction(
         pack=pack.name, scaling=str(analysis.scaling), base=pack.base, size=pack.size,
         param_count=sp.sstr(pack.param_count), dominant=top.name, tied_with=tied, slope=slope,
         log_power=log_power, size_exponent=top.size_exponent, size_log_power=top.size_log_power,
-        thresholds=thresholds, lower_bounds=bounds, infeasible=infeasible)
+        thresholds=thresholds, lower_bounds=bounds, infeasible=infeasible, strongest_bound=strongest)

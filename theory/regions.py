@@ -26,7 +26,7 @@ import sympy as sp
 from recallkit.theory.analysis import Analysis, analyse, as_scaling
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import bounded_work, parse_linear_constraints
-from recallkit.theory.pack import Pack
+from recallkit.theory.pack import LowerBound, Pack
 from recallkit.theory.scaling import Scaling, free_exponents
 from recallkit.theory.symbols import EXPONENTS
 
@@ -138,6 +138,10 @@ class Region:
     size_exponent: sp.Expr
     size_log_power: sp.Expr
     lower_bound_gaps: list[dict[str, str]]
+    # the region cut where each lower bound over a class is the strongest one, with the gap of the required count
+    # to it there (an estimator's failure condition is never one of them)
+    strongest_bound_gaps: list[dict[str, Any]] = field(default_factory=list)
+    strongest_bound_note: str = ""
 
     def label_point(self) -> list[float]:
         count = len(self.vertices)
@@ -155,6 +159,7 @@ class Region:
             "size_exponent": sp.sstr(self.size_exponent), "size_exponent_latex": exponent_latex(self.size_exponent),
             "size_log_power": sp.sstr(self.size_log_power), "size_log_power_latex": exponent_latex(self.size_log_power),
             "lower_bound_gaps": self.lower_bound_gaps,
+            "strongest_bound_gaps": self.strongest_bound_gaps, "strongest_bound_note": self.strongest_bound_note,
         }
 
 
@@ -438,20 +443,67 @@ def _region(pack: Pack, analysis: Analysis, axis_symbols: list[sp.Symbol], domai
     texts = [text for text, half in zip(texts, halves)
              if sum(half.value(vertex) == 0 for vertex in polygon) >= needed]
     exponent, log_power = analysis.required(top.name)
-    return Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent, top.size_log_power,
-                  _lower_bound_gaps(analysis, exponent, log_power))
+    region = Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent, top.size_log_power,
+                    _lower_bound_gaps(pack, analysis, exponent, log_power))
+    try:
+        region.strongest_bound_gaps = _strongest_bound_gaps(pack, analysis, axis_symbols, polygon, exponent, log_power)
+    except InputError as exc:  # two bounds crossing on a curve: the gaps to each bound above still stand
+        region.strongest_bound_note = f"strongest lower bound not determined: {exc}"
+    return region
 
 
-def _lower_bound_gaps(analysis: Analysis, exponent: sp.Expr, log_power: sp.Expr) -> list[dict[str, str]]:
-    """How far a region's required parameter count lies above each of the pack's lower bounds."""
-    gaps = []
-    for name, bound in analysis.lower_bounds.items():
-        gaps.append({"name": name,
-                     "exponent": sp.sstr(bound.exponent), "exponent_latex": exponent_latex(bound.exponent),
-                     "log_power": sp.sstr(bound.log_power), "log_power_latex": exponent_latex(bound.log_power),
-                     "gap_exponent": sp.sstr(sp.simplify(exponent - bound.exponent)),
-                     "gap_log_power": sp.sstr(sp.simplify(log_power - bound.log_power))})
-    return gaps
+def _gap(bound: LowerBound, monomial, exponent: sp.Expr, log_power: sp.Expr) -> dict[str, str]:
+    """The bound (with what it covers) and how far the required count ``base^exponent log^log_power`` lies above it."""
+    gap_exponent, gap_log_power = sp.simplify(exponent - monomial.exponent), sp.simplify(log_power - monomial.log_power)
+    return {"name": bound.name, "kind": bound.kind, "class": bound.bound_class, "estimator": bound.estimator,
+            "exponent": sp.sstr(monomial.exponent), "exponent_latex": exponent_latex(monomial.exponent),
+            "log_power": sp.sstr(monomial.log_power), "log_power_latex": exponent_latex(monomial.log_power),
+            "gap_exponent": sp.sstr(gap_exponent), "gap_exponent_latex": exponent_latex(gap_exponent),
+            "gap_log_power": sp.sstr(gap_log_power), "gap_log_power_latex": exponent_latex(gap_log_power)}
+
+
+def _lower_bound_gaps(pack: Pack, analysis: Analysis, exponent: sp.Expr, log_power: sp.Expr) -> list[dict[str, str]]:
+    """How far a region's required parameter count lies above each entry of the pack's lower_bounds, each entry
+    with its kind (a lower bound over a class, or one estimator's failure condition)."""
+    return [_gap(bound, analysis.lower_bounds[bound.name], exponent, log_power) for bound in pack.lower_bounds]
+
+
+def _strongest_bound_gaps(pack: Pack, analysis: Analysis, axis_symbols: list[sp.Symbol], polygon: list[Point],
+                          exponent: sp.Expr, log_power: sp.Expr) -> list[dict[str, Any]]:
+    """The gap to the strongest lower bound over a class, piece by piece: ``polygon`` cut by ``x(b) >= x(other)``
+    for each bound b. Bounds with identical exponents count once (the larger log power at the region's centre,
+    else the first listed). The gap to a weaker bound overstates how far the upper bound is from what is known."""
+    centre = dict(zip(axis_symbols, _centre(polygon)))
+    representatives: list[tuple[LowerBound, Any]] = []
+    for bound in pack.lower_bounds:
+        if not bound.is_lower_bound:
+            continue
+        monomial = analysis.lower_bounds[bound.name]
+        for index, (_, other) in enumerate(representatives):
+            if _is_zero(other.exponent - monomial.exponent):
+                if float(monomial.log_power.xreplace(centre)) > float(other.log_power.xreplace(centre)):
+                    representatives[index] = (bound, monomial)
+                break
+        else:
+            representatives.append((bound, monomial))
+    needed = 1 if len(axis_symbols) == 1 else 2
+    pieces = []
+    for bound, monomial in representatives:
+        halves = [linear_halfspace(monomial.exponent - other.exponent, axis_symbols,
+                                   f"{sp.sstr(monomial.exponent)} >= {sp.sstr(other.exponent)}  "
+                                   f"[{bound.name} >= {other_bound.name}]",
+                                   f"{pack.path}: lower bounds {bound.name!r} and {other_bound.name!r}")
+                  for other_bound, other in representatives if other_bound is not bound]
+        piece = _region_polygon(polygon, halves)
+        if measure(piece) == 0:
+            continue
+        entry: dict[str, Any] = _gap(bound, monomial, exponent, log_power)
+        entry.update({"where": [half.text for half in halves
+                                if sum(half.value(vertex) == 0 for vertex in piece) >= needed],
+                      "vertices": [[str(v) for v in vertex] for vertex in piece],
+                      "vertices_float": [[float(v) for v in vertex] for vertex in piece]})
+        pieces.append(entry)
+    return pieces
 
 
 def _axis_labels(scaling: Scaling, axes: tuple[str, ...]) -> list[str]:

@@ -33,8 +33,8 @@ from recallkit.theory.errors import InputError
 
 __all__ = [
     "MAX_TOML_NESTING", "REQUIRED", "Field", "Rule", "Section", "boolean", "check_keys", "check_value", "converts",
-    "describe", "describe_character", "integer", "list_of", "loads_toml", "number", "options", "satisfies",
-    "table", "text", "validate",
+    "describe", "describe_character", "integer", "list_of", "loads_toml", "number", "only_when", "options",
+    "required_when", "satisfies", "table", "text", "validate",
 ]
 
 
@@ -175,6 +175,24 @@ def satisfies(test: Callable[[Any], bool], expected: str, message: str = _MESSAG
               convert: Callable[[Any, str, Mapping[str, Any]], Any] | None = None) -> Rule:
     """Any condition, with its own wording."""
     return Rule(expected, test, convert, message)
+
+
+def required_when(name: str, *values: Any, otherwise: Any = None) -> Callable[[Mapping[str, Any], Mapping[str, Any]],
+                                                                           Any]:
+    """A field's default: REQUIRED where the field ``name`` (checked before it) took one of ``values``, else
+    ``otherwise``. Some fields mean something only for one kind of entry and are owed by that kind."""
+    return lambda checked, context: REQUIRED if checked.get(name) in values else otherwise
+
+
+def only_when(name: str, *values: Any) -> Rule:
+    """No condition on the value, but the field may be given only where the field ``name`` (checked before it)
+    took one of ``values``: given elsewhere it would be read as saying something it does not."""
+    def convert(value: Any, at: str, context: Mapping[str, Any]) -> Any:
+        if context.get(name) not in values:
+            raise InputError(f"{at}: given for {name} = {context.get(name)!r}; it belongs only to {name} = "
+                             f"{' or '.join(repr(v) for v in values)}")
+        return value
+    return Rule("", convert=convert)
 
 
 def converts(function: Callable[[Any, str, Mapping[str, Any]], Any]) -> Rule:

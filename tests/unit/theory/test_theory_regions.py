@@ -20,7 +20,8 @@ def make_pack(noise: dict[str, str], signal: str = "d**2", param_count: str = "d
     if corollary:
         raw["corollary"] = corollary
     if lower_bounds:
-        raw["lower_bounds"] = [{"name": n, "expr": e, "provenance": "anchor"} for n, e in lower_bounds.items()]
+        raw["lower_bounds"] = [{"name": n, "expr": e, "provenance": "anchor", "class": "every estimator"}
+                              for n, e in lower_bounds.items()]
     return theory.pack_from_dict(raw, "hand.toml")
 
 
