@@ -37,19 +37,16 @@ import time
 from pathlib import Path
 
 from recallkit.empirics.config import parse_config
+# the rates every command prices its work with (empirics.cost): measured there, one place
+from recallkit.empirics.cost import CPU_EFFICIENCY, GPU_EFFICIENCY
+from recallkit.empirics.cost import GPU_FP32_TFLOPS as H200_FP32_TFLOPS
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.executors import LocalExecutor
 from recallkit.empirics.plan import Plan, plan_of
 from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore
 
-H200_FP32_TFLOPS = 67.0  # NVIDIA H200 SXM: dense float32 (non-tensor-core) peak, the datasheet figure
 H200_MEMORY_GIB = 141
-# Fractions of the peak the engine reaches on the largest quick cells (benchmarks/engine.py, this 2-core
-# CPU, one thread, CPU time; medians of three runs: tr_fig2 64%, tr_fig5 65%). The H200 figures are
-# assumptions until benchmarks/gpu_check.sh has run on one (it prints the fraction of the matmul rate per cell).
-CPU_EFFICIENCY = {"three_step": 0.64, "adam": 0.65}
-GPU_EFFICIENCY = {"three_step": 0.30, "adam": 0.20}
 THRESHOLD_STEP = 1.15  # each further threshold is crossed 15% higher in size
 
 

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, check_memory, config_hash, memory_available, memory_free,
                                        parse_config, shape_key, trainer_spec)
+from recallkit.empirics.cost import check_free_memory
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.numerics import math_path
 from recallkit.empirics.tasks import build_problem
@@ -150,6 +151,7 @@ def run_configs(configs: list, device=None, progress: bool = True) -> list[dict]
     available = memory_available(target)
     for cfg in parsed:  # before anything is allocated
         check_memory(cfg, device=target, available=available)
+    check_free_memory(parsed, target)  # what is free now, under any cgroup or ulimit: else the allocator's traceback
     groups: dict[str, list[int]] = {}
     for i, cfg in enumerate(parsed):
         groups.setdefault(shape_key(cfg), []).append(i)

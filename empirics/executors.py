@@ -26,6 +26,7 @@ import signal
 from typing import Callable, Iterator, Sequence
 
 from recallkit.empirics.config import parse_config, shape_key
+from recallkit.empirics.cost import PricedExecutor
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
@@ -231,8 +232,11 @@ def make_executor(name: str, runner: Runner | None = None, device=None, threads:
     if name == "local":
         if scheduler is not None or local_workers is not None:
             raise InputError("--scheduler/--dask-local: only with --executor dask")
-        return LocalExecutor(runner=runner, device=device, threads=threads, workers=workers)
-    if name == "dask":
-        return DaskExecutor(scheduler=scheduler, local_workers=local_workers, runner=runner, device=device,
-                            threads=1 if threads is None else threads)
-    raise InputError(f"--executor: expected local or dask, got {name!r}")
+        executor = LocalExecutor(runner=runner, device=device, threads=threads, workers=workers)
+    elif name == "dask":
+        executor = DaskExecutor(scheduler=scheduler, local_workers=local_workers, runner=runner, device=device,
+                                threads=1 if threads is None else threads)
+    else:
+        raise InputError(f"--executor: expected local or dask, got {name!r}")
+    # the engine's rounds are priced before they train (empirics.cost); a caller's own runner prices its own work
+    return PricedExecutor(executor, device) if runner is None else executor

@@ -1,0 +1,416 @@
+"""What training costs before it starts, and the limit above which a command refuses it.
+
+**Time.** One model's estimated time is its FLOPs (its task's FLOP model, ``task_config.train_flops``: the
+matmul-like work of the training and final evaluation) at the device's dense float32 matmul rate times the
+engine's efficiency on that trainer, plus a fixed time per optimizer step and per model for the work the FLOP
+models leave out (kernel launches, softmax, gathers, building the problem). The rates are this project's
+measurements (``benchmarks/engine.py``, ``benchmarks/paper_cost.py``); a GPU's are assumed until
+``benchmarks/gpu_check.sh`` has measured one. The overheads were fitted to the main job's cold store (2,974
+trained runs, 719 s of training on a 2-core CPU, one thread a process): FLOPs alone explain 165 s of it; with
+these overheads the model gives 452 s, per experiment between 0.2x (tr_fig1a: its FLOP model leaves out the
+fit's Adam steps) and 2.8x (the anchor's linear memory, which stops early) of what it took. Early stop is
+ignored, so an estimate is an upper bound on the steps. It is an estimate, not a measurement: a machine
+slower than the constants below runs longer.
+
+**The limit.** ``--max-cost DURATION`` (``2h``, ``30m``, ``90s``, ``inf``), else ``$RECALLKIT_MAX_COST``, else
+:data:`DEFAULT_MAX_COST` (2 h: the README's main job is estimated at about 8 minutes with its term probes, its
+costliest quick preset, geo_capacity, at under 2). Work estimated above it is refused in one line that gives
+the estimate and the flag that accepts it, before anything is built.
+
+**What is priced, and when.**
+
+- ``recallkit train``: its one model, before it is built.
+- a grid experiment (``recallkit sweep``): every cell, before the first config is built (:func:`plan_estimate`).
+- a search (``sweep``, ``report``, ``fit``, ``assert_scaling``: every executor that :func:`empirics.executors.
+  make_executor` returns is a :class:`PricedExecutor`): round by round, before each round trains, the runs it
+  trains plus those already trained under the same budget. A search's size is not known before it runs (the
+  bracket widens until the threshold is crossed, up to ``search.max``), and its worst case (every cell
+  bisecting up to ``search.max``) is thousands of CPU-hours for shipped quick presets that take minutes, so
+  it is checked step by step rather than priced by its worst case. A round that would pass the limit is
+  refused before it trains; the runs already trained stay in the store, and a rerun with a larger
+  ``--max-cost`` reuses them.
+- term probes: the grid's rows the store lacks, before the first is computed (the task's own probe model).
+
+:func:`budget` opens one budget for a block (a command): every priced round in it is charged to it, and the
+processes started in it inherit its limit through ``$RECALLKIT_MAX_COST``. Outside one, each executor keeps
+its own budget at the default limit. The engine itself (``run_configs``) trains what it is given: a caller
+that plans the work prices it (:func:`estimate`, :func:`charge`).
+
+**Memory.** :func:`check_free_memory` refuses a model whose ``bytes_per_model`` exceeds what is free now:
+the kernel's MemAvailable (CUDA: the device's free memory), and less where the process has a cgroup memory
+limit or an address-space / data limit (``ulimit -v``), which would otherwise end in the allocator's traceback.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+import re
+import resource
+import sys
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+from recallkit.empirics.config import (ModelTooLarge, ThreeStepConfig, TwoStepThenFitConfig, memory_free,
+                                       parse_config)
+from recallkit.theory.errors import InputError
+
+__all__ = ["active_budget", "budget", "Budget", "charge", "check_free_memory", "CostTooHigh", "CPU_EFFICIENCY",
+           "CPU_MATMUL_GFLOPS", "DEFAULT_MAX_COST", "Estimate", "estimate", "format_duration", "free_memory",
+           "GPU_EFFICIENCY", "GPU_FP32_TFLOPS", "max_cost_allowed", "MAX_COST_ENV", "MAX_COST_HELP", "MODEL_SECONDS",
+           "NOTE_SECONDS", "parse_duration", "plan_estimate", "PricedExecutor", "rate_flops", "refuse_above",
+           "STEP_SECONDS"]
+
+
+# Dense float32 matmul on one thread of this project's 2-core Xeon (benchmarks/paper_cost.py measures it).
+CPU_MATMUL_GFLOPS = 213.0
+# Fractions of that rate the engine reaches on the largest quick cells (benchmarks/engine.py, one thread,
+# CPU time, medians of three runs: tr_fig2 64%, tr_fig5 65%).
+CPU_EFFICIENCY = {"three_step": 0.64, "adam": 0.65}
+GPU_FP32_TFLOPS = 67.0  # NVIDIA H200 SXM: dense float32 (non-tensor-core) peak, the datasheet figure
+GPU_EFFICIENCY = {"three_step": 0.30, "adam": 0.20}  # assumed until benchmarks/gpu_check.sh measures them
+# What the FLOP models leave out, fitted to the main job's cold store (module docstring): measured alone, a
+# step of the anchor's tiny linear memory takes 46 us and one of the autograd tasks' 0.6-0.7 ms.
+STEP_SECONDS = 5e-4
+MODEL_SECONDS = 0.05
+DEFAULT_MAX_COST = 2 * 3600.0
+MAX_COST_ENV = "RECALLKIT_MAX_COST"
+MAX_COST_HELP = ("refuse work estimated above this much compute, e.g. 2h, 30m, 90s or inf (default 2h, or "
+                 "$RECALLKIT_MAX_COST); the estimate comes from each task's FLOP model")
+NOTE_SECONDS = 10.0  # work estimated above this says so before it starts, so a long run is never silent
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smhd])\s*$", re.IGNORECASE)
+
+
+class CostTooHigh(InputError):
+    """Work estimated above the limit: the user accepts it with --max-cost (an InputError: exit 2, one line)."""
+
+
+def parse_duration(text: str, where: str = "--max-cost") -> float:
+    """``"2h"`` -> 7200.0; units s, m, h, d; ``"inf"`` (no limit). One-line InputError otherwise."""
+    raw = str(text).strip()
+    if raw.lower() in ("inf", "infinity", "none"):
+        return math.inf
+    match = _DURATION.match(raw)
+    if not match or float(match.group(1)) <= 0:
+        raise InputError(f"{where}: expected a positive duration such as 2h, 30m, 90s or inf, got {text!r}")
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact spelling of a limit: 7200 -> "2h", 1800 -> "30m", 5400 -> "1.5h", inf -> "inf"."""
+    if math.isinf(seconds):
+        return "inf"
+    for unit in ("d", "h", "m"):
+        count = seconds / _UNITS[unit]
+        if count >= 1 and float(f"{count:g}") * _UNITS[unit] == seconds:
+            return f"{count:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _suggestion(seconds: float) -> str:
+    """A round limit at least ``seconds``: what the refusal suggests passing."""
+    for unit, ceiling in (("s", 120.0), ("m", 7200.0), ("h", math.inf)):
+        if seconds < ceiling:
+            return f"{max(1, math.ceil(seconds / _UNITS[unit] * (1 + 1e-9)))}{unit}"
+    raise AssertionError("unreachable")
+
+
+def max_cost_allowed(max_cost: str | float | None = None) -> float:
+    """The limit in seconds: ``max_cost`` (the ``--max-cost`` flag: text or seconds) when given, else
+    ``$RECALLKIT_MAX_COST``, else :data:`DEFAULT_MAX_COST`."""
+    if isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool):
+        if not max_cost > 0:
+            raise InputError(f"--max-cost: expected a positive duration, got {max_cost!r}")
+        return float(max_cost)
+    if max_cost is not None:
+        return parse_duration(max_cost)
+    raw = os.environ.get(MAX_COST_ENV, "")
+    if not raw:
+        return DEFAULT_MAX_COST
+    return parse_duration(raw, f"{MAX_COST_ENV} / --max-cost")
+
+
+# ----------------------------------------------------------------------------------------- estimates
+@dataclass(frozen=True)
+class Estimate:
+    """Work priced before it runs: how many runs, their FLOPs and the estimated seconds on ``device``
+    ("CPU" or "GPU": the hours are that device's)."""
+
+    runs: int = 0
+    flops: float = 0.0
+    seconds: float = 0.0
+    device: str = "CPU"
+
+    def __add__(self, other: "Estimate") -> "Estimate":
+        return Estimate(self.runs + other.runs, self.flops + other.flops, self.seconds + other.seconds,
+                        other.device if other.runs else self.device)
+
+    def time_text(self) -> str:
+        """``"3.2 CPU-hours"``, ``"12.5 CPU-minutes"`` or ``"40 CPU-seconds"``."""
+        if self.seconds >= 7200:
+            return f"{self.seconds / 3600:,.1f} {self.device}-hours"
+        if self.seconds >= 120:
+            return f"{self.seconds / 60:,.1f} {self.device}-minutes"
+        return f"{self.seconds:,.1f} {self.device}-seconds"
+
+    def describe(self) -> str:
+        """``"3.2 CPU-hours (4.1e15 FLOP) for 40 runs"``."""
+        mantissa, _, exponent = f"{self.flops:.1e}".partition("e")
+        flops = f"{self.flops:.0f}" if self.flops < 1000 else f"{mantissa}e{int(exponent)}"
+        return f"{self.time_text()} ({flops} FLOP) for {self.runs:,} run{'' if self.runs == 1 else 's'}"
+
+
+def _device_kind(device) -> str:
+    """"GPU" for a CUDA device (a torch device or its name), "CPU" for anything else (None included)."""
+    if device in ("CPU", "GPU"):
+        return device
+    kind = getattr(device, "type", None) or str(device or "cpu")
+    return "GPU" if kind.startswith("cuda") else "CPU"
+
+
+def rate_flops(trainer_config, device_kind: str = "CPU") -> float:
+    """FLOPs per second the engine reaches with this trainer on this kind of device."""
+    trainer = "three_step" if isinstance(trainer_config, ThreeStepConfig) else "adam"
+    if device_kind == "GPU":
+        return GPU_FP32_TFLOPS * 1e12 * GPU_EFFICIENCY[trainer]
+    return CPU_MATMUL_GFLOPS * 1e9 * CPU_EFFICIENCY[trainer]
+
+
+def _optimizer_steps(task_config, trainer_config) -> int:
+    """Optimizer steps of one training (three steps, or the fit's, or Adam's: steps, or epochs x batches)."""
+    if isinstance(trainer_config, TwoStepThenFitConfig):
+        return 2 + trainer_config.fit_steps
+    if isinstance(trainer_config, ThreeStepConfig):
+        return 3
+    steps, epochs = getattr(trainer_config, "steps", None), getattr(trainer_config, "epochs", None)
+    if steps:
+        return int(steps)
+    if epochs and hasattr(trainer_config, "resolved_batch_size"):
+        n_train = task_config.n_train
+        batch = trainer_config.resolved_batch_size(task_config.sizes(), n_train)
+        return int(epochs) * max(1, math.ceil(n_train / max(1, batch)))
+    return 1
+
+
+@functools.lru_cache(maxsize=4096)
+def _model_cost(task_config, trainer_config, device_kind: str) -> tuple[float, float]:
+    """(FLOPs, seconds) of one model; seeds share it (task and trainer configs are frozen, hashable)."""
+    try:
+        flops = float(task_config.train_flops(trainer_config))
+    except (AttributeError, TypeError):  # a plug-in task without a FLOP model, or a trainer it cannot count
+        flops = 0.0
+    steps = _optimizer_steps(task_config, trainer_config)
+    return flops, flops / rate_flops(trainer_config, device_kind) + steps * STEP_SECONDS + MODEL_SECONDS
+
+
+def _cost_of(config, device_kind: str) -> tuple[float, float]:
+    parsed = parse_config(config)
+    try:
+        return _model_cost(parsed.task_config, parsed.trainer_config, device_kind)
+    except TypeError:  # an unhashable plug-in config: priced without the cache
+        return _model_cost.__wrapped__(parsed.task_config, parsed.trainer_config, device_kind)
+
+
+def estimate(configs: Iterable, device=None) -> Estimate:
+    """The price of training ``configs`` (dicts, ParsedConfigs or RunConfigs) on ``device`` (a torch device,
+    "cpu", "cuda:N" or None for the CPU)."""
+    kind = _device_kind(device)
+    runs, flops, seconds = 0, 0.0, 0.0
+    for config in configs:
+        f, s = _cost_of(config, kind)
+        runs, flops, seconds = runs + 1, flops + f, seconds + s
+    return Estimate(runs, flops, seconds, kind)
+
+
+def plan_estimate(planned, device=None) -> Estimate | None:
+    """The price of a grid experiment's whole product (one config per line, base value and size, times the
+    seeds: a seed does not change the cost), without building every config; None for a search, whose size
+    is not known before it runs (it is priced round by round)."""
+    exp = getattr(planned, "experiment", None)
+    if exp is None or exp.kind != "grid":
+        return None
+    kind = _device_kind(device)
+    total = Estimate(device=kind)
+    for line_index, line in enumerate(exp.lines):
+        for base_value in exp.values_of(line_index):
+            for size in exp.sizes:
+                flops, seconds = _cost_of(exp.build_config(line, base_value, size, exp.seeds[0]), kind)
+                seeds = len(exp.seeds)
+                total = total + Estimate(seeds, flops * seeds, seconds * seeds, kind)
+    return total
+
+
+def refuse_above(work: Estimate, limit: float, what: str = "", before: Estimate | None = None) -> None:
+    """One-line :class:`CostTooHigh` when ``work`` (plus ``before``, already spent under the same limit) is
+    estimated above ``limit`` seconds."""
+    total = work if before is None or not before.runs else before + work
+    if total.seconds <= limit:
+        return
+    place = f"{what}: " if what else ""
+    spent = f" ({before.runs:,} of them trained already in this command)" if before is not None and before.runs else ""
+    raise CostTooHigh(f"{place}estimated {total.describe()}{spent}, above the {format_duration(limit)} limit; "
+                      f"pass --max-cost {_suggestion(total.seconds)} to run it (or set {MAX_COST_ENV})")
+
+
+# ------------------------------------------------------------------------------------------- budgets
+class Budget:
+    """The estimated work one command may do: each priced piece is charged before it runs."""
+
+    def __init__(self, limit: float | None = None):
+        self.limit = max_cost_allowed() if limit is None else float(limit)
+        self.spent = Estimate()
+
+    def charge(self, work: Estimate, what: str = "") -> None:
+        """Refuse ``work`` (one line, :class:`CostTooHigh`) if it takes the total above the limit, else add it."""
+        refuse_above(work, self.limit, what, before=self.spent)
+        self.spent = self.spent + work
+
+
+_ACTIVE: ContextVar[Budget | None] = ContextVar("recallkit_cost_budget", default=None)
+
+
+def active_budget() -> Budget | None:
+    """The budget a surrounding :func:`budget` block opened, if any."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def budget(limit: str | float | None = None) -> Iterator[Budget]:
+    """One budget for the block (``limit``: a duration text, seconds, or None for the default): every priced
+    round in it is charged to it, and processes started in it (local workers, the main job's step worker)
+    inherit its limit through ``$RECALLKIT_MAX_COST``."""
+    opened = Budget(max_cost_allowed(limit))
+    token = _ACTIVE.set(opened)
+    before = os.environ.get(MAX_COST_ENV)
+    os.environ[MAX_COST_ENV] = "inf" if math.isinf(opened.limit) else f"{opened.limit!r}s"
+    try:
+        yield opened
+    finally:
+        _ACTIVE.reset(token)
+        if before is None:
+            os.environ.pop(MAX_COST_ENV, None)
+        else:
+            os.environ[MAX_COST_ENV] = before
+
+
+def charge(work: Estimate, what: str = "") -> None:
+    """Charge ``work`` to the open budget, or refuse it alone against the default limit when none is open."""
+    (_ACTIVE.get() or Budget()).charge(work, what)
+
+
+class PricedExecutor:
+    """An executor whose every round is priced before it trains: charged to the open :func:`budget`, else to
+    this executor's own (the default limit over all its rounds). Everything else is the wrapped executor's."""
+
+    def __init__(self, inner, device=None):
+        self.inner = inner
+        self.device = device
+        self.own = Budget()
+        self._kind: str | None = None
+
+    def run(self, configs: Sequence[dict]) -> list[dict]:
+        configs = list(configs)
+        if self._kind is None:  # where the engine will train: "auto" is the GPU when there is one
+            from recallkit.empirics.device import resolve_device
+
+            self._kind = _device_kind(resolve_device(self.device))
+        work = estimate(configs, self._kind)
+        (_ACTIVE.get() or self.own).charge(work, "this search round")
+        if work.seconds >= NOTE_SECONDS:
+            print(f"search round: estimated {work.describe()}", file=sys.stderr, flush=True)
+        return self.inner.run(configs)
+
+    def __getattr__(self, name: str):
+        if name == "inner":  # not set yet (a copy being built): no recursion through __getattr__
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+# -------------------------------------------------------------------------------------------- memory
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as handle:
+            text = handle.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_room() -> int | None:
+    """Bytes this process's cgroup may still take (v2: memory.max - memory.current; v1: limit - usage)."""
+    try:
+        with open("/proc/self/cgroup") as handle:
+            entries = [line.rstrip("\n").split(":", 2) for line in handle]
+    except OSError:
+        return None
+    for hierarchy, controllers, path in (e for e in entries if len(e) == 3):
+        if hierarchy == "0" and controllers == "":
+            limit = _read_int(f"/sys/fs/cgroup{path}/memory.max")
+            used = _read_int(f"/sys/fs/cgroup{path}/memory.current")
+        elif "memory" in controllers.split(","):
+            limit = _read_int(f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+            used = _read_int(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
+        else:
+            continue
+        if limit is not None and used is not None and limit < 1 << 60:  # v1 writes "no limit" as ~2**63
+            return max(0, limit - used)
+    return None
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def free_memory(device=None) -> tuple[int, str]:
+    """(bytes a new model may take now, what bounds it): CUDA's free memory on a CUDA device; on the CPU the
+    kernel's MemAvailable, or less where the cgroup's memory limit or the process's address-space / data
+    limit leaves less."""
+    free = memory_free(device)
+    if _device_kind(device) == "GPU":
+        return free, "free on this GPU"
+    bounds = [(free, "available on this machine")]
+    room = _cgroup_room()
+    if room is not None:
+        bounds.append((room, "left under this process's cgroup memory limit"))
+    for limit_name, field, shown in ((resource.RLIMIT_AS, "VmSize", "ulimit -v"),
+                                     (resource.RLIMIT_DATA, "VmData", "ulimit -d")):
+        soft = resource.getrlimit(limit_name)[0]
+        used = _status_bytes(field)
+        if soft != resource.RLIM_INFINITY and used is not None:
+            bounds.append((max(0, soft - used), f"left under this process's memory limit ({shown})"))
+    return min(bounds, key=lambda bound: bound[0])
+
+
+def check_free_memory(configs: Iterable, device=None, where: str = "") -> None:
+    """Refuse, in one line (:class:`ModelTooLarge`) and before anything is allocated, a config whose one model
+    needs more memory (its task's ``bytes_per_model``) than is free now (:func:`free_memory`)."""
+    free, bound = None, ""
+    seen = set()
+    for config in configs:
+        parsed = parse_config(config)
+        try:
+            key = (parsed.task_config, parsed.trainer_config)
+            if key in seen:
+                continue
+            seen.add(key)
+        except TypeError:  # unhashable plug-in config: checked each time
+            pass
+        need = parsed.task_config.bytes_per_model(parsed.trainer_config)
+        if free is None:
+            free, bound = free_memory(device)
+        if need > free:
+            place = f"{where}: " if where else ""
+            sizes = ", ".join(f"{k}={v}" for k, v in parsed.task_config.sizes().items())
+            raise ModelTooLarge(f"{place}one model ({sizes}) needs about {need / 2**30:,.1f} GiB, more than the "
+                                f"{free / 2**30:,.1f} GiB {bound}")
