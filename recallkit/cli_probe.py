@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from recallkit import registry
+from recallkit.empirics import cost
 from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
@@ -42,12 +43,16 @@ def register(app: typer.Typer) -> None:
         alpha: Optional[float] = typer.Option(None, "--alpha", help="Test level (default: the file's, 0.05)."),
         threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch CPU threads (recorded with every row)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+        max_cost: Optional[str] = typer.Option(
+            None, "--max-cost", help="Refuse probe rows estimated above this much compute, e.g. 2h, 30m or inf (default "
+                                     "2h, or $RECALLKIT_MAX_COST); rows the store holds cost nothing."),
     ) -> None:
         """Split the logits after the three steps into the pack's terms on a grid where one of V, N, d, L, m
         moves at a time, fit each term's size against each variable (OLS, HC3, t intervals), and judge the
         fitted exponent against the pack's (TOST): term, variable, predicted, fitted with interval, verdict.
         Also shown: the same fit with the measured attention normalisers swapped for their asymptotic
         L-powers (drift-corrected), which separates finite-L transients from errors in the derivation."""
+        limit = cost.max_cost_allowed(max_cost)
         import torch  # about 1 s to import: only when a probe runs, never for --help
 
         torch.set_num_threads(threads)
@@ -58,8 +63,9 @@ def register(app: typer.Typer) -> None:
             result_store = ResultStore(store or default_store_path())
         log = (lambda message: typer.echo(message, err=True))  # noqa: E731
         try:
-            doc = run_probe(probe, pack, preset, store=result_store, code_version=code_version(),
-                            statistic=statistic, method=method, delta=delta, alpha=alpha, log=log)
+            with cost.budget(limit):  # the rows the store lacks are priced before the first is computed
+                doc = run_probe(probe, pack, preset, store=result_store, code_version=code_version(),
+                                statistic=statistic, method=method, delta=delta, alpha=alpha, log=log)
         finally:
             if result_store is not None:
                 result_store.close()

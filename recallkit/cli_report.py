@@ -8,6 +8,7 @@ from typing import Any, List, Optional
 import typer
 
 from recallkit.cli_sweep import MAX_PROCESSES, MAX_THREADS
+from recallkit.empirics import cost
 from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
 from recallkit.fail_on import fail_on_verdicts, verdicts_matching
 from recallkit.interrupts import watch_store
@@ -44,6 +45,9 @@ def report(
     fail_on: Optional[List[str]] = typer.Option(
         None, "--fail-on", help="Exit 1 when any check's verdict is this (inconsistent | inconclusive; repeatable or "
                                 "comma-separated), after writing the report: for CI."),
+    max_cost: Optional[str] = typer.Option(
+        None, "--max-cost", help="Refuse training estimated above this much compute over the whole report, e.g. 2h, "
+                                 "30m or inf (default 2h, or $RECALLKIT_MAX_COST); searches are priced round by round."),
 ) -> None:
     """Run the quick preset of the shipped experiments end to end and write reports/out/recallkit-report.pdf.
 
@@ -56,6 +60,7 @@ def report(
     from recallkit.pipeline import ReportSettings, report_store, run_report
     from recallkit.reports.render import env_jobs
 
+    limit = cost.max_cost_allowed(max_cost)
     env_jobs()  # read when the pages are drawn, after every experiment has run: a bad value fails now instead
     if workers is not None and workers > 1 and executor != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
@@ -65,7 +70,8 @@ def report(
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
                               device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)
     watch_store(report_store(settings))  # Ctrl-C then names the store and its row count
-    pdf = run_report(settings)
+    with cost.budget(limit):  # one budget for every experiment of the report
+        pdf = run_report(settings)
     typer.echo(f"report: {pdf}")
     typer.echo(f"summary: {pdf.parent / 'summary.json'}")
     summary = json.loads((pdf.parent / "summary.json").read_text())

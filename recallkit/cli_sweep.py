@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 
+from recallkit.empirics import cost
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import make_executor, usable_cores
 from recallkit.empirics.plan import plan
@@ -79,10 +80,11 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch CPU threads per engine call (default 1, as train and report use, so a stored row does not depend on which command trained it); recorded per row"),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress over cells on stderr"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
+        max_cost: Optional[str] = typer.Option(None, "--max-cost", help=cost.MAX_COST_HELP + "; a search is priced round by round"),
     ) -> None:
         """Train the probes an experiment's search needs, reusing every result already in the store."""
         _sweep(experiment_file, preset, store_path, executor_name, scheduler, dask_local, device, max_runs, workers,
-               threads, progress, as_json)
+               threads, progress, as_json, max_cost)
 
     @app.command("results")
     def results(
@@ -97,10 +99,23 @@ def register(app: typer.Typer) -> None:
         _results(experiment_file, preset, store_path, as_json, as_csv, parquet)
 
 
+def _price_grid(planned, limit: float, device) -> None:
+    """A grid's every cell is known before it starts: refuse it whole (the cells already stored counted too)
+    before building 10**5 configs takes a minute, or say what it will cost when that is long."""
+    work = cost.plan_estimate(planned, device)
+    if work is None:
+        return
+    cost.refuse_above(work, limit, str(planned.path))
+    if work.seconds >= cost.NOTE_SECONDS:
+        print(f"{planned.path}: estimated {work.describe()}, under the {cost.format_duration(limit)} limit",
+              file=sys.stderr)
+
+
 def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_name: str, scheduler: str | None,
            dask_local: int | None, device: str, max_runs: int | None, workers: int, threads: int, progress: bool,
-           as_json: bool) -> None:
+           as_json: bool, max_cost: str | None = None) -> None:
     """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
+    limit = cost.max_cost_allowed(max_cost)
     if workers > 1 and executor_name != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     if max_runs is not None and max_runs < 1:
@@ -110,12 +125,15 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
         raise InputError(f"{planned.path}: not a search experiment (its system runs it: recallkit report)")
     if executor_name == "local":
         resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
+    _price_grid(planned, limit, resolve_device(device) if executor_name == "local" else device)
     executor = make_executor(executor_name, device=None if device == "auto" else device, threads=threads,
                              scheduler=scheduler, local_workers=dask_local, workers=workers)
     try:
         watch_store(store_path or default_store_path())
-        with ResultStore(store_path or default_store_path()) as store:
+        with ResultStore(store_path or default_store_path()) as store, cost.budget(limit):
             result = run_sweep(planned, store, executor, progress=progress)
+    except cost.CostTooHigh as exc:  # a round refused: name the file (the runs before it are in the store)
+        raise cost.CostTooHigh(f"{planned.path}: {exc}") from None
     finally:
         executor.close()
     summary = f"{planned.name} [{preset}] on {result.executor}: {result.summary_line()}" + (

@@ -9,7 +9,8 @@ import typer
 
 from recallkit import registry
 from recallkit.cli_sweep import MAX_THREADS
-from recallkit.empirics.config import config_hash, parse_config
+from recallkit.empirics import cost
+from recallkit.empirics.config import check_memory, config_hash, parse_config
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import MAX_NUMBER_DIGITS
 
@@ -75,8 +76,10 @@ def register(app: typer.Typer) -> None:
         device: str = typer.Option("auto", "--device", help="auto (cuda if available, else cpu) | cpu | cuda"),
         threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch CPU threads (default 1, as sweep and report use, so the same config gives the same numbers); recorded in the output"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (config, hash, metrics) on stdout"),
+        max_cost: Optional[str] = typer.Option(None, "--max-cost", help=cost.MAX_COST_HELP),
     ) -> None:
         """Train one model and print its accuracy (fresh samples), training accuracy and parameter count."""
+        limit = cost.max_cost_allowed(max_cost)
         values = parse_set_options(settings or [])
         for key in ("task", "model", "trainer", "seed"):
             if key in values:
@@ -86,8 +89,19 @@ def register(app: typer.Typer) -> None:
         # torch (about 1 s to import) only once a model is trained: the engine imports it too
         import torch
 
+        from recallkit.empirics.device import resolve_device
         from recallkit.empirics.engine import run_config  # imports torch, as above
 
+        # checked against memory and priced before anything is built (a model that cannot fit is refused
+        # whatever --max-cost says, so memory first); a long run says so, never silent
+        target = resolve_device(device)
+        check_memory(config, device=target)
+        cost.check_free_memory([config], target)
+        work = cost.estimate([config], target)
+        cost.refuse_above(work, limit, "recallkit train")
+        if work.seconds >= cost.NOTE_SECONDS:
+            typer.echo(f"recallkit train: estimated {work.describe()}, under the {cost.format_duration(limit)} limit",
+                       err=True)
         torch.set_num_threads(threads)
         metrics = run_config(config, device=device)
         if as_json:

@@ -39,7 +39,7 @@ from recallkit.empirics.config import store_key
 # term_probes loads torch (about 1 s): the judge's callers (the probe step, a token-retrieval fit's finite-size
 # form) train or need its constants anyway
 from recallkit.systems.token_retrieval.term_probes import (FEATURES, NORMALISER_L_POWER, PACK_TERM_COMPONENTS,
-                                                           TERM_NORMALISERS, ProbeConfig, probe_rows)
+                                                           TERM_NORMALISERS, ProbeConfig, check_probe_work, probe_rows)
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import load_pack
 from recallkit.theory.schema import (
@@ -247,6 +247,7 @@ def collect_rows(grid: ProbeGrid, store=None, code_version: str = "unknown",
     store_cfgs = [_store_config(c) for c in configs]
     hashes = [probe_config_hash(c) for c in store_cfgs]
     stored = store.get(hashes) if store is not None else {}
+    check_probe_work([cfg for cfg, h in zip(configs, hashes) if h not in stored], f"probe {grid.name}")
     rows, reused, computed = [], 0, 0
     for index, (cfg, scfg, h) in enumerate(zip(configs, store_cfgs, hashes)):
         if h in stored:

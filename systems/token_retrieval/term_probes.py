@@ -432,3 +432,59 @@ def probe_rows(configs: list[ProbeConfig]) -> list[dict]:
                      "threads": torch.get_num_threads(), "device": "cpu",
                      "components": spread_over_labels(result), "terms": term_sizes(result)})
     return rows
+
+
+# ----------------------------------------------------------------------------- price of a grid
+PROBE_FLOAT_BYTES = 8
+# The probes compute in float64, at half float32's matmul rate (empirics.cost.CPU_MATMUL_GFLOPS), and reach
+# this fraction of it: the 55 rows of the main job's cold store took 32 s where their FLOPs at that rate take 7.
+PROBE_EFFICIENCY = 0.15
+
+
+def probe_flops(cfg: ProbeConfig) -> float:
+    """FLOPs (2 per multiply-add) of one probe row: the three steps (three losses, each a forward and a
+    backward of about twice its work) and the decomposition, whose [V, N] x [N, n_test] products dominate."""
+    N, n, V, L, d, m = cfg.N, cfg.n_test, cfg.V, cfg.L, cfg.d, cfg.m or 0
+    w = m or d
+    steps = 9 * N * (3 * L * d + m * d + w * d + d * V)
+    split = (3 * (N + n) * L * d + (N + n) * m * d + (N + 2 * n) * (w * d + d * V) + 3 * V * N * d
+             + N * n * (w + 8 * d) + 18 * V * N * n)
+    return 2.0 * (steps + split)
+
+
+def probe_bytes(cfg: ProbeConfig) -> int:
+    """Peak memory of one probe row, from its largest float64 tensors alive at once: in the three steps the
+    autograd's [N, L, d] gathers of the attention and the MLP's [N, m] features, with the [N, V] logits and
+    softmax; in the decomposition the [V, N] coefficient matrices, the [N, n_test] pair products and the
+    [n_test, V] components; plus the instance and the int64 samples. Against the peak RSS of a fresh process
+    (one thread) it was 3-12% above on four rows of 150 MiB to 2 GiB (attention-only and MLP): enough to
+    refuse a grid that cannot fit before its first row."""
+    N, n, V, L, d, m = cfg.N, cfg.n_test, cfg.V, cfg.L, cfg.d, cfg.m or 0
+    f = PROBE_FLOAT_BYTES
+    instance = f * (2 * V * d + 2 * d + m * d) + 8 * V
+    samples = 8 * (N + n) * (L + 3)
+    steps = f * (3 * N * L * d + 3 * N * m + 3 * N * V)
+    split = f * (2 * N * L * d + 2 * N * m + 6 * V * N + 14 * N * n + 20 * n * V)
+    return instance + samples + max(steps, split)
+
+
+def check_probe_work(configs: list[ProbeConfig], what: str = "probe") -> None:
+    """Refuse, in one line and before the first row is computed, probe rows that would not fit in the memory
+    free now (naming the largest config, its estimate and what is free) or whose estimated time passes the
+    cost limit (``empirics.cost``: the open budget, else ``--max-cost`` / $RECALLKIT_MAX_COST / 2 h)."""
+    from recallkit.empirics import cost
+    from recallkit.empirics.config import ModelTooLarge
+
+    if not configs:
+        return
+    largest = max(configs, key=probe_bytes)
+    need = probe_bytes(largest)
+    free, bound = cost.free_memory()
+    if need > free:
+        sizes = ", ".join(f"{k}={getattr(largest, k)}" for k in ("V", "N", "d", "L", "m", "n_test")
+                          if getattr(largest, k) is not None)
+        raise ModelTooLarge(f"{what}: one probe row ({sizes}) needs about {need / 2**30:,.1f} GiB, more than the "
+                            f"{free / 2**30:,.1f} GiB {bound}")
+    rate = cost.CPU_MATMUL_GFLOPS * 1e9 / 2 * PROBE_EFFICIENCY
+    flops = sum(probe_flops(c) for c in configs)
+    cost.charge(cost.Estimate(len(configs), flops, flops / rate + cost.MODEL_SECONDS * len(configs)), what)
