@@ -1,4 +1,4 @@
-"""``recallkit theory list|show|regions|predict``: the symbolic theory engine on the command line.
+"""``recallkit theory list|show|regions|bounds|predict``: the symbolic theory engine on the command line.
 
 PACK is a shipped pack name (``recallkit theory list``) or a path to your own TOML file.
 ``--json`` prints exactly one JSON document on stdout. matplotlib is imported only when a figure
@@ -18,7 +18,7 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.scaling import power_text
 from recallkit.theory.summary import line_points
 
-__all__ = ["list_command", "predict_command", "regions_command", "register", "show_command"]
+__all__ = ["bounds_command", "list_command", "predict_command", "regions_command", "register", "show_command"]
 
 
 theory_app = typer.Typer(
@@ -89,10 +89,19 @@ def show_command(
             typer.echo(f"  {'':<{width}}  ref: {term.reference}")
         if term.note:
             typer.echo(f"  {'':<{width}}  note: {term.note}")
-    if pack.lower_bounds:
-        typer.echo(f"lower bounds on {render(pack.param_count)}:")
-        for bound in pack.lower_bounds:
+    lower = [bound for bound in pack.lower_bounds if bound.is_lower_bound]
+    failures = [bound for bound in pack.lower_bounds if not bound.is_lower_bound]
+    if lower:
+        typer.echo(f"lower bounds on {render(pack.param_count)}, each over the class it names:")
+    for heading, bounds in ((None, lower), ("failure conditions of one estimator (not lower bounds: each bounds "
+                                            f"{render(pack.param_count)} for its estimator only):", failures)):
+        if heading and bounds:
+            typer.echo(heading)
+        for bound in bounds:
             typer.echo(f"  {bound.name}  {render(bound.expr)}  [{bound.provenance}]")
+            typer.echo(f"    class: {bound.bound_class}" if bound.is_lower_bound else f"    estimator: {bound.estimator}")
+            if bound.reference:
+                typer.echo(f"    ref: {bound.reference}")
             if bound.note:
                 typer.echo(f"    note: {bound.note}")
     if pack.facts:
@@ -101,6 +110,14 @@ def show_command(
             typer.echo(f"  - [{fact.provenance}] {fact.text}")
     if pack.default_scaling is not None:
         typer.echo(f"defaults: --scaling \"{pack.default_scaling}\" --axes {','.join(pack.default_axes or [])}")
+
+
+def _gap_text(base: str, gap: dict) -> str:
+    """A gap to one entry of lower_bounds, saying what that entry covers (a class, or one estimator only)."""
+    power = power_text(base, gap["gap_exponent"], gap["gap_log_power"])
+    if gap.get("kind", "lower-bound") == "lower-bound":
+        return f"gap to lower bound {gap['name']}: {power}  (holds for {gap.get('class') or 'an unnamed class'})"
+    return f"above the failure condition of one estimator {gap['name']} (not a lower bound): {power}"
 
 
 def _diagram_text(document: dict) -> str:
@@ -116,8 +133,13 @@ def _diagram_text(document: dict) -> str:
         lines.append(f"  vertices: {', '.join('(' + ', '.join(v) + ')' for v in region['vertices'])}")
         for inequality in region["inequalities"]:
             lines.append(f"  where {inequality}")
-        for gap in region["lower_bound_gaps"]:
-            lines.append(f"  gap to lower bound {gap['name']}: {power_text(base, gap['gap_exponent'], gap['gap_log_power'])}")
+        lines.extend(f"  {_gap_text(base, gap)}" for gap in region["lower_bound_gaps"])
+        for piece in region.get("strongest_bound_gaps", []):
+            where = f" where {'; '.join(piece['where'])}" if piece["where"] else ""
+            lines.append(f"  gap to the strongest lower bound{where}: {piece['name']}: "
+                         f"{power_text(base, piece['gap_exponent'], piece['gap_log_power'])}")
+        if region.get("strongest_bound_note"):
+            lines.append(f"  note: {region['strongest_bound_note']}")
     for entry in document["feasibility"]:
         lines.append(f"feasible only where {entry['condition']} (term {entry['term']} does not depend on the size)")
     for check in document["corollary_check"]:
@@ -172,6 +194,66 @@ def regions_command(
         typer.echo(f"warning: {pack.name}: the hand-stated corollary disagrees with the computed regions", err=True)
 
 
+def _bounds_document(pack, diagram: dict) -> dict:
+    """The gap table of ``bounds``: per region the upper bound and the gap to the strongest lower bound there."""
+    return {
+        "pack": diagram["pack"], "scaling": diagram["scaling"], "axes": diagram["axes"],
+        "axis_labels": diagram["axis_labels"], "base": diagram["base"], "param_count": diagram["param_count"],
+        "regions": [{"region": region["dominant"], "tied_with": region["tied_with"],
+                     "required_exponent": region["required_param_exponent"], "required_log_power": region["log_power"],
+                     "vertices": region["vertices"], "strongest": region["strongest_bound_gaps"],
+                     "note": region["strongest_bound_note"]} for region in diagram["regions"]],
+        "lower_bounds": [bound.to_dict() for bound in pack.lower_bounds if bound.is_lower_bound],
+        "failure_conditions": [bound.to_dict() for bound in pack.lower_bounds if not bound.is_lower_bound],
+    }
+
+
+def _bounds_text(document: dict) -> str:
+    base, count = document["base"], document["param_count"]
+    lines = [f"{document['pack']}: gap of the upper bound to the strongest lower bound, region by region",
+             f"  scaling {document['scaling']}; axes {', '.join(document['axis_labels'])}",
+             f"  columns: region (dominant noise), required {count} (upper bound), strongest lower bound over a "
+             f"class there, gap = required / bound"]
+    for region in document["regions"]:
+        required = power_text(base, region["required_exponent"], region["required_log_power"])
+        if not region["strongest"]:
+            lines.append(f"{region['region']}  {required}  {region['note'] or 'no lower bound over a class'}")
+        for piece in region["strongest"]:
+            where = f"  where {'; '.join(piece['where'])}" if piece["where"] else ""
+            lines.append(f"{region['region']}  {required}  {piece['name']} "
+                         f"{power_text(base, piece['exponent'], piece['log_power'])}  "
+                         f"gap {power_text(base, piece['gap_exponent'], piece['gap_log_power'])}{where}")
+    lines.append("lower bounds (the class each holds for):" if document["lower_bounds"]
+                 else "lower bounds: none over a class in this pack")
+    lines.extend(f"  {bound['name']}: {bound['class']}" for bound in document["lower_bounds"])
+    if document["failure_conditions"]:
+        lines.append("failure conditions of one estimator (not lower bounds; this table takes no gap to them):")
+        lines.extend(f"  {bound['name']}: {bound['estimator']}" for bound in document["failure_conditions"])
+    return "\n".join(lines)
+
+
+@theory_app.command("bounds")
+def bounds_command(
+    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    scaling: Optional[str] = typer.Option(None, "--scaling", help="e.g. 'N=V**a, L=V**c' (default: the pack's)."),
+    axes: Optional[str] = typer.Option(None, "--axes", help="One or two free exponents, e.g. 'a,c' (default: the pack's)."),
+    box: Optional[str] = typer.Option(None, "--box", help="Window, e.g. 'a=1:2,c=0:1'."),
+    domain: Optional[list[str]] = typer.Option(None, "--domain", help="Extra constraint, e.g. 'a <= 1.5' (repeatable)."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
+) -> None:
+    """Per region: the required count (upper bound), the strongest lower bound over a class there, and the gap."""
+    pack = theory.load_pack(pack_name)
+    if scaling is None and pack.default_scaling is None:
+        raise InputError(f"--scaling: pack {pack.name} has no [defaults] scaling; give one, e.g. 'N=V**a, L=V**c'")
+    diagram = theory.compute_regions(pack, scaling, axes, box=theory.parse_box(box) if box else None,
+                                     domain=domain or ())
+    document = _bounds_document(pack, diagram.to_dict())
+    if json_output:
+        _echo_json(document)
+    else:
+        typer.echo(_bounds_text(document))
+
+
 @theory_app.command("predict")
 def predict_command(
     pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
@@ -193,7 +275,11 @@ def predict_command(
                f"(= {document['slope']:.4g}); log-power correction: {document['log_power']}")
     typer.echo(f"  size {document['size']} ~ {power_text(base, document['size_exponent'], document['size_log_power'])}")
     for gap in document["lower_bounds"]:
-        typer.echo(f"  gap to lower bound {gap['name']}: {power_text(base, gap['gap_exponent'], gap['gap_log_power'])}")
+        typer.echo(f"  {_gap_text(base, gap)}")
+    strongest = document.get("strongest_bound")
+    if strongest is not None:
+        typer.echo(f"  gap to the strongest lower bound: {strongest['name']}: "
+                   f"{power_text(base, strongest['gap_exponent'], strongest['gap_log_power'])}")
     for name in document["infeasible"]:
         typer.echo(f"  warning: term {name} beats the signal at every size along this line", err=True)
 
