@@ -206,15 +206,29 @@ def predicted_construction_k(n_subjects: int, codes: str = "random", failure_pro
 
 
 def counting_lower_bound_d(n_subjects: int, n_relations: int, bits_per_parameter: float = 1.0,
-                           other_parameters: float = 0.0) -> float:
-    """The geometric-recall counting bound solved for d: N*d*p + P0*p >= R*log2(N!).
+                           other_parameters: float = 0.0, model: str | None = "learned") -> float:
+    """The geometric-recall counting bound solved for d (derived-here): P(d)*p + P0*p >= R*log2(N!).
 
-    Returns (R*log2(N!) / p - P0) / N.  With P0 = 0 and p = 1 (one sign bit per coordinate, as in
-    the construction) this is about R*(log2 N - log2 e).  Note the bound as stated leaves the
-    unembedding (N*d parameters) inside P0; with P0 = 0 it is the bound on the subject table alone.
+    The R bijections are independent and uniform, so they carry R log2(N!) bits, and p-bit parameters that
+    answer every fact must hold them all. Only what training sets can hold them: a table fixed at a random
+    draw is independent of the bijections. P(d) is therefore the trainable parameter count of ``model``
+    (``FactBijectionsConfig.param_count``: E_s and U as far as they are learned, E_r, W1, b1, W2 at the
+    default width m = 4 d), a quadratic in d, and the bound is its positive root. For the learned model,
+    2 N d + R d + 8 d^2 + 4 d >= R log2(N!) / p gives about R log2(N!) / (2 N p) while d << N: half the
+    subject table's bound, because U is learned too. ``model=None`` counts the subject table alone
+    (N d p + P0 p >= R log2(N!), returning (R log2(N!) / p - P0) / N), the bound as first stated.
     """
     log2_factorial = math.lgamma(n_subjects + 1) / math.log(2)
-    return (n_relations * log2_factorial / bits_per_parameter - other_parameters) / n_subjects
+    bits = n_relations * log2_factorial / bits_per_parameter - other_parameters
+    if model is None:
+        return bits / n_subjects
+    # P(d) = a d^2 + b d (every term holds d or m = 4 d), read off the config's own count at d = 1 and 2
+    at_1, at_2 = (FactBijectionsConfig(model, n_subjects, n_relations, d).param_count for d in (1, 2))
+    a = (at_2 - 2 * at_1) / 2
+    b = at_1 - a
+    if bits <= 0:
+        return 0.0
+    return (2 * bits) / (b + math.sqrt(b * b + 4 * a * bits))  # the positive root, stable when a d^2 << b d
 
 
 def smallest_working_k(n_subjects: int, n_relations: int, seed: int = 0, codes: str = "random",
@@ -230,16 +244,182 @@ def smallest_working_k(n_subjects: int, n_relations: int, seed: int = 0, codes: 
     return None
 
 
+@dataclass
+class MeetInTheMiddleConstruction(GeometricConstruction):
+    """The meet-in-the-middle construction for h-hop chains answered in one pass (no chain-of-thought).
+
+    Its "relations" are the R^h chains (r_1, ..., r_h), in ``composite_bijections`` order; ``bijections[c]`` is
+    chain c's composite map and ``base_bijections`` the R one-hop maps. Layout of the residual space: R^ceil(h/2)
+    subject blocks of k coordinates (the codes of the ceil(h/2)-hop images of the subject), R^floor(h/2) output
+    blocks of k coordinates (where U holds the codes of the floor(h/2)-hop pre-images), then h * ceil(log2 R)
+    chain coordinates (each hop's relation in binary, as +-1).
+    """
+
+    hops: int = 1
+    relation_bits: int = 0
+    base_bijections: np.ndarray | None = None  # (R, N)
+
+    def chain_logits(self, chain: int) -> np.ndarray:
+        """``logits(all subjects, chain)``, the same network computed by parts: W1 (E_s + E_c) = W1 E_s + W1 E_c
+        with W1 E_s shared by every chain, and the second layer applied to the hidden units that are not zero on
+        this chain (a zero unit adds exactly nothing); on a grid of 64 chains this is ten times faster."""
+        if not hasattr(self, "_shared"):
+            self._shared = (self.subject_embeddings @ self.w1.T, self.unembedding @ self.w2,
+                            self.subject_embeddings @ self.unembedding.T)
+        subject_pre, readout, subject_logits = self._shared
+        relation = self.relation_embeddings[chain]
+        hidden = np.maximum(subject_pre + (self.w1 @ relation + self.b1), 0.0)
+        live = hidden.any(axis=0)
+        return subject_logits + self.unembedding @ relation + hidden[:, live] @ readout[:, live].T
+
+    def accuracy(self) -> float:
+        # chain by chain: the hidden layer has 2 k R^h units, too many to hold for all N R^h queries at once
+        correct = 0
+        for chain in range(self.n_relations):
+            correct += int(strict_argmax_correct(self.chain_logits(chain), self.bijections[chain]).sum())
+        return correct / (self.n_subjects * self.n_relations)
+
+
+def meet_in_the_middle_d(n_subjects: int, n_relations: int, hops: int) -> int:
+    """d of the meet-in-the-middle construction with binary codes (derived-here):
+    (R^ceil(h/2) + R^floor(h/2)) ceil(log2 N) + h ceil(log2 R)."""
+    k = max(1, math.ceil(math.log2(n_subjects)))
+    bits = math.ceil(math.log2(n_relations)) if n_relations > 1 else 0
+    return (n_relations ** math.ceil(hops / 2) + n_relations ** (hops // 2)) * k + hops * bits
+
+
+def build_meet_in_the_middle(n_subjects: int, n_relations: int, hops: int, k: int | None = None, seed: int = 0,
+                             codes: str = "binary", gain: float = 1.0, gate: float = 1.0) -> MeetInTheMiddleConstruction:
+    """Build the meet-in-the-middle construction: every h-hop chain answered in one pass.
+
+    With h = h1 + h2, h1 = ceil(h/2), h2 = floor(h/2), a chain c = (p, q) is a prefix p of h1 hops followed by a
+    suffix q of h2 hops, and its answer is pi_q(pi_p(s)):
+    - subject s holds, in block p, the code of its intermediate entity pi_p(s), for each of the R^h1 prefixes;
+    - the attribute row of a holds, in output block q, the code of its pre-image pi_q^{-1}(a), for each of the
+      R^h2 suffixes (the empty suffix's pre-image is a itself);
+    - chain c is the +-1 binary code of its h relations, ceil(log2 R) coordinates per hop;
+    - the MLP has 2k units per chain; unit (c, j, sigma) computes relu(sigma x_{p,j} + gate (beta_c . x_chain -
+      h ceil(log2 R))): the gate term is 0 on chain c and at most -2 gate elsewhere, so (gate >= 1, |code| = 1)
+      only chain c's units fire, and W2 writes gain * code(pi_p(s)) into output block q: the MLP copies one block.
+    Nothing else is written to the output blocks and U is zero outside them, so the logit of a is
+    gain * code(pi_p(s)) . code(pi_q^{-1}(a)), largest (gain k) exactly when pi_q^{-1}(a) = pi_p(s), i.e. when a
+    is the answer, provided the N codes are distinct: k = ceil(log2 N) binary codes, and d =
+    ``meet_in_the_middle_d``.
+    """
+    for name, value in (("n_subjects", n_subjects), ("n_relations", n_relations), ("hops", hops)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise InputError(f"{name}: expected a positive integer, got {value!r}")
+    if k is None:
+        k = max(1, math.ceil(math.log2(n_subjects))) if codes == "binary" else predicted_construction_k(n_subjects, codes)
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k: expected a positive integer, got {k!r}")
+    if gate < 1.0:
+        raise InputError(f"gate: expected a number >= 1 (codes are +-1), got {gate!r}")
+    R, N = n_relations, n_subjects
+    h1, h2 = math.ceil(hops / 2), hops // 2
+    bits = math.ceil(math.log2(R)) if R > 1 else 0
+    rng = np.random.default_rng([seed, N, R, hops, k, 0x3117])
+    attribute_codes = sign_codes(N, k, codes, rng)
+    base = random_bijections(N, R, seed)
+    chains_map, chains = composite_bijections(base, hops)
+    prefixes = list(itertools.product(range(R), repeat=h1))
+    suffixes = list(itertools.product(range(R), repeat=h2))
+
+    def composite(chain: tuple[int, ...]) -> np.ndarray:
+        current = np.arange(N)
+        for r in chain:
+            current = base[r][current]
+        return current
+
+    out0 = len(prefixes) * k  # first output coordinate
+    chain0 = out0 + len(suffixes) * k  # first chain coordinate
+    d = chain0 + hops * bits
+    subject_embeddings = np.zeros((N, d))
+    for i, prefix in enumerate(prefixes):
+        subject_embeddings[:, i * k:(i + 1) * k] = attribute_codes[composite(prefix)]
+    unembedding = np.zeros((N, d))
+    for i, suffix in enumerate(suffixes):
+        preimage = np.argsort(composite(suffix))  # preimage[a] = the entity the suffix maps to a
+        unembedding[:, out0 + i * k:out0 + (i + 1) * k] = attribute_codes[preimage]
+    relation_embeddings = np.zeros((len(chains), d))
+    for c, chain in enumerate(chains):
+        for hop, r in enumerate(chain):
+            digits = (r >> np.arange(bits)) & 1
+            relation_embeddings[c, chain0 + hop * bits:chain0 + (hop + 1) * bits] = 2.0 * digits - 1.0
+    width = 2 * k * len(chains)
+    w1, b1, w2 = np.zeros((width, d)), np.full(width, -gate * hops * bits), np.zeros((d, width))
+    unit = 0
+    for c, chain in enumerate(chains):
+        p, q = divmod(c, len(suffixes))  # product order: the prefix varies slowest
+        for j in range(k):
+            for sigma in (1.0, -1.0):
+                w1[unit, p * k + j] = sigma
+                w1[unit, chain0:] = gate * relation_embeddings[c, chain0:]
+                w2[out0 + q * k + j, unit] = gain * sigma
+                unit += 1
+    return MeetInTheMiddleConstruction(
+        n_subjects=N, n_relations=len(chains), k=k, gain=float(gain), gate=float(gate), codes=codes,
+        attribute_codes=attribute_codes, bijections=chains_map, subject_embeddings=subject_embeddings,
+        relation_embeddings=relation_embeddings, w1=w1, b1=b1, w2=w2, unembedding=unembedding,
+        hops=hops, relation_bits=bits, base_bijections=base,
+    )
+
+
+def meet_in_the_middle_points(n_values: list[int], r_values: list[int], hops: list[int], seeds: list[int],
+                              max_chains: int = 64) -> dict[str, Any]:
+    """The meet-in-the-middle construction over a grid of N, R, h: accuracy at the stated d (binary codes,
+    expected 1) and one code bit less (expected below 1: N entities, fewer codes, a tie). Grid points with more
+    than ``max_chains`` chains R^h are not built (the MLP has 2 k R^h units) and are listed as skipped."""
+    for name, values in (("mitm_N", n_values), ("mitm_R", r_values), ("mitm_hops", hops)):
+        if not all(isinstance(v, int) and v >= 1 for v in values):
+            raise InputError(f"{name}: expected positive integers, got {values!r}")
+    points, skipped = [], []
+    for n in n_values:
+        for r in r_values:
+            for h in hops:
+                if r**h > max_chains:
+                    skipped.append({"N": n, "R": r, "hops": h, "chains": r**h,
+                                    "reason": f"R^h = {r**h} chains > mitm_max_chains = {max_chains}"})
+                    continue
+                k = max(1, math.ceil(math.log2(n)))
+                for seed in seeds:
+                    built = build_meet_in_the_middle(n, r, h, k=k, seed=seed)
+                    points.append({
+                        "N": n, "R": r, "hops": h, "seed": seed, "chains": r**h, "k": k,
+                        "d_stated": meet_in_the_middle_d(n, r, h), "d": built.d, "width": built.width,
+                        "accuracy_at_stated": built.accuracy(),
+                        "accuracy_one_bit_less": build_meet_in_the_middle(n, r, h, k=k - 1, seed=seed).accuracy()
+                        if k > 1 else None,
+                        # today's construction applied to the R^h chains as relations: R^h k + R^h
+                        "d_one_pass_blocks": r**h * k + r**h,
+                    })
+    exact = [p["accuracy_at_stated"] == 1.0 and p["d"] == p["d_stated"] for p in points]
+    tight = [p["accuracy_one_bit_less"] < 1.0 for p in points if p["accuracy_one_bit_less"] is not None]
+    verdict = ("inconclusive" if not points else
+               "consistent" if all(exact) and all(tight) else "inconsistent")
+    reason = (f"meet-in-the-middle (no CoT, binary codes, d = (R^ceil(h/2) + R^floor(h/2)) log2 N + h log2 R): "
+              f"100% at the stated d in {sum(exact)}/{len(points)} cases, below 100% one code bit less in "
+              f"{sum(tight)}/{len(tight)}" + (f"; {len(skipped)} grid points skipped (R^h > {max_chains})"
+                                               if skipped else ""))
+    return {"points": points, "skipped": skipped, "max_chains": max_chains, "verdict": verdict,
+            "verdict_reason": reason}
+
+
 def run_construction_experiment(n_values: list[int], r_values: list[int], seeds: list[int],
                                 codes: list[str] = ("random", "binary"), failure_probability: float = 0.01,
-                                k_max: int = 64) -> dict[str, Any]:
+                                k_max: int = 64, mitm_n: list[int] = (), mitm_r: list[int] = (),
+                                mitm_hops: list[int] = (), mitm_max_chains: int = 64) -> dict[str, Any]:
     """Experiment 2: accuracy at the predicted k, at much smaller k, and the smallest working k.
 
     Returns {"experiment": "geometric_construction", "points": [{"N","R","seed","codes","k_predicted",
     "accuracy_at_predicted","k_small","accuracy_at_small","k_min","d_min_construction" (= R*k_min + R),
     "d_blocks_min" (= R*k_min), "counting_bound_d" (p = 1), "counting_bound_k" (per block)}...],
     "verdict": {...}}.  "k_small" = max(1, ceil(log2 N) - 2): fewer than log2 N bits cannot give N
-    distinct codes, so at most 2^k_small / N of the attributes can be told apart.
+    distinct codes, so at most 2^k_small / N of the attributes can be told apart. "counting_bound_d" counts
+    every learned table of the learned model, "counting_bound_d_subjects" the subject table alone.
+
+    With a grid ``mitm_n`` x ``mitm_r`` x ``mitm_hops`` the result also holds "meet_in_the_middle"
+    (``meet_in_the_middle_points``), and the verdict needs both parts.
     """
     start = time.perf_counter()
     points = []
@@ -262,15 +442,23 @@ def run_construction_experiment(n_values: list[int], r_values: list[int], seeds:
                         "d_min_construction": None if k_min is None else r * k_min + r,
                         "counting_bound_d": bound_d,
                         "counting_bound_k": bound_d / r,
+                        "counting_bound_d_subjects": counting_lower_bound_d(n, r, model=None),
                     })
     at_pred = [p["accuracy_at_predicted"] == 1.0 for p in points]
     small_fail = [p["accuracy_at_small"] < 1.0 for p in points]
     verdict = "consistent" if all(at_pred) and all(small_fail) else "inconsistent"
     reason = (f"100% at the predicted k in {sum(at_pred)}/{len(points)} cases; "
               f"below 100% at k = ceil(log2 N) - 2 in {sum(small_fail)}/{len(points)} cases")
-    return {"experiment": "geometric_construction", "failure_probability": failure_probability,
-            "points": points, "verdict": verdict, "verdict_reason": reason,
-            "wall_time_s": time.perf_counter() - start}
+    out = {"experiment": "geometric_construction", "failure_probability": failure_probability,
+           "points": points, "verdict": verdict, "verdict_reason": reason}
+    if mitm_n and mitm_r and mitm_hops:
+        mitm = meet_in_the_middle_points(list(mitm_n), list(mitm_r), list(mitm_hops), seeds, mitm_max_chains)
+        out["meet_in_the_middle"] = mitm
+        if mitm["verdict"] != "consistent":
+            out["verdict"] = "inconsistent" if "inconsistent" in (verdict, mitm["verdict"]) else mitm["verdict"]
+        out["verdict_reason"] = reason + "; " + mitm["verdict_reason"]
+    out["wall_time_s"] = time.perf_counter() - start
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1078,6 +1266,8 @@ _MEANINGS = {
     "lr": "learning rate", "steps": "training steps", "test_fraction": "held-out share of subjects",
     "train_steps": "training steps before the transfer", "transfer_steps": "steps on the new relation",
     "hops": "chain lengths", "d_fixed": "width at which the accuracies are compared",
+    "mitm_N": "subjects of the meet-in-the-middle grid", "mitm_R": "relations of the meet-in-the-middle grid",
+    "mitm_hops": "hops of the meet-in-the-middle grid", "mitm_max_chains": "most chains R^h built",
 }
 
 
@@ -1093,7 +1283,8 @@ GEOMETRIC_SCHEMA: dict[str, Section] = {kind: _preset_section(kind, keys) for ki
     # experiment kind -> preset key -> (expected type, default; None = required)
     "construction": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
                      "codes": (_STR_LIST, ["random", "binary"]), "failure_probability": (_FLOAT, 0.01),
-                     "k_max": (_INT, 64)},
+                     "k_max": (_INT, 64), "mitm_N": (_INT_LIST, []), "mitm_R": (_INT_LIST, []),
+                     "mitm_hops": (_INT_LIST, []), "mitm_max_chains": (_INT, 64)},
     "d_min": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]), "d_grid": (_INT_LIST, None),
               "models": (_STR_LIST, ["learned", "frozen"]), "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
     "probes": {"N": (_INT, None), "R": (_INTS, None), "d": (_INTS, None), "seeds": (_INT_LIST, [0]),
@@ -1153,7 +1344,8 @@ def run_geometric_experiment(path: str | Path, preset: str = "quick", device: st
     spec = load_geometric_experiment(path, preset)
     s, kind = spec["settings"], spec["kind"]
     if kind == "construction":
-        result = run_construction_experiment(s["N"], s["R"], s["seeds"], s["codes"], s["failure_probability"], s["k_max"])
+        result = run_construction_experiment(s["N"], s["R"], s["seeds"], s["codes"], s["failure_probability"], s["k_max"],
+                                             s["mitm_N"], s["mitm_R"], s["mitm_hops"], s["mitm_max_chains"])
     elif kind == "d_min":
         result = run_d_min_experiment(s["N"], s["R"], s["seeds"], s["d_grid"], tuple(s["models"]), s["lr"], s["steps"], device)
     elif kind == "probes":
