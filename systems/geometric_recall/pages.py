@@ -133,7 +133,7 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
         fig.text(0.03, y_text, fill(
             "Dimension of the subject blocks (R k; the construction's R relation coordinates are not counted, as in "
             "the bound) at the smallest k where the construction gets all N R facts right, median over seeds (bars: "
-            "seed range). Bound: N d p >= R log2(N!) with p = 1 bit per coordinate and no other parameters."
+            "seed range). Bound: the learned E_s, U, E_r and MLP at 1 bit each hold R log2(N!) bits."
             + (" Trained d_min (100% of the facts) is the full d of a trained model at the same (N, R); its float "
                "parameters carry more than 1 bit each, so it may lie below this 1-bit bound." if any_trained else
                " No d_min experiment in this report shares these (N, R), so no trained d_min is drawn."), 145),
@@ -146,7 +146,7 @@ def construction_figure(result: dict, trained: Sequence[dict] = (), title: str |
             here = [r for r in rows if r["R"] == R]
             Ns = np.array([r["N"] for r in here], dtype=float)
             h = ax.plot(Ns, [r["counting_bound_d"] for r in here], color=PALETTE["black"], ls="--", lw=1.5,
-                        label="counting bound R log2(N!) / N")[0]
+                        label="counting bound, every learned table (p = 1)")[0]
             handles[h.get_label()] = h
             for i, codes in enumerate(("binary", "random")):
                 pts = [p for p in points if p["R"] == R and p["codes"] == codes]
