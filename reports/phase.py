@@ -8,10 +8,13 @@ is drawn as a marker, several as a line).
 Two axes: each region is a filled polygon labelled with its dominant term and required count
 ``count ~ base^(exponent) log^(power) base``; the domain boundary is the thick outline.
 One axis: regions are bands along the axis and the required exponent is drawn as a curve
-(the pack's lower bounds dashed), since the exponent is the quantity to read off.
+(the pack's lower bounds dashed, each with the class it holds for; an estimator's failure condition is
+labelled as such), since the exponent is the quantity to read off. Each region's legend entry carries its
+gap to the strongest lower bound over a class.
 """
 from __future__ import annotations
 
+from textwrap import fill
 from typing import Any, Sequence
 
 from matplotlib.axes import Axes
@@ -25,7 +28,7 @@ from recallkit.theory.expr import parse_expression
 from recallkit.theory.scaling import power_text
 from recallkit.theory.symbols import EXPONENTS
 
-__all__ = ["draw_phase_diagram", "count_label", "phase_page"]
+__all__ = ["draw_phase_diagram", "count_label", "gap_label", "phase_page"]
 
 _REGION_COLOURS = CYCLE[:6]
 
@@ -60,6 +63,26 @@ def count_label(diagram: dict[str, Any], region: dict[str, Any]) -> str:
     return power_label(diagram["base"], region["required_param_exponent"], region["required_param_exponent_latex"],
                        region["log_power"], region.get("log_power_latex", region["log_power"]),
                        prefix=rf"{count} \sim ", plain_prefix=f"{diagram['param_count']} ~ ")
+
+
+def gap_label(diagram: dict[str, Any], region: dict[str, Any]) -> str:
+    """``gap to counting: V^{c}`` for each piece of the region with its own strongest lower bound ("" if none)."""
+    parts = []
+    for piece in region.get("strongest_bound_gaps") or []:
+        power = power_label(diagram["base"], piece["gap_exponent"], piece.get("gap_exponent_latex", piece["gap_exponent"]),
+                            piece["gap_log_power"], piece.get("gap_log_power_latex", piece["gap_log_power"]))
+        parts.append(f"gap to {piece['name']}: {power}")
+    return "; ".join(parts)
+
+
+def _bound_label(diagram: dict[str, Any], gap: dict[str, Any], bound_label: str) -> str:
+    """A dashed curve's legend: a lower bound with its class, or one estimator's failure condition, never mixed."""
+    count = _pretty(diagram["param_count"])
+    if gap.get("kind", "lower-bound") == "lower-bound":
+        text = f"lower bound on {count} ({gap['name']}): {bound_label}; holds for {gap.get('class') or 'a class not named'}"
+    else:
+        text = f"failure condition of one estimator ({gap['name']}, not a lower bound): {bound_label}"
+    return fill(text, 110)
 
 
 def _pretty(expression: str) -> str:
@@ -122,8 +145,9 @@ def _draw_2d(ax: Axes, diagram: dict[str, Any]) -> None:
         vertices = region["vertices_float"]
         label = count_label(diagram, region)
         tied = f" (= {', '.join(region['tied_with'])})" if region.get("tied_with") else ""
+        gap = gap_label(diagram, region)
         ax.add_patch(Polygon(vertices, closed=True, facecolor=colour, alpha=0.28, edgecolor=colour, linewidth=1.0,
-                             label=f"{region['dominant']}{tied}: {label}"))
+                             label=f"{region['dominant']}{tied}: {label}" + (f"; {gap}" if gap else "")))
         if _polygon_area(vertices) > 0.04 * box_area:  # small regions are named in the legend only
             cx, cy = region["label_point"]
             ax.text(cx, cy, f"{region['dominant']}{tied}\n{label}", ha="center", va="center", fontsize=9,
@@ -150,8 +174,9 @@ def _draw_1d(ax: Axes, diagram: dict[str, Any]) -> None:
         xs = [low + (high - low) * i / 60 for i in range(61)]
         ys = _evaluate(region["required_param_exponent"], axis, xs)
         tied = f" (= {', '.join(region['tied_with'])})" if region.get("tied_with") else ""
+        gap = gap_label(diagram, region)
         ax.plot(xs, ys, color=colour, linewidth=2.2, label=f"required, {region['dominant']}{tied} dominant: "
-                f"{count_label(diagram, region)}")
+                f"{count_label(diagram, region)}" + (f"; {gap}" if gap else ""))
         size_ys = _evaluate(region["size_exponent"], axis, xs)
         size_label = power_label(diagram["base"], region["size_exponent"],
                                  region.get("size_exponent_latex", region["size_exponent"]), region["size_log_power"],
@@ -167,7 +192,7 @@ def _draw_1d(ax: Axes, diagram: dict[str, Any]) -> None:
             bound_label = power_label(diagram["base"], gap["exponent"], gap.get("exponent_latex", gap["exponent"]),
                                       gap["log_power"], gap.get("log_power_latex", gap["log_power"]))
             ax.plot(xs, bound_ys, color="0.25", linestyle="--", linewidth=1.4, zorder=3,
-                    label=None if name in bounds_drawn else f"lower bound on {_pretty(diagram['param_count'])} ({name}): {bound_label}")
+                    label=None if name in bounds_drawn else _bound_label(diagram, gap, bound_label))
             bounds_drawn.add(name)
             lows.extend(bound_ys)
             highs.extend(bound_ys)

@@ -162,6 +162,20 @@ def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
     return rows
 
 
+def _covers(diagram: dict) -> str:
+    """What each bound of the table holds for: a lower bound its class, a failure condition its one estimator (a
+    row against it is a distance to that estimator, not a gap to a lower bound)."""
+    covers: dict[str, str] = {}
+    for region in diagram.get("regions", []):
+        for gap in region.get("lower_bound_gaps", []):
+            if gap.get("kind", "lower-bound") == "lower-bound":
+                covers[gap["name"]] = f"lower bound over {gap.get('class') or 'an unnamed class'}"
+            else:
+                covers[gap["name"]] = (f"failure condition of one estimator ({gap.get('estimator', '')}), "
+                                       "not a lower bound")
+    return " ".join(f"{name}: {text}." for name, text in covers.items())
+
+
 def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
     """The gap between what the theory requires (the upper bound) and each lower bound, region by region."""
     with style_context():
@@ -173,8 +187,10 @@ def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
             "term dominates (upper bound); gap = required / lower bound. A zero gap means the bound is tight "
             "in that region; each bound's provenance and assumptions are on the theory-terms page and in the "
             "derivation.", 160), fontsize=9, va="top", color="0.25")
-        ax = fig.add_axes([0.04, 0.05, 0.92, 0.78])
-        tables.draw_table(ax, ["region (dominant noise)", "required count", "lower bound", "bound",
+        # below the table: what each bound holds for, so that no row reads as a lower bound it is not
+        fig.text(0.04, 0.14, fill(_covers(diagram), 165), fontsize=8, va="top", color="0.25")
+        ax = fig.add_axes([0.04, 0.16, 0.92, 0.67])
+        tables.draw_table(ax, ["region (dominant noise)", "required count", "bound (what it covers: below)", "bound",
                                "gap (required / bound)"], lower_bound_gap_rows(diagram),
                           [0.18, 0.22, 0.2, 0.2, 0.2], fontsize=8.5, wrap=[24, 30, 26, 30, 30])
     return fig

@@ -132,3 +132,28 @@ def test_predict_reports_the_gap_to_the_strongest_lower_bound_on_a_line():
     assert strongest["name"] == "counting" and "every estimator" in strongest["class"]
     assert strongest["gap_exponent"] == "1/2" and strongest["gap_log_power"] == "0"
     assert {gap["name"]: gap["kind"] for gap in document["lower_bounds"]}["first_gradient_self"] == "estimator-failure"
+
+
+def test_the_phase_diagram_shows_each_regions_gap_and_names_what_a_bound_covers():
+    from recallkit.reports.phase import draw_phase_diagram
+
+    pack = theory.load_pack("token_retrieval_attn")
+    figure = draw_phase_diagram(theory.compute_regions(pack).to_dict())
+    labels = figure.axes[0].get_legend_handles_labels()[1]
+    region = next(label for label in labels if label.startswith("grad_noise:"))
+    assert "gap to counting" in region and "{c}" in region
+    # one axis: the bounds are drawn as curves, a failure condition labelled as what it is
+    line = theory.compute_regions(pack, "N=V**a, L=V**0.5", ("a",), box={"a": (1, 2.5)}).to_dict()
+    labels = draw_phase_diagram(line).axes[0].get_legend_handles_labels()[1]
+    assert any(label.startswith("lower bound") and "every estimator" in label for label in labels)
+    failure = [label for label in labels if "first_gradient_positions" in label]
+    assert failure and all(label.startswith("failure condition of one estimator") for label in failure)
+
+
+def test_the_report_gap_page_says_what_each_bound_covers():
+    from recallkit.reports.pdf import lower_bound_gap_page
+
+    diagram = theory.compute_regions(theory.load_pack("token_retrieval_attn")).to_dict()
+    texts = " ".join(t.get_text() for t in lower_bound_gap_page(diagram, "bounds").texts).replace("\n", " ")
+    assert "counting: lower bound over every estimator" in texts
+    assert "first_gradient_positions: failure condition of one estimator" in texts and "not a lower bound" in texts
