@@ -61,7 +61,7 @@ __all__ = ["active_budget", "budget", "Budget", "charge", "check_free_memory", "
            "CPU_MATMUL_GFLOPS", "DEFAULT_MAX_COST", "Estimate", "estimate", "format_duration", "free_memory",
            "GPU_EFFICIENCY", "GPU_FP32_TFLOPS", "max_cost_allowed", "MAX_COST_ENV", "MAX_COST_HELP", "MODEL_SECONDS",
            "NOTE_SECONDS", "parse_duration", "plan_estimate", "PricedExecutor", "rate_flops", "refuse_above",
-           "STEP_SECONDS"]
+           "ROUND_NOTE_SECONDS", "STEP_SECONDS"]
 
 
 # Dense float32 matmul on one thread of this project's 2-core Xeon (benchmarks/paper_cost.py measures it).
@@ -79,7 +79,10 @@ DEFAULT_MAX_COST = 2 * 3600.0
 MAX_COST_ENV = "RECALLKIT_MAX_COST"
 MAX_COST_HELP = ("refuse work estimated above this much compute, e.g. 2h, 30m, 90s or inf (default 2h, or "
                  "$RECALLKIT_MAX_COST); the estimate comes from each task's FLOP model")
-NOTE_SECONDS = 10.0  # work estimated above this says so before it starts, so a long run is never silent
+NOTE_SECONDS = 10.0  # a training estimated above this says so before it starts, so a long run is never silent
+# a search round above this says so too (a curve search draws no progress bar); higher, so that the main job's
+# rounds, a few seconds each, stay quiet
+ROUND_NOTE_SECONDS = 60.0
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smhd])\s*$", re.IGNORECASE)
@@ -320,7 +323,7 @@ class PricedExecutor:
             self._kind = _device_kind(resolve_device(self.device))
         work = estimate(configs, self._kind)
         (_ACTIVE.get() or self.own).charge(work, "this search round")
-        if work.seconds >= NOTE_SECONDS:
+        if work.seconds >= ROUND_NOTE_SECONDS:
             print(f"search round: estimated {work.describe()}", file=sys.stderr, flush=True)
         return self.inner.run(configs)
 
