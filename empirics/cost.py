@@ -352,15 +352,18 @@ def _cgroup_room() -> int | None:
         return None
     for hierarchy, controllers, path in (e for e in entries if len(e) == 3):
         if hierarchy == "0" and controllers == "":
-            limit = _read_int(f"/sys/fs/cgroup{path}/memory.max")
-            used = _read_int(f"/sys/fs/cgroup{path}/memory.current")
+            root, files = "/sys/fs/cgroup", ("memory.max", "memory.current")
         elif "memory" in controllers.split(","):
-            limit = _read_int(f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
-            used = _read_int(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
+            root, files = "/sys/fs/cgroup/memory", ("memory.limit_in_bytes", "memory.usage_in_bytes")
         else:
             continue
-        if limit is not None and used is not None and limit < 1 << 60:  # v1 writes "no limit" as ~2**63
-            return max(0, limit - used)
+        # a container usually sees its own cgroup mounted as the root, not under the path the host names
+        for folder in (root + path.rstrip("/"), root):
+            limit, used = (_read_int(f"{folder}/{name}") for name in files)
+            if limit is not None and used is not None:
+                if limit < 1 << 60:  # v1 writes "no limit" as about 2**63, v2 as "max" (not a number)
+                    return max(0, limit - used)
+                break
     return None
 
 
