@@ -29,7 +29,7 @@ def test_one_axis_figure_draws_required_and_lower_bound_curves():
     ax = draw_phase_diagram(diagram).axes[0]
     labels = [line.get_label() for line in ax.get_lines()]
     assert any(label.startswith("required, chains_no_cot") for label in labels)
-    assert any(label.startswith("lower bound on N*d (counting)") for label in labels)
+    assert any(label.startswith("lower bound on 2*N*d (counting)") for label in labels)
     required = next(line for line in ax.get_lines() if line.get_label().startswith("required"))
     ys = required.get_ydata()
     assert ys[0] == pytest.approx(1.0) and ys[-1] == pytest.approx(3.0)  # 1 + 2r on r in [0, 1]
