@@ -191,12 +191,15 @@ def list_packs() -> list[str]:
 def resolve_pack_path(name_or_path: str | Path) -> tuple[Path, str]:
     """Return (path, label used in error messages) for a shipped pack name or a TOML path."""
     text = str(name_or_path)
-    if _IDENTIFIER_RE.match(text) and not Path(text).exists():
+    if _IDENTIFIER_RE.match(text):
+        # a registered name wins over a file or folder of that name in the working directory, which a plugin's
+        # own layout (a package folder named like its pack) puts there; such a file is named as ./NAME
         packs = shipped_packs()
-        if text not in packs:
+        if text in packs:
+            return packs[text], f"pack {text}"
+        if not Path(text).is_file():
             raise InputError(f"pack {text!r}: no such pack (shipped: {', '.join(sorted(packs))}; "
                              f"or give a path to a .toml file)")
-        return packs[text], f"pack {text}"
     path = Path(text)
     if not path.is_file():
         raise InputError(f"{text}: pack file not found")

@@ -65,3 +65,23 @@ def test_bad_input_is_one_line_on_stderr_with_status_2():
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --scaling: free exponent(s) a")
+
+
+def test_a_pack_name_is_the_pack_even_beside_a_folder_or_file_of_that_name(tmp_path):
+    """A plugin's layout puts a folder named like its pack in the working directory: the name still means the pack
+    (it was read as a path, 'example: pack file not found'); a file of that name is ./example."""
+    import shutil
+
+    (tmp_path / "example").mkdir()
+    show = subprocess.run([shutil.which("recallkit"), "theory", "show", "example"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert show.returncode == 0, show.stderr
+    assert "example" in show.stdout and "counting" in show.stdout
+    (tmp_path / "example").rmdir()
+    (tmp_path / "example").write_text("not toml [")
+    named = subprocess.run([shutil.which("recallkit"), "theory", "show", "example"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert named.returncode == 0 and named.stdout == show.stdout
+    as_file = subprocess.run([shutil.which("recallkit"), "theory", "show", "./example"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert as_file.returncode == 2 and as_file.stderr.count("\n") == 1 and "./example" in as_file.stderr
