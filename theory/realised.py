@@ -6,7 +6,8 @@ with exact powers (``L=V**0.25``). An experiment floors the sizes it runs (``L =
 where the pack's powers of log(base) bend the line. :func:`realised_prediction` evaluates the binding
 term(s) of the asymptotic prediction at the realised sizes themselves: at each base value it solves
 signal = noise for the searched size (constants of the pack taken as 1; sizes tied to the searched one,
-such as ``m = d**2``, follow the line's scaling), takes the largest requirement over the tied terms,
+such as ``m = d**2``, follow the line's scaling, and pack constants the line gives a value, such as ``h=3``,
+take it), takes the largest requirement over the tied terms,
 and fits the least-squares slope of log(parameter count) on log(base) over the grid. Which term binds
 is the asymptotic prediction's: the unknown constants cannot say which one binds at a finite size.
 """
@@ -21,7 +22,7 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.pack import Pack
 from recallkit.theory.predict import predict
 from recallkit.theory.scaling import Scaling, parse_scaling
-from recallkit.theory.symbols import VARIABLES
+from recallkit.theory.symbols import VARIABLES, constant_symbol
 
 __all__ = ["realised_prediction"]
 
@@ -94,13 +95,30 @@ class _NumericLine:
             raise InputError(f"pack {pack.name}: no term named {', '.join(unknown)}")
         self.size = pack.size
         size_symbol = VARIABLES[self.size]
-        tied = {name: expr for name, expr in scaling.as_dict().items() if size_symbol in expr.free_symbols}
+        # a pack constant the line gives a value (``h=3``) is part of the line, as in the asymptotic prediction;
+        # entries may refer to each other, so the values are substituted into each other first
+        given = {constant_symbol(name): expr for name, expr in scaling.entries
+                 if name in pack.constants and name not in VARIABLES}
+        for _ in range(len(given)):
+            given = {symbol: expr.xreplace(given) for symbol, expr in given.items()}
+
+        def with_constants(expr: sp.Expr) -> sp.Expr:
+            return expr.xreplace(given) if given else expr
+
+        tied = {name: with_constants(expr) for name, expr in scaling.as_dict().items()
+                if name in VARIABLES and size_symbol in with_constants(expr).free_symbols}
         self.variables = list(pack.variables)
         symbols = [VARIABLES[v] for v in self.variables]
 
         def numeric(expr: sp.Expr):
-            return sp.lambdify(symbols, expr, "math")
+            return sp.lambdify(symbols, with_constants(expr), "math")
 
+        count = with_constants(pack.param_count)
+        unknown = sorted(s.name for s in count.free_symbols if s.name not in VARIABLES)
+        if unknown:
+            # the count is what the slope is of: with a symbol left in it there is no number to fit
+            raise InputError(f"pack {pack.name}: param_count has constant {', '.join(unknown)} with no value on "
+                             f"this line; give it one in the line's scaling (e.g. '{unknown[0]}=2')")
         self.signal_name = signal.name
         self.signal = numeric(signal.expr)
         self.count = numeric(pack.param_count)
