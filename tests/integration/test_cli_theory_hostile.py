@@ -6,37 +6,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import textwrap
 
 import pytest
+
+from tests.pack_texts import MINIMAL_PACK
 
 pytestmark = pytest.mark.integration
 RECALLKIT = shutil.which("recallkit")
 
-GOOD = textwrap.dedent(
-    """
-    [pack]
-    name = "mine"
-    title = "a plain title"
-    variables = ["V", "N", "L", "d"]
-    base = "V"
-    size = "d"
-    param_count = "d**2"
-    domain = ["a >= 1"]
-
-    [[terms]]
-    name = "signal"
-    role = "signal"
-    expr = "d**2"
-    provenance = "derived-here"
-
-    [[terms]]
-    name = "crosstalk"
-    role = "noise"
-    expr = "V*L*log(V)"
-    provenance = "derived-here"
-    """
-)
+GOOD = MINIMAL_PACK
 
 
 def with_term(expr: str, constants: str = "") -> str:

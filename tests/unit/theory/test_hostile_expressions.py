@@ -4,41 +4,18 @@ from __future__ import annotations
 
 import re
 import signal
-import textwrap
 import threading
 
 import pytest
 import sympy as sp
-
-from recallkit import theory
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression, parse_linear_constraints
 from recallkit.theory.symbols import EXPONENTS, VARIABLES, L, N, V
 
-GOOD = textwrap.dedent(
-    """
-    [pack]
-    name = "mine"
-    title = "a plain title"
-    variables = ["V", "N", "L", "d"]
-    base = "V"
-    size = "d"
-    param_count = "d**2"
-    domain = ["a >= 1"]
+from recallkit import theory
+from tests.pack_texts import MINIMAL_PACK
 
-    [[terms]]
-    name = "signal"
-    role = "signal"
-    expr = "d**2"
-    provenance = "derived-here"
-
-    [[terms]]
-    name = "crosstalk"
-    role = "noise"
-    expr = "V*L*log(V)"
-    provenance = "derived-here"
-    """
-)
+GOOD = MINIMAL_PACK
 WHERE = "my.toml: terms[1].expr"
 
 

@@ -1,38 +1,15 @@
 """Pack loading: the shipped packs load; every kind of bad pack gives one line naming file and field."""
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 import sympy as sp
-
-from recallkit import theory
 from recallkit.theory.errors import InputError
 from recallkit.theory.symbols import N, d, m
 
-GOOD = textwrap.dedent(
-    """
-    [pack]
-    name = "mine"
-    variables = ["V", "N", "L", "d"]
-    base = "V"
-    size = "d"
-    param_count = "d**2"
-    domain = ["a >= 1"]
+from recallkit import theory
+from tests.pack_texts import MINIMAL_PACK
 
-    [[terms]]
-    name = "signal"
-    role = "signal"
-    expr = "d**2"
-    provenance = "derived-here"
-
-    [[terms]]
-    name = "crosstalk"
-    role = "noise"
-    expr = "V*L*log(V)"
-    provenance = "derived-here"
-    """
-)
+GOOD = MINIMAL_PACK
 
 
 def write(tmp_path, text: str):
