@@ -368,9 +368,19 @@ class ExperimentFits:
     plan: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
-                "store": self.store, "sweep": self.sweep, "method": METHOD, "predictions": self.predictions,
-                "fits": [f.to_dict() for f in self.fits]}
+        out = {"experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
+               "store": self.store, "sweep": self.sweep, "method": METHOD, "predictions": self.predictions,
+               "fits": [f.to_dict() for f in self.fits]}
+        # the metric the thresholds are on, which the report's heatmap draws; stated only where it is not
+        # accuracy, so that the summary (and the pages drawn from it) of an accuracy experiment stay as they were
+        experiment = getattr(self.plan, "experiment", None)
+        if experiment is not None:
+            if experiment.metric != "accuracy":
+                out["metric"] = experiment.metric
+            own = {line.label: line.metric for line in experiment.lines if line.metric}
+            if own:
+                out["line_metrics"] = own
+        return out
 
 
 # How the numbers were made, stated once next to them (the report prints it).

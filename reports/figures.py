@@ -545,7 +545,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                 lv = np.linspace(np.log(fixed[0]), np.log(fixed[-1]), 50)
                 log_d = u + w * (fit["intercept"] + fit["slope"] * lv)
                 ax.plot(np.exp(lv), np.exp(log_d), color=colour, lw=1.8, path_effects=_OUTLINE, zorder=3,
-                        label=f"fit, accuracy {thr_text}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
+                        label=f"fit, {metric} {thr_text}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
                 drawn_fit = True
         _frame_heatmap(fig, ax, boundary_points, fits, capacity, (fixed_edges, lo, hi), x_key, y_key, title,
                        bool(thresholds), drawn_fit)

@@ -23,7 +23,7 @@ from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, 
 from recallkit.reports.summary_rows import entry_page_kinds, overview_rows, page_kinds, summary_entries
 from recallkit.reports.text_pages import lower_bound_gap_page, section_page, title_page
 
-__all__ = ["report_pages", "experiment_pages", "section_intro", "lines_of", "heatmap_axes", "as_pages", "slug"]
+__all__ = ["report_pages", "experiment_pages", "section_intro", "lines_of", "heatmap_axes", "line_metric", "as_pages", "slug"]
 
 
 def slug(text: str) -> str:
@@ -44,6 +44,13 @@ def lines_of(exp: dict) -> list[dict]:
         if "prediction" not in line and line.get("name") in predictions:
             line["prediction"] = predictions[line["name"]]
     return lines
+
+
+def line_metric(exp: dict, line: dict) -> str:
+    """The metric a line's heatmap shows: the line's own (``line_metrics``, or the line's ``metric``), else the
+    experiment's ``metric`` (what its thresholds are on), else accuracy."""
+    return str(line.get("metric") or (exp.get("line_metrics") or {}).get(line.get("name"))
+               or exp.get("metric") or "accuracy")
 
 
 def heatmap_axes(exp: dict, cells: list[dict]) -> tuple[str, str]:
@@ -178,11 +185,14 @@ def _add_fit_pages(section: _Section, exp: dict, fits: list[dict], lines: Sequen
         line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
         if line.get("heatmap"):
             x_key, y_key = heatmap_axes(exp, line["heatmap"])
+            metric = line_metric(exp, line)
+            # accuracy pages keep their cache key: only another metric adds itself to the drawn data
+            data = [line, line_fits, x_key, y_key, exp.get("kind")] + ([metric] if metric != "accuracy" else [])
             section.add(f"heatmap-{slug(lname)}",
                         partial(figures.accuracy_heatmap, line["heatmap"], line.get("boundary_points") or [], line_fits,
-                                x_key=x_key, y_key=y_key, title=f"{head}: accuracy, {lname}", size=PAGE_LANDSCAPE,
-                                search=exp.get("kind")),
-                        f"accuracy heatmap, {lname}", [line, line_fits, x_key, y_key, exp.get("kind")])
+                                x_key=x_key, y_key=y_key, title=f"{head}: {metric}, {lname}", size=PAGE_LANDSCAPE,
+                                metric=metric, search=exp.get("kind")),
+                        f"{metric} heatmap, {lname}", data)
         if line_fits:
             section.add(f"fits-{slug(lname)}", partial(figures.fit_grid, line_fits, title=f"{head}: fits along {lname}",
                                                        size=PAGE_LANDSCAPE),

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from recallkit.reports import figures
-from recallkit.reports.layout import heatmap_axes, lines_of, slug
+from recallkit.reports.layout import heatmap_axes, line_metric, lines_of, slug
 from recallkit.reports.phase import draw_phase_diagram
 from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_context
 from recallkit.theory.errors import InputError
@@ -79,7 +79,7 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
             made.append((f"heatmap-{slug(lname)}", lambda line=line, lf=line_fits, x_key=x_key, y_key=y_key:
                          _without_furniture(figures.accuracy_heatmap(
                              line["heatmap"], line.get("boundary_points") or [], lf, x_key=x_key, y_key=y_key,
-                             size=(7.0, 5.6), search=entry.get("kind")))))
+                             size=(7.0, 5.6), metric=line_metric(entry, line), search=entry.get("kind")))))
     for fit in fits:
         fit = dict(fit, log_power=fit.get("log_power", predictions.get(fit.get("line"), {}).get("log_power")))
         thr = fit.get("threshold")

@@ -475,3 +475,86 @@ def test_fit_page_shows_the_tested_prediction_of_summary_json(tmp_path, monkeypa
     (table,) = (tmp_path / "figures").glob("00-summary-1.pdf")
     table_text = " ".join(pypdf.PdfReader(table).pages[0].extract_text().split())
     assert "1.695 (asympt. 1.50)" in table_text and "tested prediction" in table_text
+
+
+# ----------------------------------------------------------------------------- a metric other than accuracy
+def _train_accuracy_entry() -> dict:
+    """An experiment entry whose thresholds are on train_accuracy: its runs carry no 'accuracy' field."""
+    cells, points, fits = synthetic_line(line=LINE)
+    cells = [{"V": c["V"], "d": c["d"], "train_accuracy": c["accuracy"]} for c in cells]
+    return {"name": "tr_train", "title": "Train accuracy", "kind": "min_size", "metric": "train_accuracy",
+            "lines": [{"name": LINE, "heatmap": cells, "boundary_points": points}], "fits": fits}
+
+
+def test_heatmap_page_draws_the_experiments_metric():
+    import matplotlib.pyplot as plt
+    from recallkit.reports.layout import experiment_pages
+
+    pages = [p for p in experiment_pages(_train_accuracy_entry(), 1) if "heatmap" in p.stem]
+    assert len(pages) == 1 and "train_accuracy" in pages[0].label
+    fig = pages[0].build()
+    try:
+        colour_bar = [ax.get_ylabel() for ax in fig.axes if "accuracy" in ax.get_ylabel()]
+        assert colour_bar and "train_accuracy" in colour_bar[0]
+    finally:
+        plt.close(fig)
+
+
+def test_paper_heatmap_draws_the_experiments_metric(tmp_path):
+    from recallkit.reports.paper import paper_figures
+
+    made = paper_figures(_train_accuracy_entry(), tmp_path)
+    assert any("heatmap" in path.name for path in made)
+
+
+_TRAIN_ACCURACY_EXPERIMENT = """
+name = "linear_train_accuracy"
+description = "linear memory, largest N with train accuracy >= 0.9 at each d"
+pack = "assoc_memory"
+task = "assoc_memory"
+model = "linear"
+trainer = "adamw"
+kind = "max_capacity"
+base = "d"
+size = "N"
+metric = "train_accuracy"
+thresholds = [0.9]
+
+[[lines]]
+scaling = ""
+theory_scaling = "m=d"
+label = "linear"
+
+[fixed]
+lr = 1000.0
+steps = 64
+early_stop = 0.9
+weight_decay = 0.0
+
+[search]
+min = 2
+max = 256
+start = "d**2/3"
+bracket = 1.4
+
+[presets.quick]
+d = [4, 6, 8]
+seeds = [0]
+search = { resolution = 0.2 }
+"""
+
+
+def test_fit_json_names_a_metric_other_than_accuracy_for_the_report(tmp_path):
+    cli = shutil.which("recallkit")
+    assert cli is not None
+    experiment = tmp_path / "linear_train_accuracy.toml"
+    experiment.write_text(_TRAIN_ACCURACY_EXPERIMENT, encoding="utf-8")
+    store = str(tmp_path / "store.db")
+    swept = subprocess.run([cli, "sweep", str(experiment), "--store", store, "--no-progress"],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert swept.returncode == 0, swept.stderr
+    fitted = subprocess.run([cli, "fit", str(experiment), "--store", store, "--json"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert fitted.returncode == 0, fitted.stderr
+    entry = pdf_mod.experiment_entry(json.loads(fitted.stdout))
+    assert entry["metric"] == "train_accuracy"
