@@ -20,7 +20,7 @@ from recallkit.reports.appendix import appendix_pages
 from recallkit.reports.contents import contents_pages
 from recallkit.reports.phase import phase_page
 from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, source_date
-from recallkit.reports.summary_rows import entry_page_kinds, overview_rows, page_kinds, summary_entries
+from recallkit.reports.summary_rows import entry_page_kinds, generic_fits, overview_rows, page_kinds, summary_entries
 from recallkit.reports.text_pages import lower_bound_gap_page, section_page, title_page
 
 __all__ = ["report_pages", "experiment_pages", "section_intro", "lines_of", "heatmap_axes", "line_metric", "as_pages", "slug"]
@@ -155,7 +155,7 @@ def _add_theory_pages(section: _Section, exp: dict, terms_shown_in: int | None) 
 def _numbered_fits(exp: dict, rows: Sequence[dict], lines: Sequence[dict]) -> list[dict]:
     """The entry's fits, each with its check number and, when it names none, its line's log power."""
     # each fit carries its check number: its reason is cut on the page and given in full in the appendix
-    fits = [dict(f, check=r.get("check")) for f, r in zip(exp.get("fits", []), rows)]
+    fits = [dict(f, check=r.get("check")) for f, r in zip(generic_fits(exp), rows)]
     predictions = {line.get("name"): line.get("prediction") for line in lines if line.get("prediction")}
     for f in fits:
         pred = predictions.get(f.get("line")) or {}

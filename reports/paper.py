@@ -18,6 +18,7 @@ from recallkit.reports import figures
 from recallkit.reports.layout import heatmap_axes, line_metric, lines_of, slug
 from recallkit.reports.phase import draw_phase_diagram
 from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_context
+from recallkit.reports.summary_rows import generic_fits
 from recallkit.theory.errors import InputError
 
 __all__ = ["FORMATS", "paper_figures", "save_paper_figure"]
@@ -68,7 +69,7 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
     if entry.get("regions"):
         made.append(("phase", lambda: _without_furniture(
             draw_phase_diagram(entry["regions"], lines=entry.get("phase_lines") or []))))
-    fits = entry.get("fits") or []
+    fits = generic_fits(entry)
     predictions = {line.get("name"): line.get("prediction") or {} for line in lines_of(entry)}
     capacity = entry.get("kind") in ("capacity", "max_capacity")
     for line in lines_of(entry):

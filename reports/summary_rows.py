@@ -13,7 +13,7 @@ from recallkit import registry
 from recallkit.reports.style import VERDICT_COLOURS
 from recallkit.theory.errors import InputError
 
-__all__ = ["BASE_KINDS", "page_kinds", "kinds", "entry_page_kinds", "validate_summary", "summary_entries",
+__all__ = ["BASE_KINDS", "page_kinds", "kinds", "entry_page_kinds", "generic_fits", "validate_summary", "summary_entries",
            "dmin_rows", "claim_rows", "overview_rows", "summary_date"]
 
 # the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias and "dmin" for
@@ -42,6 +42,15 @@ def entry_page_kinds(exp: dict) -> list[registry.PageKind]:
     known = page_kinds()
     names = [exp.get("kind", "")] + [k for k in exp.get("page_kinds") or [] if k != exp.get("kind")]
     return [known[name] for name in names if name in known]
+
+
+def generic_fits(exp: dict) -> list[dict]:
+    """The fits the report draws and lists itself: none for an entry whose own ``kind`` a system registered (a
+    runner's entry), since its page kind draws and lists them (as its own quantity, not a parameter count);
+    a search entry keeps its fits beside the kinds named in its ``page_kinds``."""
+    if exp.get("kind", "") in page_kinds():
+        return []
+    return list(exp.get("fits", []))
 
 
 def validate_summary(summary: Any) -> None:
@@ -108,7 +117,7 @@ def summary_entries(summary: dict) -> list[dict]:
     for exp in summary.get("experiments", []):
         dominant = _dominant_of(exp)
         log_powers = _log_power_of(exp)
-        for fit in exp.get("fits", []):
+        for fit in generic_fits(exp):
             tested = fit.get("predicted_slope_finite_range")
             rows.append({
                 "experiment": exp["name"],

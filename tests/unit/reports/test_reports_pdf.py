@@ -558,3 +558,42 @@ def test_fit_json_names_a_metric_other_than_accuracy_for_the_report(tmp_path):
     assert fitted.returncode == 0, fitted.stderr
     entry = pdf_mod.experiment_entry(json.loads(fitted.stdout))
     assert entry["metric"] == "train_accuracy"
+
+
+# ----------------------------------------------------------------------------- a runner entry with its own page kind
+def toy_law_pages(entry, head, experiments):
+    import matplotlib.pyplot as plt
+    return [("toy-law", lambda: plt.figure(), "the law's own fit")]
+
+
+def toy_law_rows(entry):
+    return [{"experiment": entry["name"], "line": f.get("line"), "threshold": None, "slope": f.get("slope"),
+             "verdict": f.get("verdict"), "verdict_reason": f.get("verdict_reason"), "x": "log width"}
+            for f in entry["fits"]]
+
+
+@pytest.fixture
+def toy_law_kind(tmp_path):
+    from recallkit import registry
+    from recallkit.registry import PageKind, System
+
+    registry.register(System(name="toy_law_system", title="toy", root=tmp_path, page_kinds=(
+        PageKind("toy_law", pages=f"{__name__}:toy_law_pages", rows=f"{__name__}:toy_law_rows"),)))
+    try:
+        yield
+    finally:
+        registry.unregister("toy_law_system")
+
+
+def test_runner_entry_with_its_own_page_kind_gets_no_generic_fit_pages_or_rows(toy_law_kind):
+    from recallkit.reports.layout import experiment_pages
+
+    _, _, fits = synthetic_line(line=LINE)
+    entry = {"name": "toy_law_run", "title": "Toy law", "kind": "toy_law", "fits": fits,
+             "lines": [{"name": LINE}]}
+    rows = summary_entries({"experiments": [entry]})
+    # once per check, from the page kind: not again as a generic row read as a parameter-count slope
+    assert len(rows) == len(fits) and {r["x"] for r in rows} == {"log width"}
+    stems = [p.stem for p in experiment_pages(entry, 1, [entry])]
+    assert any(s.endswith("toy-law") for s in stems)
+    assert not [s for s in stems if "-fits" in s or s.endswith("-capacity")]
