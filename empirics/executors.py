@@ -19,10 +19,14 @@ not depend on where a config ran.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import multiprocessing
 import os
 import signal
+import sys
+import threading
+import time
 from typing import Callable, Iterator, Sequence
 
 from recallkit.empirics.config import parse_config, shape_key
@@ -30,8 +34,9 @@ from recallkit.empirics.cost import PricedExecutor
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
-__all__ = ["ignore_sigint", "DaskExecutor", "default_runner", "fixed_threads", "LocalExecutor", "make_executor", "run_with_threads",
-           "Runner", "shape_group_key", "split_work", "usable_cores"]
+__all__ = ["ignore_sigint", "DaskExecutor", "default_runner", "die_with_parent", "fixed_threads", "LocalExecutor",
+           "make_executor", "run_with_threads", "Runner", "shape_group_key", "split_work", "usable_cores", "worker_init",
+           "worker_init_args"]
 
 
 Runner = Callable[..., list]
@@ -79,6 +84,48 @@ def shape_group_key(config: dict) -> str:
 def ignore_sigint() -> None:
     """Workers leave Ctrl-C to the parent, which stops them (and keeps every stored result)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+PARENT_POLL_S = 0.5
+
+
+def die_with_parent(parent: int, kernel_signal: bool = True) -> None:
+    """End this worker process as soon as ``parent``, the process that started it, is gone, even when it was
+    killed with SIGKILL and could stop nothing: an orphaned worker would train on for minutes, holding a core,
+    its memory and multiprocessing's resource tracker (which waits for every worker to close its pipe).
+
+    On Linux the kernel sends SIGKILL at the parent's death (``PR_SET_PDEATHSIG``). It is armed only when
+    ``kernel_signal``: the kernel fires it when the parent *thread* that started the worker ends, so a pool
+    started from a short-lived thread would lose its workers early. Everywhere, a daemon thread also watches
+    ``os.getppid()``, which changes when the parent dies (the orphan is handed to init or a subreaper)."""
+    if kernel_signal and sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl in this libc: the thread below still watches
+            pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="recallkit-parent-watch", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)  # from this thread: no cleanup to run, the parent that wanted the result is gone
+
+
+def worker_init_args() -> tuple[int, bool]:
+    """``initargs`` for :func:`worker_init`, taken in the process (and thread) that starts the pool."""
+    return os.getpid(), threading.current_thread() is threading.main_thread()
+
+
+def worker_init(parent: int, kernel_signal: bool) -> None:
+    """Initializer of every worker process the toolkit starts: Ctrl-C is the parent's (:func:`ignore_sigint`),
+    and the worker dies with its parent (:func:`die_with_parent`)."""
+    ignore_sigint()
+    die_with_parent(parent, kernel_signal)
 
 
 def usable_cores() -> int:
@@ -149,7 +196,8 @@ class LocalExecutor:
             return run_with_threads(self.runner, configs, self.device, self.threads)
         if self._pool is None:
             # spawn, not fork: a forked copy of a process that has run torch's thread pools can hang
-            self._pool = multiprocessing.get_context("spawn").Pool(self.workers, initializer=ignore_sigint)
+            self._pool = multiprocessing.get_context("spawn").Pool(self.workers, initializer=worker_init,
+                                                                   initargs=worker_init_args())
         pending = [self._pool.apply_async(run_with_threads, (self.runner, [configs[i] for i in part], self.device,
                                                              self.threads)) for part in parts]
         results: list[dict | None] = [None] * len(configs)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from recallkit import registry
-from recallkit.empirics.executors import ignore_sigint
+from recallkit.empirics.executors import worker_init, worker_init_args
 from recallkit.report_settings import ReportSettings, StepContext
 from recallkit.theory.errors import RecallkitError
 
@@ -50,7 +50,8 @@ class OwnSteps:
         self._pool = None
         self._pending: dict[Any, Any] = {}
         if background:
-            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=ignore_sigint)
+            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=worker_init,
+                                                                   initargs=worker_init_args())
 
     def start(self, key: Any, ref: str, path: Path | None) -> None:
         """Queue one step (nothing happens yet without a worker process)."""

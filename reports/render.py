@@ -26,7 +26,6 @@ import multiprocessing
 import os
 import pickle
 import shutil
-import signal
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -168,11 +167,6 @@ def draw_one(stem: str, build: Callable[[], Any], pdf_path: Path, png: bool,
     return error
 
 
-def _worker_init() -> None:
-    # Ctrl-C is the parent's to handle: it stops the pool and keeps the previous report
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _picklable(build: Callable) -> bool:
     """Whether a builder can be sent to a worker process (a functools.partial of module functions and
     plain data can; a lambda or a closure cannot, and is drawn in this process instead)."""
@@ -242,12 +236,18 @@ class Drawer:
         with warnings.catch_warnings():  # "fork with threads running" (tqdm's monitor, torch pools)
             warnings.simplefilter("ignore", DeprecationWarning)
             self.pool = concurrent.futures.ProcessPoolExecutor(
-                jobs, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init)
+                jobs, mp_context=multiprocessing.get_context("fork"), initializer=worker_init,
+                initargs=worker_init_args())
         self.workers = jobs
         return self.pool
 
     def submit(self, pages: Sequence[Page], total: int | None = None) -> list[Page]:
         """Start drawing (or reuse) each page not already drawn or being drawn; return the pages that cannot
+        # (imported here, before the fork, so the workers inherit it: it loads sympy, which drawing pages
+        # alone does not need.) Ctrl-C is the parent's to handle (it stops the pool and keeps the previous
+        # report), and a killed report must not leave workers drawing for nobody.
+        from recallkit.empirics.executors import worker_init, worker_init_args
+
         go to a worker (not picklable), which the caller draws with :meth:`draw_here`. ``total``: how
         many pages the report has, when known (it decides whether workers are worth starting)."""
         if self.started is None:
