@@ -35,14 +35,43 @@ MAX_THREADS = 1024
 MAX_PROCESSES = 4 * usable_cores()
 
 
+def _grid_cells(result) -> list[str]:
+    """A grid's cells as an aligned table: line, base, size, the number of seeds with a value, and the mean
+    over them of the metric each line's thresholds are on (a run that failed has none)."""
+    exp = result.experiment
+    metric_of = {ln.label: ln.metric or exp.metric for ln in exp.lines}
+    cells: dict[tuple, list[float]] = {}
+    for run in result.runs:
+        key = (run.get("line"), run.get(exp.base), run.get(exp.size))
+        value = run.get(metric_of.get(run.get("line"), exp.metric))
+        cells.setdefault(key, [])
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            cells[key].append(float(value))
+    metrics = sorted(set(metric_of.values()) or {exp.metric})
+    header = ["line", exp.base, exp.size, "seeds", f"mean {metrics[0] if len(metrics) == 1 else 'metric'}"]
+    rows = [[str(line), f"{base:g}", f"{size:g}", str(len(values)),
+             f"{statistics.fmean(values):.4f}" if values else "-"]
+            for (line, base, size), values in sorted(cells.items(), key=lambda kv: (
+                list(metric_of).index(kv[0][0]) if kv[0][0] in metric_of else len(metric_of), kv[0][1], kv[0][2]))]
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    out = [f"{len(result.runs)} runs stored"]
+    if rows:
+        out.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        out.append("  ".join("-" * w for w in widths))
+        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if len(metrics) > 1:
+        out.append("metric per line: " + "; ".join(f"{k}: {v}" for k, v in metric_of.items()))
+    return out
+
+
 def _format_points(result) -> list[str]:
     """A compact table: one line per (line, threshold), the found size per base value (median over seeds)."""
     exp = result.experiment
     out = []
     lines = list(dict.fromkeys(p["line"] for p in result.points))
     thresholds = list(dict.fromkeys(p["threshold"] for p in result.points))
-    if exp.kind == "grid" and not thresholds:
-        out.append(f"{len(result.runs)} runs stored")
+    if exp.kind == "grid":
+        out += _grid_cells(result)
     index_of = {ln.label: i for i, ln in enumerate(exp.lines)}
     for line in lines:
         out.append(f"line {line}")

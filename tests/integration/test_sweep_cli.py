@@ -103,3 +103,55 @@ def test_foreign_store_is_refused(tmp_path):
     out = cli("sweep", str(toml), "--store", str(store))
     assert out.returncode == 2 and "thesis.db: not a recallkit results store" in out.stderr
     assert store.read_text() == "not a database"
+
+
+GRID = """
+name = "cli_grid"
+description = "linear memory over an (N, d) grid, on a metric other than accuracy"
+pack = "assoc_memory"
+task = "assoc_memory"
+model = "linear"
+trainer = "adamw"
+kind = "grid"
+base = "N"
+size = "d"
+metric = "train_accuracy"
+[[lines]]
+scaling = ""
+theory_scaling = "m=d"
+label = "linear"
+[fixed]
+lr = 1000.0
+steps = 32
+weight_decay = 0.0
+[presets.quick]
+N = [8, 16]
+sizes = [4, 8]
+seeds = [0, 1]
+"""
+
+
+def test_results_of_a_grid_prints_each_cell_with_its_mean_metric(tmp_path):
+    import shutil
+
+    recallkit = shutil.which("recallkit")
+    assert recallkit is not None
+    path = tmp_path / "cli_grid.toml"
+    path.write_text(GRID)
+    store = str(tmp_path / "s.db")
+    swept = subprocess.run([recallkit, "sweep", str(path), "--store", store, "--no-progress"], capture_output=True,
+                           text=True, timeout=600)
+    assert swept.returncode == 0, swept.stderr
+    shown = subprocess.run([recallkit, "results", str(path), "--store", store], capture_output=True, text=True,
+                           timeout=600)
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+    rows = json.loads(subprocess.run([recallkit, "results", str(path), "--store", store, "--json"],
+                                     capture_output=True, text=True, timeout=600).stdout)["runs"]
+    lines = shown.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["line", "N"])
+    assert lines[header].split() == ["line", "N", "d", "seeds", "mean", "train_accuracy"]
+    cells = [line.split() for line in lines[header + 2:header + 6]]
+    assert [(c[1], c[2], c[3]) for c in cells] == [("8", "4", "2"), ("8", "8", "2"), ("16", "4", "2"), ("16", "8", "2")]
+    for c in cells:
+        mine = [r["train_accuracy"] for r in rows if r["N"] == int(c[1]) and r["d"] == int(c[2])]
+        assert len(mine) == 2 and float(c[4]) == pytest.approx(sum(mine) / 2, abs=5e-4)
