@@ -37,6 +37,7 @@ from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.own_steps import OwnSteps
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
+from recallkit.reports.output_folder import writing_report
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
 
@@ -181,7 +182,11 @@ def run_report(settings: ReportSettings) -> Path:
         own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background)
         started = time.perf_counter()
         # each experiment's pages are drawn (in worker processes) while the next experiment is computed
-        with ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw) as builder:
+        # a full disk or a file that cannot be written, while the report is written: one line, the previous
+        # report kept (its OSErrors only: one from training is not about --out)
+        with writing_report(Path(settings.out_dir)):
+            builder = ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw)
+        with builder:
             failed = True
             try:
                 entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
@@ -201,7 +206,8 @@ def run_report(settings: ReportSettings) -> Path:
                 "run_wall_time_s": round(time.perf_counter() - started, 1),
             }
             stats: dict = {}
-            pdf = builder.finish(summary, stats=stats)
+            with writing_report(Path(settings.out_dir)):
+                pdf = builder.finish(summary, stats=stats)
     print(stats["line"], file=settings.log)
     return pdf
 

@@ -159,11 +159,20 @@ def draw_one(stem: str, build: Callable[[], Any], pdf_path: Path, png: bool,
     except (RecallkitError, *PAGE_ERRORS) as exc:
         error = f"{stem}: {type(exc).__name__}: {exc}"
         fig = error_page(stem, f"{type(exc).__name__}: {exc}")
-    with style_context():
-        fig.savefig(pdf_path, metadata=page_pdf_metadata(stem))
-        if png:
-            fig.savefig(pdf_path.with_suffix(".png"), metadata=png_metadata())
-    plt.close(fig)
+    try:
+        with style_context():
+            fig.savefig(pdf_path, metadata=page_pdf_metadata(stem))
+            if png:
+                fig.savefig(pdf_path.with_suffix(".png"), metadata=png_metadata())
+    except Exception as exc:
+        # matplotlib's PDF backend, when a write fails (a full disk), fails again while closing the file and
+        # raises that second error (an AttributeError) with the OSError only as its context, which a worker
+        # process does not send back: the OSError is what went wrong, and what the report says
+        if not isinstance(exc, OSError) and isinstance(exc.__context__, OSError):
+            raise exc.__context__ from None
+        raise
+    finally:
+        plt.close(fig)
     return error
 
 
@@ -233,6 +242,11 @@ class Drawer:
             return None
         # fork: the workers start with everything this process has imported (matplotlib, the stages),
         # so a page costs its drawing only
+        # (imported here, before the fork, so the workers inherit it: it loads sympy, which drawing pages
+        # alone does not need.) Ctrl-C is the parent's to handle (it stops the pool and keeps the previous
+        # report), and a killed report must not leave workers drawing for nobody.
+        from recallkit.empirics.executors import worker_init, worker_init_args
+
         with warnings.catch_warnings():  # "fork with threads running" (tqdm's monitor, torch pools)
             warnings.simplefilter("ignore", DeprecationWarning)
             self.pool = concurrent.futures.ProcessPoolExecutor(
@@ -243,11 +257,6 @@ class Drawer:
 
     def submit(self, pages: Sequence[Page], total: int | None = None) -> list[Page]:
         """Start drawing (or reuse) each page not already drawn or being drawn; return the pages that cannot
-        # (imported here, before the fork, so the workers inherit it: it loads sympy, which drawing pages
-        # alone does not need.) Ctrl-C is the parent's to handle (it stops the pool and keeps the previous
-        # report), and a killed report must not leave workers drawing for nobody.
-        from recallkit.empirics.executors import worker_init, worker_init_args
-
         go to a worker (not picklable), which the caller draws with :meth:`draw_here`. ``total``: how
         many pages the report has, when known (it decides whether workers are worth starting)."""
         if self.started is None:
