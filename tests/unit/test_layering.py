@@ -9,43 +9,17 @@
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
+from recallkit.layering import (FORBIDDEN_LIBS, ORCHESTRATION, ORDER, STAGE_MODULES, SYSTEM_ROLES, check_file,
+                                check_system)
+from recallkit.layering import imported_modules as _imported_modules
+
 ROOT = Path(__file__).resolve().parents[2]
-ORDER = ["theory", "empirics", "compare", "reports"]
-STAGE_MODULES = {stage: f"recallkit.{stage}" for stage in ORDER}
-ORCHESTRATION = {"recallkit.cli", "recallkit.pipeline", "recallkit.assertions"} | {
-    f"recallkit.{p.stem}" for p in (ROOT / "recallkit").glob("cli_*.py")}
-# Third-party libraries a stage must not import (theory stays pure sympy/scipy).
-FORBIDDEN_LIBS = {"theory": {"torch", "matplotlib", "statsmodels"}, "empirics": {"matplotlib"}}
-# A system file's role, by file name: the stage whose rules it follows.
-SYSTEM_ROLES = {"config": "empirics", "task": "empirics", "runners": "empirics", "reference": "empirics",
-                "term_probes": "empirics", "sample_bound": "theory", "construction": "empirics",
-                "judge": "compare", "pages": "reports", "steps": "orchestration", "__init__": "registration"}
 # The pytest plugin is an entry point like the CLI: its marker runs a sweep (recallkit.assertions).
 ALLOWED = {("compare/pytest_plugin.py", "recallkit.assertions")}
-
-
-def _imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                names.update(_prefixes(alias.name))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.update(_prefixes(node.module))
-            names.update(n for alias in node.names for n in _prefixes(f"{node.module}.{alias.name}"))
-    return names
-
-
-def _prefixes(dotted: str) -> set[str]:
-    """'recallkit.cli.main' -> {'recallkit', 'recallkit.cli', 'recallkit.cli.main'}."""
-    parts = dotted.split(".")
-    return {".".join(parts[: i + 1]) for i in range(len(parts))}
 
 
 def _stage_violations(stage: str) -> list[str]:
@@ -83,27 +57,23 @@ def test_every_system_file_has_a_role():
 
 @pytest.mark.parametrize("system,path", _system_files(), ids=lambda v: str(v).split("/systems/")[-1])
 def test_system_files_obey_the_stage_their_role_names(system, path):
-    role = SYSTEM_ROLES.get(path.stem)
-    imported = _imported_modules(path)
-    own = f"recallkit.systems.{system}"
-    offenders = set()
-    other_systems = {m for m in imported if m.startswith("recallkit.systems.") and not m.startswith(own)}
-    offenders |= other_systems
-    if role == "registration":
-        offenders |= {m for m in imported if m.startswith("recallkit.") and not m.startswith("recallkit.registry")}
-        offenders |= imported & {"torch", "matplotlib", "sympy", "numpy", "statsmodels"}
-    elif role in ORDER:
-        rank = ORDER.index(role)
-        offenders |= imported & ({STAGE_MODULES[s] for s in ORDER[rank + 1:]} | ORCHESTRATION)
-        offenders |= imported & FORBIDDEN_LIBS.get(role, set())
-        for module in imported:  # a sibling file of a later role (e.g. a task importing the pages)
-            if module.startswith(own + ".") and module.count(".") == 3:
-                sibling = SYSTEM_ROLES.get(module.rsplit(".", 1)[1])
-                if sibling in ORDER and ORDER.index(sibling) > rank or sibling == "orchestration":
-                    offenders.add(module)
-    else:  # orchestration: anything but the CLI
-        offenders |= imported & {m for m in ORCHESTRATION if "cli" in m}
-    assert not offenders, f"{path.relative_to(ROOT)} ({role}) imports {sorted(offenders)}"
+    assert check_file(path, f"recallkit.systems.{system}") == []
+
+
+def test_a_plugin_package_is_checked_on_its_own_folder(tmp_path):
+    package = tmp_path / "my_plugin"
+    package.mkdir()
+    (package / "__init__.py").write_text("from recallkit.registry import System\n")
+    (package / "task.py").write_text("import torch\nfrom recallkit.empirics.tasks import generator\n")
+    (package / "pages.py").write_text("from recallkit.reports import figures\nfrom my_plugin import task\n")
+    assert check_system(package, "my_plugin") == []
+    (package / "task.py").write_text("def f():\n    from my_plugin import pages\n")
+    (package / "solver.py").write_text("import torch\n")
+    found = check_system(package, "my_plugin")
+    assert len(found) == 2
+    assert "solver" in found[0] and "no role" in found[0]
+    assert "task.py (empirics) imports ['my_plugin.pages']" in found[1]
+    assert check_system(package, "my_plugin", roles={**SYSTEM_ROLES, "solver": "empirics"}) == found[1:]
 
 
 def test_checker_detects_a_violation(tmp_path):
