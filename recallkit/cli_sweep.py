@@ -97,7 +97,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep(
-        experiment_file: str = typer.Argument(..., metavar="EXPERIMENT.toml", help="experiment file (see experiments/)"),
+        experiment_file: str = typer.Argument(..., metavar="EXPERIMENT.toml", help="experiment file (TOML) or a shipped experiment's name, e.g. tr_fig2_attention_only (shipped ones live in systems/<name>/experiments/)"),
         preset: str = typer.Option("quick", "--preset", help="quick (this CPU, minutes) | paper (GPU/cluster) | any preset in the file"),
         store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         executor_name: str = typer.Option("local", "--executor", help="local (in-process batched engine) | dask"),
@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("results")
     def results(
-        experiment_file: str = typer.Argument(..., metavar="EXPERIMENT.toml", help="experiment file"),
+        experiment_file: str = typer.Argument(..., metavar="EXPERIMENT.toml", help="experiment file (TOML) or a shipped experiment's name"),
         preset: str = typer.Option("quick", "--preset", help="preset whose search is replayed from the store"),
         store_path: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         as_json: bool = typer.Option(False, "--json", help="one JSON document: boundary points, probes, violations"),
