@@ -35,7 +35,7 @@ def report(
     workers: Optional[int] = typer.Option(
         None, "--workers", min=1, max=MAX_PROCESSES, help="local executor: processes training at once (default: one per usable core); the numbers do not depend on it."),
     threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
-    probes: bool = typer.Option(True, "--probes/--no-probes", help="Include the token-retrieval term probes."),
+    probes: bool = typer.Option(True, "--probes/--no-probes", help="Include the token-retrieval term probes (when the report has a token-retrieval experiment, as the main job does)."),
     png: bool = typer.Option(False, "--png", help="Also write each page as PNG under figures/ (PDF only by default)."),
     jobs: Optional[int] = typer.Option(
         None, "--jobs", min=1, max=MAX_PROCESSES, help="Processes drawing the pages (default: one per core this process may use, none for a few pages)."),

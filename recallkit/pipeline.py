@@ -42,7 +42,7 @@ from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
 
 __all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext", "default_experiments", "judge_loaded_claims",
-           "report_store", "run_report", "search_entry"]
+           "report_store", "run_report", "search_entry", "steps_for"]
 
 
 def default_experiments() -> list[Path]:
@@ -176,7 +176,7 @@ def run_report(settings: ReportSettings) -> Path:
                    else usable_cores() if settings.executor == "local" else 1)
         executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
                                  scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
-        steps = [step for system in registry.systems() for step in system.report_steps]
+        steps = steps_for(settings, plans)
         background = (settings.executor == "local" and workers > 1 and resolve_device(settings.device).type == "cpu"
                       and (any(not planned.is_search for planned in plans) or bool(steps)))
         own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background)
@@ -249,6 +249,20 @@ def _checked_plans(settings: ReportSettings, store_path: Path, failures: list[st
         except RecallkitError as exc:
             _failed(failures, path.name, exc, settings.log)
     return plans
+
+
+def steps_for(settings: ReportSettings, plans: list[Plan]) -> list[str]:
+    """The systems' own report steps (e.g. token retrieval's term probes): every system's for the main job, else
+    only those of the systems the report's experiments belong to (by their task, their runner or the folder
+    their file lies in), so a report of one associative-memory experiment trains no token-retrieval probes."""
+    systems = registry.systems()
+    if settings.experiments:
+        tasks = {planned.experiment.task for planned in plans if planned.is_search}
+        folders = {planned.path.resolve().parent for planned in plans}
+        systems = [system for system in systems
+                   if tasks & {task.name for task in system.tasks} or system.experiments_dir.resolve() in folders
+                   or any(planned.system is system for planned in plans)]
+    return [step for system in systems for step in system.report_steps]
 
 
 def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettings, executor, store_path: Path,

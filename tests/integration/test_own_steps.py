@@ -65,3 +65,17 @@ def test_an_interrupted_report_stops_the_worker_at_once(steps_module, tmp_path):
     started = time.perf_counter()
     own.close(failed=True)
     assert time.perf_counter() - started < 10
+
+
+def test_a_report_runs_only_the_steps_of_its_experiments_systems(tmp_path):
+    """A report of one associative-memory experiment trained token retrieval's term probes too, unless told
+    --no-probes; the main job (no experiment named) runs every system's steps."""
+    from recallkit.empirics.plan import plan
+    from recallkit.pipeline import ReportSettings, steps_for
+
+    probes = "recallkit.systems.token_retrieval.steps:term_probe_entry"
+    memory = [plan("assoc_memory_linear")]
+    assert steps_for(ReportSettings(experiments=[Path("assoc_memory_linear")]), memory) == []
+    fig2 = [plan("tr_fig2_attention_only")]
+    assert steps_for(ReportSettings(experiments=[Path("tr_fig2_attention_only")]), fig2) == [probes]
+    assert probes in steps_for(ReportSettings(experiments=[]), memory)
