@@ -34,11 +34,13 @@ import csv
 import datetime as _dt
 import errno
 import io
+import itertools
 import json
 import os
 import shlex
 import sqlite3
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -371,6 +373,20 @@ class ResultStore:
 
 
 def _write_schema(path: Path) -> None:
+    """Create the tables (idempotent). Processes filling one empty file at once can be told "database is locked"
+    at once, without SQLite's busy wait (switching to WAL, or a lock upgrade that could deadlock): the script is
+    then run again after a short pause, for up to the 30 s the busy wait would have allowed."""
+    deadline = time.monotonic() + 30
+    for attempt in itertools.count():
+        try:
+            return _write_schema_once(path)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(min(0.5, 0.01 * 2 ** attempt))
+
+
+def _write_schema_once(path: Path) -> None:
     db = sqlite3.connect(path, timeout=30, isolation_level=None)  # the script holds its own transaction
     try:
         db.execute("PRAGMA journal_mode=WAL")
