@@ -213,7 +213,8 @@ def test_interrupted_report_keeps_the_previous_one(previous_report):
     assert _digest(root / "out") == before
 
 
-@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0])
+# killed while training (1.5 s) in the default run; killed at the start and while drawing in the slow run
+@pytest.mark.parametrize("delay", [pytest.param(0.5, marks=pytest.mark.slow), 1.5, pytest.param(3.0, marks=pytest.mark.slow)])
 def test_killed_report_keeps_the_previous_one(previous_report, delay):
     root = previous_report
     before = _digest(root / "out")

@@ -250,6 +250,7 @@ def test_processes_creating_the_same_new_store_at_once_all_succeed(tmp_path, emp
         assert sorted(p.name for p in folder.iterdir() if not p.name.startswith("s.db-")) == ["s.db"]
 
 
+@pytest.mark.slow  # its window is milliseconds against seconds of start-up: the constructor race above is the guard
 def test_two_sweeps_started_at_once_on_a_new_store(tmp_path):
     exp = _tiny_experiment(tmp_path)
     command = [RECALLKIT, "sweep", str(exp), "--store", "new/s.db", "--no-progress"]
