@@ -500,6 +500,20 @@ def test_heatmap_page_draws_the_experiments_metric():
         plt.close(fig)
 
 
+def test_a_line_judged_on_a_metric_its_cells_lack_draws_their_accuracy():
+    """tr_fig5's epoch lines are judged on accuracy after 4 or 8 epochs, which the heatmap's cells (each run's
+    final metrics) do not hold: the page drew nothing ("missing field 'accuracy_epoch_8'") in the main job."""
+    import matplotlib.pyplot as plt
+    from recallkit.reports.layout import experiment_pages
+
+    cells, points, fits = synthetic_line(line=LINE)
+    entry = {"name": "tr_epochs", "title": "Epochs", "kind": "min_size", "line_metrics": {LINE: "accuracy_epoch_8"},
+             "lines": [{"name": LINE, "heatmap": cells, "boundary_points": points}], "fits": fits}
+    (page,) = [p for p in experiment_pages(entry, 1) if "heatmap" in p.stem]
+    assert page.label.startswith("accuracy heatmap")
+    plt.close(page.build())
+
+
 def test_paper_heatmap_draws_the_experiments_metric(tmp_path):
     from recallkit.reports.paper import paper_figures
 
