@@ -514,14 +514,17 @@ def memory_free(device=None) -> int:
     return memory_available(device)
 
 
-def check_memory(config: "RunConfig", where: str = "", device=None, available: int | None = None) -> None:
-    """Refuse, in one line and before anything is allocated, a config whose one model would not fit,
-    estimated from all its sizes together (each size alone can pass its own limit: V = 10**7 with
-    d = 16384 is 640 GB of embeddings)."""
+def check_memory(config: "RunConfig", where: str = "", device=None, available: int | None = None,
+                 bound: str = "of memory of this device") -> None:
+    """Refuse, in one line and before anything is allocated, a config whose one model would not fit in
+    ``available`` bytes (default: the device's total, the bound for a plan run later or elsewhere; a run now
+    goes through :func:`recallkit.empirics.cost.check_free_memory`, which passes what is free now), estimated
+    from all its sizes together (each size alone can pass its own limit: V = 10**7 with d = 16384 is 640 GB
+    of embeddings). ``bound`` says in the message what ``available`` is."""
     estimate = config.task_config.bytes_per_model(config.trainer_config)
     available = memory_available(device) if available is None else available
     if estimate > available:
         place = f"{where}: " if where else ""
         sizes = ", ".join(f"{k}={v}" for k, v in config.task_config.sizes().items())
         raise ModelTooLarge(f"{place}one model ({sizes}) needs about {estimate / 2**30:,.1f} GiB, more than the "
-                            f"{available / 2**30:,.1f} GiB of memory of this device")
+                            f"{available / 2**30:,.1f} GiB {bound}")

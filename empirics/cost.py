@@ -53,8 +53,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from recallkit.empirics.config import (ModelTooLarge, ThreeStepConfig, TwoStepThenFitConfig, memory_free,
-                                       parse_config)
+from recallkit.empirics.config import (ThreeStepConfig, TwoStepThenFitConfig, check_memory, memory_available,
+                                       memory_free, parse_config)
 from recallkit.theory.errors import InputError
 
 __all__ = ["active_budget", "budget", "Budget", "charge", "check_free_memory", "CostTooHigh", "CPU_EFFICIENCY",
@@ -399,9 +399,11 @@ def free_memory(device=None) -> tuple[int, str]:
 
 
 def check_free_memory(configs: Iterable, device=None, where: str = "") -> None:
-    """Refuse, in one line (:class:`ModelTooLarge`) and before anything is allocated, a config whose one model
-    needs more memory (its task's ``bytes_per_model``) than is free now (:func:`free_memory`)."""
-    free, bound = None, ""
+    """The memory check of a run now: refuse, in one line (:class:`ModelTooLarge`, through
+    :func:`~recallkit.empirics.config.check_memory`) and before anything is allocated, a config whose one
+    model needs more memory (its task's ``bytes_per_model``) than the device has at all (the message says so:
+    freeing memory would not help) or than is free now (:func:`free_memory`: the message names what bounds it)."""
+    bounds = None
     seen = set()
     for config in configs:
         parsed = parse_config(config)
@@ -412,11 +414,7 @@ def check_free_memory(configs: Iterable, device=None, where: str = "") -> None:
             seen.add(key)
         except TypeError:  # unhashable plug-in config: checked each time
             pass
-        need = parsed.task_config.bytes_per_model(parsed.trainer_config)
-        if free is None:
-            free, bound = free_memory(device)
-        if need > free:
-            place = f"{where}: " if where else ""
-            sizes = ", ".join(f"{k}={v}" for k, v in parsed.task_config.sizes().items())
-            raise ModelTooLarge(f"{place}one model ({sizes}) needs about {need / 2**30:,.1f} GiB, more than the "
-                                f"{free / 2**30:,.1f} GiB {bound}")
+        if bounds is None:  # only when there is a config to check: free_memory reads /proc and the cgroup
+            bounds = [(memory_available(device), "of memory of this device"), free_memory(device)]
+        for available, bound in bounds:
+            check_memory(parsed, where, available=available, bound=bound)

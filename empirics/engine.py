@@ -26,7 +26,7 @@ import time
 import torch
 from tqdm import tqdm
 
-from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, check_memory, config_hash, memory_available, memory_free,
+from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, config_hash, memory_free,
                                        parse_config, shape_key, trainer_spec)
 from recallkit.empirics.cost import check_free_memory
 from recallkit.empirics.device import describe, resolve_device
@@ -148,10 +148,7 @@ def run_configs(configs: list, device=None, progress: bool = True) -> list[dict]
     target = resolve_device(device)
     if target.type == "cpu":
         keep_freed_heap()
-    available = memory_available(target)
-    for cfg in parsed:  # before anything is allocated
-        check_memory(cfg, device=target, available=available)
-    check_free_memory(parsed, target)  # what is free now, under any cgroup or ulimit: else the allocator's traceback
+    check_free_memory(parsed, target)  # before anything is allocated, under any cgroup or ulimit: else the allocator's traceback
     groups: dict[str, list[int]] = {}
     for i, cfg in enumerate(parsed):
         groups.setdefault(shape_key(cfg), []).append(i)

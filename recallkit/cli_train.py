@@ -10,7 +10,7 @@ import typer
 from recallkit import registry
 from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics import cost
-from recallkit.empirics.config import check_memory, config_hash, parse_config
+from recallkit.empirics.config import config_hash, parse_config
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import MAX_NUMBER_DIGITS
 
@@ -95,7 +95,6 @@ def register(app: typer.Typer) -> None:
         # checked against memory and priced before anything is built (a model that cannot fit is refused
         # whatever --max-cost says, so memory first); a long run says so, never silent
         target = resolve_device(device)
-        check_memory(config, device=target)
         cost.check_free_memory([config], target)
         work = cost.estimate([config], target)
         cost.refuse_above(work, limit, "recallkit train")
