@@ -125,7 +125,10 @@ def three_step(problem, eta: list[float], gamma: list[float | None], kappa: list
     """Returns (params after step 3, extra per-model metrics)."""
     kappa = kappa if kappa is not None else [None] * len(eta)
     V1, W1, gamma_t, extra = _two_steps(problem, eta, gamma, kappa)
-    V2 = V1 - _expand(gamma_t, V1) * _grad(problem, {"W": W1, "V": V1}, "V")
+    gradient = _grad(problem, {"W": W1, "V": V1}, "V")
+    if hasattr(problem, "step3_value_gradient"):  # a problem may change step 3 (token retrieval's centring)
+        gradient = problem.step3_value_gradient(W1, gradient)
+    V2 = V1 - _expand(gamma_t, V1) * gradient
     M = V2.shape[0]
     return {"W": W1, "V": V2}, {"steps_run": torch.full((M,), 3.0), **extra}
 

@@ -1,5 +1,5 @@
 """Run config of the token-retrieval task (keys ``V``, ``d``, ``L``, ``N``, ``m``, ``features``, ``mlp_input``,
-``n_eval``).
+``centring``, ``n_eval``).
 
 ``features`` (attention-mlp): ``relu``, ``relu_centred``, ``relu_normalised`` or ``abs_centred`` (|W1 x|
 minus its per-sample mean over the m units: an even map with no linear part, so after centring its
@@ -8,6 +8,9 @@ kernel starts at Hermite degree 2; README.md, DERIVATION.md §5.4).
 content, the paper's model) or ``content`` (the attended token embeddings without the trigger
 component). A default-valued ``mlp_input`` is left out of the canonical dict, so the store keys of
 configs written before the key existed do not change.
+``centring``: ``none`` (the paper's model) or ``labels``: three_step's step 3 reads the training labels'
+embeddings minus their empirical mean, which removes the mean-bias terms exactly (DERIVATION.md §10). Left
+out of the canonical dict while ``none``, like ``mlp_input``.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from recallkit.theory.errors import InputError
 
 FEATURES = ("relu", "relu_centred", "relu_normalised", "abs_centred")
 MLP_INPUTS = ("attended", "content")
+CENTRINGS = ("none", "labels")
 INT16_TOKENS_MAX_V = 1 << 15  # token values 0..V-1 fit in int16 up to V = 32768
 # The attended vector sum_j a_j e_{x_j} (task.py) goes through the dense [n, V] mass matrix when V <= 2L,
 # else one embedding_bag; its gradient wrt the attention is one bmm + gather when V <= 32L, else torch's
@@ -52,6 +56,7 @@ class TokenRetrievalConfig:
     features: str = "relu"
     n_eval: int = 4096
     mlp_input: str = field(default="attended", metadata={"omit_default": True})
+    centring: str = field(default="none", metadata={"omit_default": True})
     MODELS: ClassVar[tuple[str, ...]] = ("attention-only", "attention-mlp")
 
     def __post_init__(self) -> None:
@@ -68,6 +73,8 @@ class TokenRetrievalConfig:
             raise InputError(f"features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
         if self.mlp_input not in MLP_INPUTS:
             raise InputError(f"mlp_input: expected one of {', '.join(MLP_INPUTS)}, got {self.mlp_input!r}")
+        if self.centring not in CENTRINGS:
+            raise InputError(f"centring: expected one of {', '.join(CENTRINGS)}, got {self.centring!r}")
 
     @property
     def width(self) -> int:

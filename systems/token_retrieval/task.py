@@ -17,6 +17,9 @@ The reconstructed token-retrieval model (see README.md in this folder), exactly:
 Option ``mlp_input`` (config key): ``attended`` (default, the model above) or ``content``: the MLP
 (attention-only: the value matrix) reads o - a_l z_trig, the attended token embeddings without the
 trigger component that every attended vector shares (README.md: why).
+Option ``centring`` (config key, three_step only): ``none`` (default) or ``labels``: step 3's value update reads
+u_{y_n} - u_hat, the training labels' embeddings minus their empirical mean, in place of u_{y_n} - u_bar
+(:meth:`TokenRetrieval.step3_value_gradient`); the mean-bias terms then vanish exactly (DERIVATION.md §10).
 Trained parameters: ``W`` (= W_KQ, d x d) and ``V``; both start at zero.
 
 Where the attention-MLP model learns (measured with the engine, three steps, eta = 1, seed 0, 1
@@ -45,6 +48,7 @@ import torch
 
 from recallkit.empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, loss_and_correct_sums, unit_sphere
 from recallkit.systems.token_retrieval.config import INT16_TOKENS_MAX_V
+from recallkit.theory.errors import InputError
 
 DRAW_CHUNK_TOKENS = 1 << 22  # tokens drawn per call when filling a model's [n, L] slice
 
@@ -133,6 +137,12 @@ class TokenRetrieval:
         self.m = task.m
         self.features = task.features
         self.mlp_input = task.mlp_input
+        self.centring = task.centring
+        if self.centring != "none" and configs[0].trainer != "three_step":
+            # only three_step has a step 3 to centre: another trainer would store the plain model's numbers
+            # under a centred config
+            raise InputError(f"centring: {self.centring!r} changes three_step's step 3 only; "
+                             f"trainer {configs[0].trainer} expects centring = 'none'")
         self.model = task.model
         self.n_eval = task.n_eval
         self.device = device
@@ -244,6 +254,28 @@ class TokenRetrieval:
             target_features.baddbmm_(targets.transpose(1, 2), features)
         mean_target = self.U.mean(1)
         return (mean_target[:, :, None] * feature_sum[:, None, :] - target_features) / n
+
+    @torch.no_grad()
+    def step3_value_gradient(self, W: torch.Tensor, gradient: torch.Tensor) -> torch.Tensor:
+        """Step 3's value gradient at W_KQ = W (three_step). ``gradient`` is the cross-entropy's, (1/N) sum_n
+        (U^T p_n - u_{y_n}) f_n^T; ``none`` returns it as it is. ``labels`` adds (u_hat - u_bar) f_bar^T, so the
+        update reads u_{y_n} - u_hat in place of u_{y_n} - u_bar: u_hat = (1/N) sum_n u_{y_n} the empirical label
+        mean, u_bar the mean of U's rows, f_bar = (1/N) sum_n f_n the mean of what V reads at W. Then
+        sum_n u_k . (u_{y_n} - u_hat) = 0 for every label k, and the mean-bias terms vanish (DERIVATION.md §10)."""
+        if self.centring == "none":
+            return gradient
+        M, n, _ = self.train["tokens"].shape
+        feature_sum = torch.zeros(M, gradient.shape[2], device=self.device)
+        label_counts = torch.zeros(M, self.V, device=self.device)
+        for start in range(0, n, self.train_chunk):
+            part = slice(start, start + self.train_chunk)
+            features, _ = self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
+            feature_sum += features.sum(1)
+            labels = self.train["labels"][:, part]
+            label_counts.scatter_add_(1, labels, torch.ones(labels.shape, device=self.device))
+        # u_hat - u_bar = U^T (counts / n - 1 / V): the empirical label frequencies minus the uniform prior
+        deviation = torch.bmm((label_counts / n - 1.0 / self.V).unsqueeze(1), self.U).squeeze(1)
+        return gradient + deviation[:, :, None] * (feature_sum / n)[:, None, :]
 
     @torch.no_grad()
     def score_gap(self, W: torch.Tensor) -> torch.Tensor:
