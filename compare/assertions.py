@@ -21,11 +21,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from recallkit import registry, theory
 from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
-from recallkit.compare.results import FitResult, fit_curve_points, fit_points
+from recallkit.compare.results import FitOptions, FitResult, PointLike, as_points, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from recallkit.empirics.experiment import Experiment, SafeExpression, load_experiment
 from recallkit.empirics.plan import Plan, plan_of, realised_rows
-from recallkit.empirics.records import threshold_text
+from recallkit.empirics.records import BoundaryPoint, ProbeRun, threshold_text
 from recallkit.empirics.search import replay
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.theory.errors import InputError
@@ -100,7 +100,7 @@ def check_verdicts(results: Sequence[FitResult], wanted: tuple[str, ...], what: 
 
 def _is_array_triple(points: Any) -> bool:
     return (isinstance(points, (tuple, list)) and len(points) in (2, 3)
-            and not any(isinstance(p, Mapping) for p in points))
+            and not any(isinstance(p, (Mapping, BoundaryPoint)) for p in points))
 
 
 def fit_arrays(
@@ -181,7 +181,7 @@ def regressor_for(kind: str, base: str) -> tuple[str, bool]:
 
 
 def fit_boundary_points(
-    points: Sequence[Mapping[str, Any]],
+    points: Sequence[PointLike],
     predictions: Mapping[str, Mapping[str, Any] | float] | float | None,
     *,
     experiment: str = "",
@@ -210,22 +210,22 @@ def fit_boundary_points(
     """
     x_name, capacity = regressor_for(kind, base)
     results = []
-    for (line, threshold, relative), group in _check_groups(points, thresholds).items():
+    for (line, threshold, relative), group in _check_groups(as_points(points, base), thresholds).items():
         prediction = predictions if not isinstance(predictions, Mapping) else predictions.get(line)
         slope, log_power = _tested_slope(prediction, capacity)
         asymptotic = (slope, log_power)
         extra: dict[str, Any] = {"threshold_relative": relative}
         if slope is not None and not capacity:
             slope, log_power = _prefer_realised(slope, log_power, (realised or {}).get(line) or {}, extra)
-        options = dict(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
-                       delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
-                       bootstrap_seed=bootstrap_seed)
-        if any("curve" in p for p in group):
-            result = fit_curve_points(group, **options)
+        options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
+                             delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
+                             bootstrap_seed=bootstrap_seed)
+        if any(p.curve is not None for p in group):
+            result = fit_curve_points(group, options)
             extra["method"] = "curve"
-            extra["ceilings"] = {str(p.get(base)): (p.get("ceiling") or {}).get("mean") for p in group}
+            extra["ceilings"] = {str(p.values.get(base)): (p.ceiling or {}).get("mean") for p in group}
         else:
-            result = fit_points(group, capacity=capacity, **options)
+            result = fit_points(group, options, capacity=capacity)
         if asymptotic[0] is not None and extra.get("prediction_compared"):
             extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
         result.extra.update(extra)
@@ -233,14 +233,14 @@ def fit_boundary_points(
     return results
 
 
-def _check_groups(points: Sequence[Mapping[str, Any]], thresholds: Iterable[Any] | None
-                  ) -> dict[tuple[Any, Any, bool], list[Mapping[str, Any]]]:
+def _check_groups(points: Sequence[BoundaryPoint], thresholds: Iterable[Any] | None
+                  ) -> dict[tuple[Any, Any, bool], list[BoundaryPoint]]:
     """Boundary points by check (line, threshold, relative), in first-seen order; only ``thresholds`` if given: a
     number selects that value (absolute or relative), a ``(value, relative)`` pair exactly that check."""
     wanted = None if thresholds is None else list(thresholds)
-    groups: dict[tuple[Any, Any, bool], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[Any, Any, bool], list[BoundaryPoint]] = {}
     for point in points:
-        key = (point.get("line"), point.get("threshold"), bool(point.get("threshold_relative")))
+        key = (point.line, point.threshold, point.relative)
         if wanted is not None and key[1] is not None and not any(
                 (float(w[0]) == float(key[1]) and bool(w[1]) == key[2]) if isinstance(w, tuple)
                 else float(w) == float(key[1]) for w in wanted):
@@ -319,24 +319,24 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
     return out
 
 
-def _mean_metrics(runs: list[dict], skip: set[str]) -> dict[str, float]:
+def _mean_metrics(runs: list[ProbeRun], skip: set[str]) -> dict[str, float]:
     """The mean of every numeric metric over some runs: what a system's finite-size form may read (the
     stage does not know which metric a system needs, e.g. token retrieval's measured attention)."""
     sums: dict[str, list[float]] = {}
     for run in runs:
-        for key, value in run.items():
+        for key, value in run.measured.items():
             if key not in skip and isinstance(value, (int, float)) and not isinstance(value, bool):
                 sums.setdefault(key, []).append(value)
     return {key: sum(values) / len(values) for key, values in sums.items()}
 
 
-def _finite_size(plan: Any, line: Any, runs: list[dict], hook: Any) -> dict[str, Any] | None:
+def _finite_size(plan: Any, line: Any, runs: list[ProbeRun], hook: Any) -> dict[str, Any] | None:
     """The realised prediction with each term in the system's finite-size form at the runs' measured metrics."""
     experiment, pack = plan.experiment, plan.pack
     scaling = theory.parse_scaling(line.theory_scaling or line.scaling)
     rows = realised_rows(experiment, pack, line)
     for row, value in zip(rows, experiment.base_values):
-        mine = [r for r in runs if r.get("line") == line.label and r.get(experiment.base) == value]
+        mine = [r for r in runs if r.line == line.label and r.base_value == value]
         row["_measured"] = _mean_metrics(mine, skip={"line", "seed", experiment.base, experiment.size})
 
     def plain(row: dict) -> dict:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from recallkit.compare.bootstrap import bootstrap_over_units
+from recallkit.empirics.records import BoundaryPoint
 from recallkit.theory.errors import InputError
 
 __all__ = ["CAPACITY_FORMS", "DEFAULT_ALPHA", "DEFAULT_MIN_DELTA_AIC", "FORMS", "overall_verdict",
@@ -334,20 +335,25 @@ def select_d_min(result: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
     return out
 
 
-def points_with_model(points: Iterable[Mapping[str, Any]], experiment: Any) -> list[dict[str, Any]]:
+def points_with_model(points: Iterable[BoundaryPoint | Mapping[str, Any]], experiment: Any) -> list[dict[str, Any]]:
     """Boundary points of an ``empirics.experiment`` min-size experiment (e.g.
     experiments/geo_dmin_learned_vs_frozen.toml) with the ``"model"`` key that :func:`select_d_min`
-    groups by, taken from each point's line (its ``model`` override, else the experiment's model)."""
+    groups by, taken from each point's line (its ``model`` override, else the experiment's model). The rows
+    are the report's (its summary.json): a search's record is written as its dict here."""
     model_of = {line.label: line.overrides.get("model", experiment.model) for line in experiment.lines}
     out = []
     for i, point in enumerate(points):
-        if "model" in point:
+        if isinstance(point, BoundaryPoint):
+            line, row = point.line, point.to_dict()
+        elif "model" in point:
             out.append(dict(point))
             continue
-        if point.get("line") not in model_of:
-            raise InputError(f"boundary point {i}: line {point.get('line')!r} is not a line of experiment "
+        else:
+            line, row = point.get("line"), dict(point)
+        if line not in model_of:
+            raise InputError(f"boundary point {i}: line {line!r} is not a line of experiment "
                              f"{getattr(experiment, 'name', '?')!r} (lines: {', '.join(model_of)})")
-        out.append({**point, "model": model_of[point["line"]]})
+        out.append({**row, "model": model_of[line]})
     return out
 
 

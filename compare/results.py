@@ -5,6 +5,7 @@ so neither of those imports the other's consumer: data flows fits -> verdicts ->
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -18,10 +19,12 @@ from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAU
                                     fit_slope)
 from recallkit.compare.verdicts import DEFAULT_DELTA, Verdict, decide, undecidable
 from recallkit.empirics.curves import crossing, isotonic_increasing
-from recallkit.empirics.records import CheckKey
+from recallkit.empirics.records import BoundaryPoint, CheckKey
 from recallkit.theory.errors import InputError
 
-__all__ = ["CURVE_METHOD", "fit_curve_points", "fit_points", "FitResult"]
+__all__ = ["CURVE_METHOD", "FitOptions", "as_points", "fit_curve_points", "fit_points", "FitResult"]
+
+PointLike = BoundaryPoint | Mapping[str, Any]  # the search's records, or points written by hand / read from JSON
 
 
 def _json_float(value: Any) -> Any:
@@ -112,58 +115,102 @@ def _verdict_on(fit: SlopeFit, predicted_slope: float | None, delta: float, alph
     return decide(fit, predicted_slope, delta=delta, alpha=alpha, log_power=log_power)
 
 
-def fit_points(
-    points: Sequence[Mapping[str, Any]],
-    *,
-    predicted_slope: float | None,
-    x: str = "log V",
-    y_key: str = "param_count",
-    experiment: str = "",
-    line: str | None = None,
-    threshold: float | None = None,
-    delta: float | None = None,
-    alpha: float = DEFAULT_ALPHA,
-    log_power: float = 0.0,
-    capacity: bool = False,
-    grid_key: str | None = None,
-    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
-    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
-) -> FitResult:
+@dataclass(frozen=True, kw_only=True)
+class FitOptions:
+    """What :func:`fit_points` and :func:`fit_curve_points` share: the check a group of points belongs to
+    (``experiment``, ``line``, ``threshold``), the regressor ``x`` (see :data:`X_TRANSFORMS`), the prediction
+    and the verdict's test (``predicted_slope`` on x, ``log_power`` of log(base) in it, ``delta``: None for the
+    default margin, ``alpha``), the designed variable ``grid_key`` and the bootstrap's size and seed."""
+
+    predicted_slope: float | None
+    x: str = "log V"
+    experiment: str = ""
+    line: str | None = None
+    threshold: float | None = None
+    delta: float | None = None
+    alpha: float = DEFAULT_ALPHA
+    log_power: float = 0.0
+    grid_key: str | None = None
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP
+    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED
+
+    @classmethod
+    def of(cls, options: "FitOptions | None", settings: Mapping[str, Any]) -> "FitOptions":
+        """``options`` with ``settings`` (the fit functions' keyword arguments) applied over it."""
+        return cls(**settings) if options is None else dataclasses.replace(options, **settings)
+
+    def empty(self, reason: str, used: list, censored: list) -> FitResult:
+        """The inconclusive result of a group too small (or too censored) for a slope with an interval."""
+        delta = DEFAULT_DELTA if self.delta is None else self.delta
+        return FitResult(self.experiment, self.line, self.threshold, canonical_x(self.x), None,
+                         undecidable(self.predicted_slope, delta, self.alpha, reason), used, censored)
+
+    def verdict(self, fit: SlopeFit) -> Verdict:
+        delta = DEFAULT_DELTA if self.delta is None else self.delta
+        return _verdict_on(fit, self.predicted_slope, delta, self.alpha, self.log_power)
+
+
+def as_points(points: Sequence[PointLike], base: str | None = None) -> list[BoundaryPoint]:
+    """The search's records as they are; a point written by hand or read back from JSON (a dict) as the
+    record a fit reads (:meth:`BoundaryPoint.from_dict`, ``base`` its designed variable)."""
+    out = []
+    for index, point in enumerate(points):
+        if isinstance(point, BoundaryPoint):
+            out.append(point)
+        elif isinstance(point, Mapping):
+            out.append(BoundaryPoint.from_dict(point, base))
+        else:
+            raise InputError(f"boundary point [{index}]: expected a boundary point or a dict, got "
+                             f"{type(point).__name__}")
+    return out
+
+
+def _censored_entry(point: BoundaryPoint, symbols: Sequence[str], relative: bool = False) -> dict[str, Any]:
+    """What a fit lists of a censored point: where it is and the bound that was hit, with the reason."""
+    entry: dict[str, Any] = {"line": point.line, "threshold": point.threshold}
+    if relative:
+        entry["threshold_relative"] = point.relative
+    entry["seed"] = point.seed_label
+    entry.update((k, point.values[k]) for k in symbols if k in point.values)
+    entry["param_count"] = point.param_count
+    entry["censor_reason"] = point.censor_reason
+    return entry
+
+
+def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *, capacity: bool = False,
+               y_key: str = "param_count", **settings: Any) -> FitResult:
     """Fit one group of boundary points (docs/ARCHITECTURE.md) and decide its verdict.
 
-    Censored points (``"censored": true``) are excluded from the fit and listed. ``x`` names the
-    regressor (see :data:`X_TRANSFORMS`); y is log of ``y_key``. ``capacity=True`` also fits C in
-    params = C * f with f = exp(x) and slope fixed at 1. ``log_power`` is the power of log(base)
-    in the prediction; when non-zero the verdict compares against the finite-range slope.
-    ``grid_key`` names the designed variable (V for min-size searches, d for capacity searches):
-    at least 3 distinct values of it must survive censoring, because in a capacity search x varies
+    ``options`` (or the same names as keyword arguments, e.g. ``predicted_slope=1.0, x="log V"``; see
+    :class:`FitOptions`) say which check this is, the regressor and the test. Censored points are excluded
+    from the fit and listed. y is log of ``y_key``. ``capacity=True`` also fits C in params = C * f with
+    f = exp(x) and slope fixed at 1. A non-zero ``log_power`` makes the verdict compare against the
+    finite-range slope. ``grid_key`` names the designed variable (V for min-size searches, d for capacity
+    searches): at least 3 distinct values of it must survive censoring, because in a capacity search x varies
     across seeds even at one d, and a "slope" through one d would be noise.
     Too little data gives an ``inconclusive`` result with the reason instead of an exception.
     """
-    delta = DEFAULT_DELTA if delta is None else delta
-    x_name = canonical_x(x)
+    options = FitOptions.of(options, settings)
+    x_name, grid_key = canonical_x(options.x), options.grid_key
     transform = X_TRANSFORMS[x_name]
     used: list[dict[str, Any]] = []
     censored: list[dict[str, Any]] = []
     grid_values: list[Any] = []
-    for index, point in enumerate(points):
-        if not isinstance(point, Mapping):
-            raise InputError(f"boundary point [{index}]: expected a dict, got {type(point).__name__}")
-        if point.get("censored"):
-            entry = {k: point.get(k) for k in ("line", "threshold", "seed", "V", "N", "d", "m", "L", "R",
-                                                "param_count", "censor_reason") if k in point}
+    for point in as_points(points, grid_key):
+        coordinates = point.coordinates
+        if point.censored:
+            entry = _censored_entry(point, ("V", "N", "d", "m", "L", "R"))
             try:  # where the bound that was hit is known, place it in the fit's coordinates too
-                entry["x"], entry["y"] = transform(point), log_positive(point, y_key)
+                entry["x"], entry["y"] = transform(coordinates), log_positive(coordinates, y_key)
             except InputError:
                 pass
             censored.append(entry)
             continue
-        used.append({"x": transform(point), "y": log_positive(point, y_key), "seed": point.get("seed")})
-        grid_values.append(point.get(grid_key) if grid_key else used[-1]["x"])
+        used.append({"x": transform(coordinates), "y": log_positive(coordinates, y_key), "seed": point.seed_label})
+        grid_values.append(coordinates.get(grid_key) if grid_key else used[-1]["x"])
 
     def _empty(reason: str) -> FitResult:
-        return FitResult(experiment, line, threshold, x_name, None,
-                         undecidable(predicted_slope, delta, alpha, reason), used, censored)
+        return options.empty(reason, used, censored)
 
     distinct = min(len({p["x"] for p in used}), len(set(grid_values)))
     if distinct < MIN_DISTINCT_X:
@@ -181,31 +228,32 @@ def fit_points(
             advice += f" (censor reasons: {'; '.join(reasons[:2])}{'; ...' if len(reasons) > 2 else ''})"
         return _empty(why + advice)
     seeds = [p["seed"] for p in used]
+    alpha, n_bootstrap, bootstrap_seed = options.alpha, options.n_bootstrap, options.bootstrap_seed
     fit = fit_slope([p["x"] for p in used], [p["y"] for p in used], seeds,
                     alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
-    verdict = _verdict_on(fit, predicted_slope, delta, alpha, log_power)
     constant = None
     if capacity:
         constant = fit_constant([p["x"] for p in used], [p["y"] for p in used], seeds, fixed_slope=1.0,
                                 alpha=alpha, n_bootstrap=n_bootstrap, bootstrap_seed=bootstrap_seed)
-    return FitResult(experiment, line, threshold, x_name, fit, verdict, used, censored, constant)
+    return FitResult(options.experiment, options.line, options.threshold, x_name, fit, options.verdict(fit), used,
+                     censored, constant)
 
 
-def _curve_log_counts(points: Sequence[Mapping[str, Any]], picks: Sequence[int] | None) -> list[float] | None:
+def _curve_log_counts(points: Sequence[BoundaryPoint], picks: Sequence[int] | None) -> list[float] | None:
     """log parameter count at the boundary of every point's curve, averaging the seeds at ``picks``
     (indices into the curve's seeds, repeats allowed; None: all seeds); None if any curve fails to cross."""
     out = []
     for point in points:
-        curve = point["curve"]
+        curve = point.curve
         rows = curve["metric"] if picks is None else [curve["metric"][i] for i in picks]
         means = [sum(col) / len(rows) for col in zip(*rows)]
-        target = point["threshold_value"]
-        if point.get("threshold_relative"):
-            per_seed = point["ceiling"]["per_seed"]
+        target = point.threshold_value
+        if point.relative:
+            per_seed = point.ceiling["per_seed"]
             chosen = per_seed if picks is None else [per_seed[i] for i in picks]
             if any(v is None for v in chosen):
                 return None
-            target = float(point["threshold"]) * sum(chosen) / len(chosen)
+            target = float(point.threshold) * sum(chosen) / len(chosen)
         found = crossing(curve["sizes"], isotonic_increasing(means), target, curve["param_counts"])
         if found.status != "ok":
             return None
@@ -219,15 +267,15 @@ CURVE_METHOD = ("boundary from the seed-mean accuracy curve (isotonic in log siz
                 "same seeds, relative thresholds the same seeds' ceiling), t quantiles with n_seeds - 1 df")
 
 
-def _split_curve_points(points: Sequence[Mapping[str, Any]], transform: Any) -> tuple[list, list, list]:
+def _split_curve_points(points: Sequence[BoundaryPoint], transform: Any) -> tuple[list, list, list]:
     """(used: x and y of each boundary, censored: what the report lists, kept: the uncensored points)."""
     used, censored, kept = [], [], []
     for point in points:
-        if point.get("censored"):
-            censored.append({k: point.get(k) for k in ("line", "threshold", "threshold_relative", "seed", "V", "N",
-                                                        "L", "d", "m", "param_count", "censor_reason") if k in point})
+        if point.censored:
+            censored.append(_censored_entry(point, ("V", "N", "L", "d", "m"), relative=True))
             continue
-        used.append({"x": transform(point), "y": log_positive(point, "param_count"), "seed": "mean"})
+        coordinates = point.coordinates
+        used.append({"x": transform(coordinates), "y": log_positive(coordinates, "param_count"), "seed": "mean"})
         kept.append(point)
     return used, censored, kept
 
@@ -243,7 +291,7 @@ def _too_little_for_a_curve_fit(used: list, censored: list, n_seeds: int) -> str
     return None
 
 
-def _seed_curve_bootstrap(kept: Sequence[Mapping[str, Any]], xs: np.ndarray, n_seeds: int, n_bootstrap: int,
+def _seed_curve_bootstrap(kept: Sequence[BoundaryPoint], xs: np.ndarray, n_seeds: int, n_bootstrap: int,
                           bootstrap_seed: int) -> Resampled:
     """(slope, intercept) of the OLS line through the boundaries of every seed resample whose curves all cross."""
     centred = xs - xs.mean()
@@ -285,32 +333,19 @@ def _seed_curve_fit(base_fit: SlopeFit, resampled: Resampled, n_seeds: int, alph
     )
 
 
-def fit_curve_points(
-    points: Sequence[Mapping[str, Any]],
-    *,
-    predicted_slope: float | None,
-    x: str = "log V",
-    experiment: str = "",
-    line: str | None = None,
-    threshold: float | None = None,
-    delta: float | None = None,
-    alpha: float = DEFAULT_ALPHA,
-    log_power: float = 0.0,
-    grid_key: str | None = "V",
-    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
-    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
-) -> FitResult:
+def fit_curve_points(points: Sequence[PointLike], options: FitOptions | None = None, **settings: Any) -> FitResult:
     """Fit the boundary points of a curve search (``empirics.search``, ``search.method = "curve"``): one point
-    per base value, each carrying its per-seed curve. The verdict rests on the seed bootstrap's standard
-    error (see :data:`CURVE_METHOD`); the slope itself is the OLS slope through the seed-mean boundaries."""
-    delta = DEFAULT_DELTA if delta is None else delta
-    x_name = canonical_x(x)
-    used, censored, kept = _split_curve_points(points, X_TRANSFORMS[x_name])
-    n_seeds = len(kept[0]["curve"]["seeds"]) if kept else 0
+    per base value, each carrying its per-seed curve. ``options`` (or the same names as keyword arguments) as
+    for :func:`fit_points`. The verdict rests on the seed bootstrap's standard error (see
+    :data:`CURVE_METHOD`); the slope itself is the OLS slope through the seed-mean boundaries."""
+    options = FitOptions.of(options, settings)
+    x_name = canonical_x(options.x)
+    n_bootstrap, bootstrap_seed = options.n_bootstrap, options.bootstrap_seed
+    used, censored, kept = _split_curve_points(as_points(points, options.grid_key), X_TRANSFORMS[x_name])
+    n_seeds = len(kept[0].curve["seeds"]) if kept else 0
 
     def _empty(reason: str) -> FitResult:
-        return FitResult(experiment, line, threshold, x_name, None,
-                         undecidable(predicted_slope, delta, alpha, reason), used, censored)
+        return options.empty(reason, used, censored)
 
     problem = _too_little_for_a_curve_fit(used, censored, n_seeds)
     if problem is not None:
@@ -318,11 +353,11 @@ def fit_curve_points(
     xs = np.asarray([p["x"] for p in used])
     ys = np.asarray([p["y"] for p in used])
     # Only its line is used: the interval comes from resampling whole seed curves, below.
-    base_fit = fit_slope(xs, ys, None, alpha=alpha, n_bootstrap=1, bootstrap_seed=bootstrap_seed)
+    base_fit = fit_slope(xs, ys, None, alpha=options.alpha, n_bootstrap=1, bootstrap_seed=bootstrap_seed)
     resampled = _seed_curve_bootstrap(kept, xs, n_seeds, n_bootstrap, bootstrap_seed)
     if len(resampled.values) < max(20, n_bootstrap // 4):
         return _empty(f"in {resampled.n_degenerate} of {n_bootstrap} seed resamples some curve did not cross the "
                       f"threshold; too few usable resamples for an interval (widen the searched sizes or add seeds)")
-    fit = _seed_curve_fit(base_fit, resampled, n_seeds, alpha, n_bootstrap, bootstrap_seed)
-    verdict = _verdict_on(fit, predicted_slope, delta, alpha, log_power)
-    return FitResult(experiment, line, threshold, x_name, fit, verdict, used, censored)
+    fit = _seed_curve_fit(base_fit, resampled, n_seeds, options.alpha, n_bootstrap, bootstrap_seed)
+    return FitResult(options.experiment, options.line, options.threshold, x_name, fit, options.verdict(fit), used,
+                     censored)

@@ -19,6 +19,7 @@ import statistics
 import sys
 
 from recallkit.empirics.budget_check import BudgetCheck
+from recallkit.empirics.records import BoundaryPoint, Violation
 from recallkit.empirics.search_points import mark_non_monotone, seed_point
 from recallkit.empirics.search_sizes import SizeLattice
 from recallkit.empirics.search_types import Cell, CellKey, CellResult, Failure, Prober
@@ -56,15 +57,15 @@ class BisectionSearch:
         if self.budget is not None:
             self.budget.run(self.cells)
 
-    def points(self, violations: list[dict]) -> list[dict]:
+    def points(self, violations: list[Violation]) -> list[BoundaryPoint]:
         points = []
         for c in self.cells:
             r = c.result
             points.append(seed_point(self.driver, c.line_index, r.base_value, c.seed, c.threshold, r.size,
                                      r.censored, r.censor_reason))
-        mark_non_monotone(self.driver, points, violations)
+        points = mark_non_monotone(points, violations)
         if self.budget is not None:
-            self.budget.annotate(points)
+            points = self.budget.annotate(points)
         return points
 
     def budget_runs(self) -> list[dict]:

@@ -8,10 +8,12 @@ finds them.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 from recallkit.empirics.config import planned_config
+from recallkit.empirics.records import BoundaryPoint
 from recallkit.empirics.search_types import Cell, Failure, Prober
 
 
@@ -37,15 +39,17 @@ class BudgetCheck:
             if check.get("config_hash") is not None:
                 self._record(check)
 
-    def annotate(self, points: list[dict]) -> None:
-        """Put each checked point's record on it, and whether the larger budget reached its threshold."""
-        exp = self.exp
-        by_label = {line.label: i for i, line in enumerate(exp.lines)}
+    def annotate(self, points: list[BoundaryPoint]) -> list[BoundaryPoint]:
+        """The points, each checked one with its check's record and whether the larger budget reached its
+        threshold."""
+        by_label = {line.label: i for i, line in enumerate(self.exp.lines)}
+        out = []
         for p in points:
-            check = self.checks.get((by_label[p["line"]], p[exp.base], p["seed"], p["threshold"]))
+            check = self.checks.get((by_label[p.line], p.base_value, p.seed, p.threshold))
             if check is not None:
-                p["budget_check"] = dict(check)
-                p["budget_flagged"] = bool(check.get("reached"))
+                p = dataclasses.replace(p, budget_check=dict(check), budget_flagged=bool(check.get("reached")))
+            out.append(p)
+        return out
 
     def runs(self) -> list[dict]:
         """The checks that trained (or looked up) a larger-budget run."""

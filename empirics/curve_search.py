@@ -16,6 +16,7 @@ from typing import Any
 
 from recallkit.empirics.ceilings import InstanceCeilings, SeedCurves
 from recallkit.empirics.curves import crossing, isotonic_increasing, mean_curve
+from recallkit.empirics.records import BoundaryPoint, Violation
 from recallkit.empirics.search_sizes import SizeLattice
 from recallkit.empirics.search_types import Prober
 
@@ -50,7 +51,7 @@ class CurveSearch:
             if wanted:
                 self.driver.execute(wanted)
 
-    def points(self, violations: list[dict]) -> list[dict]:
+    def points(self, violations: list[Violation]) -> list[BoundaryPoint]:
         # a curve point's non_monotone is its own seed-mean curve's; the per-seed violations stay in the result
         points = []
         for li, bi in self.keys:
@@ -160,7 +161,7 @@ class CurveSearch:
                     proposals.add(mid)
 
     # ------------------------------------------------------------------ points
-    def _curve_points(self, li: int, bi: int) -> list[dict]:
+    def _curve_points(self, li: int, bi: int) -> list[BoundaryPoint]:
         """One point per threshold of the curve of (line, base index), each carrying the whole curve."""
         exp, driver = self.exp, self.driver
         b = exp.values_of(li)[bi]
@@ -181,48 +182,45 @@ class CurveSearch:
             "fitted": shared["fitted"], "failed_sizes": failed}
         return [self._point(li, target, shared) for target in self.ceilings.targets(li, b)]
 
-    def _point(self, li: int, target_of: tuple[float, bool, float | None], shared: dict[str, Any]) -> dict:
+    def _point(self, li: int, target_of: tuple[float, bool, float | None], shared: dict[str, Any]) -> BoundaryPoint:
         """The point of one threshold on a curve: its crossing, or censored with the bound and the reason."""
         exp = self.exp
         line, b, sizes, config = exp.lines[li], shared["b"], shared["sizes"], shared["config"]
         written, relative, target = target_of
-        point: dict[str, Any] = {
-            "experiment": exp.name, "line": line.label, "scaling": line.theory_scaling, "threshold": written,
-            "threshold_relative": relative, "threshold_value": target, "seed": "mean",
-            "n_seeds": len(exp.seeds), exp.base: b, "method": "curve",
-        }
-        for name in ("N", "R", "L"):
-            if name in config:
-                point[name] = config[name]
+        values: dict[str, Any] = {exp.base: b}
+        values.update((name, config[name]) for name in ("N", "R", "L") if name in config)
         found = None
         if target is not None and sizes:
             found = crossing(sizes, shared["fitted"], target, [shared["counts"][s] for s in sizes])
+        answer: dict[str, Any]
         if found is not None and found.status == "ok":
-            point[exp.size] = found.size
-            point["param_count"] = found.param_count
+            values[exp.size] = found.size
             if "m" in config:
-                point["m"] = found.param_count / found.size if exp.size == "d" else config["m"]
-            point["bracket"] = list(found.bracket)
-            point["config_hash"] = self.driver.key(li, b, found.bracket[1], exp.seeds[0])
-            point["censored"], point["censor_reason"] = False, None
+                values["m"] = found.param_count / found.size if exp.size == "d" else config["m"]
+            answer = {"param_count": found.param_count, "bracket": tuple(found.bracket),
+                      "config_hash": self.driver.key(li, b, found.bracket[1], exp.seeds[0]),
+                      "censored": False, "censor_reason": None}
         else:
-            self._censor(point, found, target, shared)
-        point["ceiling"] = shared["instance_ceiling"] or {exp.size: shared["ceiling"], "mean": None, "per_seed": None}
-        point["curve"] = shared["curve"]
+            bound, reason = self._censor(found, target, shared)
+            values[exp.size] = bound
+            answer = {"param_count": shared["counts"].get(bound) if bound is not None else None,
+                      "censored": True, "censor_reason": reason}
         means = shared["means"]
-        point["non_monotone"] = any(b2 < a2 for a2, b2 in zip(means, means[1:]))
-        return point
+        return BoundaryPoint(
+            experiment=exp.name, line=line.label, scaling=line.theory_scaling, threshold=written, seed=None,
+            base=exp.base, base_value=b, size=exp.size, values=values, metric=exp.metric, relative=relative,
+            threshold_value=target, n_seeds=len(exp.seeds),
+            ceiling=shared["instance_ceiling"] or {exp.size: shared["ceiling"], "mean": None, "per_seed": None},
+            curve=shared["curve"], non_monotone=any(b2 < a2 for a2, b2 in zip(means, means[1:])), **answer)
 
-    def _censor(self, point: dict, found, target: float | None, shared: dict[str, Any]) -> None:
-        """A censored point carries the bound it is censored at where there is one (as the bisection's do): the
-        largest size run when the curve never reached the target, the smallest when it already had; None when
-        nothing is known."""
+    def _censor(self, found, target: float | None, shared: dict[str, Any]) -> tuple[int | None, str]:
+        """(bound, reason) of a censored point: it carries the bound it is censored at where there is one (as
+        the bisection's do): the largest size run when the curve never reached the target, the smallest when it
+        already had; None when nothing is known."""
         exp, sizes, search = self.exp, shared["sizes"], shared["search"]
         bound = None
         if found is not None and found.status in ("above", "below") and sizes:
             bound = max(sizes) if found.status == "above" else sizes[0]
-        point[exp.size] = bound
-        point["param_count"] = shared["counts"].get(bound) if bound is not None else None
         if target is None:
             reason = f"the ceiling at {exp.size}={shared['ceiling']} is unknown (failed or not run)"
         elif found is None:
@@ -233,4 +231,4 @@ class CurveSearch:
             reason = (f"the seed-mean curve did not reach {target:.4g} by {exp.size}="
                       f"{max(sizes, default=search.max)} (the line's ceiling size "
                       f"{shared['ceiling']}, search.max {search.max})")
-        point["censored"], point["censor_reason"] = True, reason
+        return bound, reason

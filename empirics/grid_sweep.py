@@ -4,6 +4,7 @@ reaches the threshold, or for ``max_capacity`` the largest)."""
 from __future__ import annotations
 
 
+from recallkit.empirics.records import BoundaryPoint, Violation
 from recallkit.empirics.search_points import mark_non_monotone, seed_point
 from recallkit.empirics.search_types import Failure, Prober
 
@@ -29,17 +30,16 @@ class GridSweep:
                         wanted[h] = driver.config_of[h]
         driver.execute(wanted)
 
-    def points(self, violations: list[dict]) -> list[dict]:
+    def points(self, violations: list[Violation]) -> list[BoundaryPoint]:
         exp = self.exp
         points = [self._point(li, b, seed, t) for li in range(len(exp.lines)) for b in exp.values_of(li)
                   for seed in exp.seeds for t in exp.thresholds]
-        mark_non_monotone(self.driver, points, violations)
-        return points
+        return mark_non_monotone(points, violations)
 
     def budget_runs(self) -> list[dict]:
         return []  # a grid has no answer whose neighbour a larger budget could move
 
-    def _point(self, li: int, b: int, seed: int, t: float) -> dict:
+    def _point(self, li: int, b: int, seed: int, t: float) -> BoundaryPoint:
         exp, driver = self.exp, self.driver
         known = driver.known(li, b, seed)
         failed = [s for s, v in known.items() if isinstance(v, Failure)]

@@ -183,10 +183,11 @@ class BoundaryPoint:
         names += [k for k in point if k in SIZE_SYMBOLS and k not in names]
         seed = point.get("seed")
         bracket = point.get("bracket")
+        base = base if base in point else (names[0] if names else "")
         return cls(
             experiment=str(point.get("experiment") or ""), line=point.get("line"), scaling=point.get("scaling"),
             threshold=point.get("threshold"), seed=None if seed == "mean" else seed,
-            base=base or (names[0] if names else ""), base_value=point.get(base) if base else None,
+            base=base, base_value=point.get(base),
             size=str(point.get("size") or ""), values={k: point[k] for k in names},
             param_count=point.get("param_count"), metric=str(point.get("metric") or "accuracy"),
             config_hash=point.get("config_hash"), censored=bool(point.get("censored")),
@@ -210,16 +211,20 @@ class Violation:
     seed: int
     threshold: float
     size: str
-    reached_at: int | tuple[int, ...]
-    missed_at: int | tuple[int, ...]
+    reached_at: int | list[int]
+    missed_at: int | list[int]
     values: Mapping[int, float] = field(default_factory=dict)
     largest: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        listed = lambda v: list(v) if isinstance(v, tuple) else v  # noqa: E731
         return {"line": self.line, self.base: self.base_value, "seed": self.seed, "threshold": self.threshold,
-                "reached_at": listed(self.reached_at), "missed_at": listed(self.missed_at),
+                "reached_at": _copied(self.reached_at), "missed_at": _copied(self.missed_at),
                 self.size + "_values": {str(k): self.values[k] for k in sorted(self.values)}}
+
+
+def _copied(value: Any) -> Any:
+    """A list as a new list (a written dict shares nothing with its record), anything else as it is."""
+    return list(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)

@@ -71,10 +71,11 @@ def replay(experiment: Experiment | Plan, store) -> SweepResult:
 
 
 def boundary_points(experiment: Experiment | Plan, store) -> list[dict]:
-    """The contract of docs/ARCHITECTURE.md: one dict per (line, threshold, seed, base value)."""
-    return replay(experiment, store).points
+    """The contract of docs/ARCHITECTURE.md: one dict per (line, threshold, seed, base value), as summary.json
+    writes it (``replay(...).points`` holds the typed records)."""
+    return [p.to_dict() for p in replay(experiment, store).points]
 
 
 def grid_points(experiment: Experiment | Plan, store) -> list[dict]:
-    """Every stored run of a (line, base, size, seed) for heatmaps, with its metrics."""
-    return replay(experiment, store).runs
+    """Every stored run of a (line, base, size, seed) for heatmaps, with its metrics, one dict each."""
+    return [r.to_dict() for r in replay(experiment, store).runs]

@@ -6,50 +6,44 @@ they are reported, never smoothed away.
 """
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
+from recallkit.empirics.records import SIZE_SYMBOLS, BoundaryPoint, Violation
 from recallkit.empirics.search_types import Prober
 
 __all__ = ["mark_non_monotone", "monotonicity_violations", "seed_point"]
 
 
 def seed_point(driver: Prober, li: int, b: int, seed: int, t: float, size: int | None, censored: bool,
-               reason: str | None) -> dict:
+               reason: str | None) -> BoundaryPoint:
     """The boundary point of one seed: the answer's config values and metric, or no size when unknown."""
     exp = driver.exp
     line = exp.lines[li]
-    point: dict[str, Any] = {
-        "experiment": exp.name, "line": line.label, "scaling": line.theory_scaling, "threshold": t, "seed": seed,
-        exp.base: b,
-    }
+    values = {exp.base: b}
+    found: dict = {"param_count": None}
     if size is not None:
         h = driver.key(li, b, size, seed)
         config = driver.config_of[h]
-        for name in ("V", "N", "R", "L", "d", "m"):
-            if name in config:
-                point[name] = config[name]
+        values.update((name, config[name]) for name in SIZE_SYMBOLS if name in config)
         entry = driver.cache.get(h)
         metrics = entry if isinstance(entry, dict) else {}
-        point["param_count"] = metrics.get("param_count")
-        point[exp.metric] = metrics.get(exp.metric_of(li))
-        point["config_hash"] = h
+        found = {"param_count": metrics.get("param_count"), "metric_value": metrics.get(exp.metric_of(li)),
+                 "config_hash": h}
     else:
-        point[exp.size] = None
-        point["param_count"] = None
-    point["censored"] = censored
-    point["censor_reason"] = reason
-    return point
+        values[exp.size] = None
+    return BoundaryPoint(experiment=exp.name, line=line.label, scaling=line.theory_scaling, threshold=t, seed=seed,
+                         base=exp.base, base_value=b, size=exp.size, values=values, metric=exp.metric,
+                         censored=censored, censor_reason=reason, largest=exp.kind == "max_capacity", **found)
 
 
-def mark_non_monotone(driver: Prober, points: list[dict], violations: list[dict]) -> None:
-    """Flag each per-seed point whose (line, base value, seed, threshold) has a violation."""
-    exp = driver.exp
-    flagged = {(v["line"], v[exp.base], v["seed"], v["threshold"]) for v in violations}
-    for p in points:
-        p["non_monotone"] = (p["line"], p[exp.base], p["seed"], p["threshold"]) in flagged
+def mark_non_monotone(points: list[BoundaryPoint], violations: list[Violation]) -> list[BoundaryPoint]:
+    """The per-seed points, each flagged when its (line, base value, seed, threshold) has a violation."""
+    flagged = {(v.line, v.base_value, v.seed, v.threshold) for v in violations}
+    return [dataclasses.replace(p, non_monotone=(p.line, p.base_value, p.seed, p.threshold) in flagged)
+            for p in points]
 
 
-def monotonicity_violations(driver: Prober) -> list[dict]:
+def monotonicity_violations(driver: Prober) -> list[Violation]:
     """Threshold crossings that go the wrong way along the size axis (reported, never hidden)."""
     exp = driver.exp
     out = []
@@ -67,10 +61,10 @@ def monotonicity_violations(driver: Prober) -> list[dict]:
             else:
                 bad = [(r, m) for r in reached[:1] for m in missed if m > r]
             if bad:
-                out.append({
-                    "line": exp.lines[li].label, exp.base: b, "seed": seed, "threshold": t,
-                    "reached_at": [r for r, _ in bad] if exp.kind == "max_capacity" else bad[0][0],
-                    "missed_at": bad[0][1] if exp.kind == "max_capacity" else [m for _, m in bad],
-                    exp.size + "_values": {str(k): values[k] for k in sorted(values)},
-                })
+                largest = exp.kind == "max_capacity"
+                out.append(Violation(
+                    line=exp.lines[li].label, base=exp.base, base_value=b, seed=seed, threshold=t, size=exp.size,
+                    reached_at=[r for r, _ in bad] if largest else bad[0][0],
+                    missed_at=bad[0][1] if largest else [m for _, m in bad],
+                    values={k: values[k] for k in sorted(values)}, largest=largest))
     return out

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from recallkit.empirics.experiment import Experiment
+from recallkit.empirics.records import BoundaryPoint, ProbeRun, Violation
 
 __all__ = ["MISSING", "Cell", "CellKey", "CellResult", "Failure", "Prober", "SearchStrategy", "SweepResult"]
 
@@ -38,10 +39,12 @@ class CellResult:
 
 @dataclass
 class SweepResult:
+    """What a search returns: its records (read their attributes), written as JSON by :meth:`to_dict` only."""
+
     experiment: Experiment
-    points: list[dict]
-    violations: list[dict]
-    runs: list[dict]  # every run of the search (one trained model per line, base, size, seed), with its metrics
+    points: list[BoundaryPoint]
+    violations: list[Violation]
+    runs: list[ProbeRun]  # every run of the search (one trained model per line, base, size, seed), with its metrics
     reused: int
     computed: int
     failed: int
@@ -57,7 +60,9 @@ class SweepResult:
             "reused": self.reused, "computed": self.computed, "failed": self.failed, "missing": self.missing,
             "wall_time_s": round(self.wall_time_s, 3), "executor": self.executor,
             "code_versions": self.code_versions,
-            "boundary_points": self.points, "monotonicity_violations": self.violations, "runs": self.runs,
+            "boundary_points": [p.to_dict() for p in self.points],
+            "monotonicity_violations": [v.to_dict() for v in self.violations],
+            "runs": [r.to_dict() for r in self.runs],
             "budget_runs": self.budget_runs,
         }
 
@@ -74,8 +79,8 @@ class SearchStrategy(Protocol):
     def search(self) -> None:
         """Probe until every cell (or curve, or grid point) has its answer."""
 
-    def points(self, violations: list[dict]) -> list[dict]:
-        """The boundary points, one dict per (line, threshold, seed or seed mean, base value)."""
+    def points(self, violations: list[Violation]) -> list[BoundaryPoint]:
+        """The boundary points, one per (line, threshold, seed or seed mean, base value)."""
 
     def budget_runs(self) -> list[dict]:
         """The runs trained beside the search at a larger training budget (the budget checks), if any."""

@@ -20,6 +20,7 @@ from recallkit.empirics.experiment import Experiment
 from recallkit.empirics.grid_sweep import GridSweep
 from recallkit.empirics.plan import Plan, plan_of
 from recallkit.empirics.provenance import code_version as current_code_version
+from recallkit.empirics.records import ProbeRun
 from recallkit.empirics.search_points import monotonicity_violations
 from recallkit.empirics.search_types import MISSING, Failure, SearchStrategy, SweepResult
 from recallkit.theory.errors import InputError
@@ -177,7 +178,7 @@ class SweepDriver:
             budget_runs=strategy.budget_runs(),
         )
 
-    def run_rows(self) -> list[dict]:
+    def run_rows(self) -> list[ProbeRun]:
         """Every probe with a result: where it is, its hash, and its metrics (or its error)."""
         exp = self.exp
         rows = []
@@ -186,19 +187,17 @@ class SweepDriver:
             entry = self.cache.get(h)
             if entry is None:
                 continue
-            row = {"line": exp.lines[li].label, exp.base: b, exp.size: s, "seed": seed, "config_hash": h}
+            where = {"line": exp.lines[li].label, "base": exp.base, "base_value": b, "size": exp.size,
+                     "size_value": s, "seed": seed, "config_hash": h, "metric": exp.metric}
             if isinstance(entry, Failure):
-                row["error"] = entry.message
-            else:
-                row[exp.metric] = entry.get(exp.metric_of(li))
-                task = self.config_of[h]["task"]
-                if task not in kept:
-                    kept[task] = row_metrics(task)
-                for key in kept[task]:
-                    if key in entry:
-                        row[key] = entry[key]
-            rows.append(row)
-        rows.sort(key=lambda r: (r["line"], r[exp.base], r["seed"], r[exp.size]))
+                rows.append(ProbeRun(**where, error=entry.message))
+                continue
+            task = self.config_of[h]["task"]
+            if task not in kept:
+                kept[task] = row_metrics(task)
+            rows.append(ProbeRun(**where, metric_value=entry.get(exp.metric_of(li)),
+                                 metrics={key: entry[key] for key in kept[task] if key in entry}))
+        rows.sort(key=lambda r: (r.line, r.base_value, r.seed, r.size_value))
         return rows
 
 

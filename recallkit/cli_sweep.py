@@ -42,8 +42,8 @@ def _grid_cells(result) -> list[str]:
     metric_of = {ln.label: ln.metric or exp.metric for ln in exp.lines}
     cells: dict[tuple, list[float]] = {}
     for run in result.runs:
-        key = (run.get("line"), run.get(exp.base), run.get(exp.size))
-        value = run.get(metric_of.get(run.get("line"), exp.metric))
+        key = (run.line, run.base_value, run.size_value)
+        value = run.measured.get(metric_of.get(run.line, exp.metric))
         cells.setdefault(key, [])
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             cells[key].append(float(value))
@@ -68,8 +68,8 @@ def _format_points(result) -> list[str]:
     """A compact table: one line per (line, threshold), the found size per base value (median over seeds)."""
     exp = result.experiment
     out = []
-    lines = list(dict.fromkeys(p["line"] for p in result.points))
-    thresholds = list(dict.fromkeys(p["threshold"] for p in result.points))
+    lines = list(dict.fromkeys(p.line for p in result.points))
+    thresholds = list(dict.fromkeys(p.threshold for p in result.points))
     if exp.kind == "grid":
         out += _grid_cells(result)
     index_of = {ln.label: i for i, ln in enumerate(exp.lines)}
@@ -78,17 +78,17 @@ def _format_points(result) -> list[str]:
         for t in thresholds:
             cells = []
             for b in exp.values_of(index_of[line]) if line in index_of else exp.base_values:
-                pts = [p for p in result.points if p["line"] == line and p["threshold"] == t and p[exp.base] == b]
-                values = [p.get(exp.size) for p in pts if not p["censored"] and p.get(exp.size) is not None]
-                censored = sum(p["censored"] for p in pts)
+                pts = [p for p in result.points if p.line == line and p.threshold == t and p.base_value == b]
+                values = [p.size_value for p in pts if not p.censored and p.size_value is not None]
+                censored = sum(p.censored for p in pts)
                 shown = f"{statistics.median(values):g}" if values else "-"
                 cells.append(f"{exp.base}={b}: {exp.size}={shown}" + (f" ({censored} censored)" if censored else ""))
             out.append(f"  {exp.metric} >= {t:g}:  " + ";  ".join(cells))
     if result.violations:
         out.append(f"monotonicity violations along {exp.size}: {len(result.violations)} (see --json)")
         for v in result.violations[:5]:
-            out.append(f"  {v['line']} {exp.base}={v[exp.base]} seed={v['seed']} t={v['threshold']:g}: "
-                       f"reached at {v['reached_at']}, missed at {v['missed_at']}")
+            out.append(f"  {v.line} {exp.base}={v.base_value} seed={v.seed} t={v.threshold:g}: "
+                       f"reached at {v.reached_at}, missed at {v.missed_at}")
     return out
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from recallkit.compare.assertions import default_store_path, fit_experiment
 from recallkit.empirics.experiment import load_experiment
-from recallkit.empirics.search import replay
+from recallkit.empirics.search import boundary_points
 from recallkit.empirics.store import ResultStore, flatten_row
 from recallkit.theory.errors import InputError
 
@@ -45,7 +45,7 @@ def results(experiment: str | Path, store: str | Path | None = None, preset: str
     loaded = load_experiment(experiment, preset=preset)
     with ResultStore(_store_path(store), readonly=True) as opened:
         if points:
-            return pd.DataFrame(replay(loaded, opened).points)
+            return pd.DataFrame(boundary_points(loaded, opened))
         return pd.DataFrame([flatten_row(r) for r in opened.rows(loaded.name)])
 
 

@@ -72,8 +72,9 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
     for line in loaded.lines:
         lines.append({
             "name": line.label,
-            "heatmap": [p for p in sweep.runs if p.get("line") == line.label],
-            "boundary_points": [p for p in sweep.points if p.get("line") == line.label],
+            # the summary's records as its JSON writes them (the search's own are typed)
+            "heatmap": [r.to_dict() for r in sweep.runs if r.line == line.label],
+            "boundary_points": [p.to_dict() for p in sweep.points if p.line == line.label],
         })
     scalings = [(line.label, line.theory_scaling or line.scaling) for line in loaded.lines]
     pieces = pack_pieces(planned.pack, scalings)
@@ -90,12 +91,13 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
         fitted_runs[loaded.name] = (loaded, fitted)
     if loaded.claims:
         entry["claims"] = judge_entry_claims(loaded, fitted, store_path, settings.preset, fitted_runs)
-    entry["config_hashes"] = sorted({p["config_hash"] for p in sweep.runs + sweep.budget_runs if p.get("config_hash")})
-    flagged = [p for p in sweep.points if p.get("budget_flagged")]
+    entry["config_hashes"] = sorted({r.config_hash for r in sweep.runs if r.config_hash}
+                                    | {b["config_hash"] for b in sweep.budget_runs if b.get("config_hash")})
+    flagged = [p for p in sweep.points if p.budget_flagged]
     if flagged:
         entry["notes"].append(f"{len(flagged)} points flagged by the training-budget check (a larger budget moves "
                               f"the answer by at least one search step): " + "; ".join(
-                                  f"{p['line']} {loaded.base}={p[loaded.base]} seed {p['seed']}" for p in flagged[:6]))
+                                  f"{p.line} {loaded.base}={p.base_value} seed {p.seed}" for p in flagged[:6]))
     system = registry.system_of_pack(loaded.pack)
     if system is not None and system.search_judge:
         # the system's own verdicts (e.g. log against power for a d_min search)

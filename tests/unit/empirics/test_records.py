@@ -105,11 +105,44 @@ def test_a_grid_point_and_a_grid_cell_write_their_old_dicts():
 def test_a_violation_writes_its_old_dict_in_both_directions():
     values = {5: 0.085, 8: 0.379, 42: 0.998, 96: 0.0}
     rising = Violation(line=LINE, base="V", base_value=64, seed=0, threshold=0.3, size="d", reached_at=8,
-                       missed_at=(96,), values=values)
+                       missed_at=[96], values=values)
     same(rising, {"line": LINE, "V": 64, "seed": 0, "threshold": 0.3, "reached_at": 8, "missed_at": [96],
                   "d_values": {"5": 0.085, "8": 0.379, "42": 0.998, "96": 0.0}})
-    falling = Violation(line="l", base="d", base_value=8, seed=1, threshold=0.5, size="N", reached_at=(40, 60),
+    falling = Violation(line="l", base="d", base_value=8, seed=1, threshold=0.5, size="N", reached_at=[40, 60],
                         missed_at=30, values={60: 0.6, 30: 0.2, 40: 0.7}, largest=True)
     same(falling, {"line": "l", "d": 8, "seed": 1, "threshold": 0.5, "reached_at": [40, 60], "missed_at": 30,
                    "N_values": {"30": 0.2, "40": 0.7, "60": 0.6}})
 
+
+def test_a_sweep_holds_records_and_writes_the_dicts_it_always_wrote(tmp_path):
+    from recallkit.empirics.executors import LocalExecutor
+    from recallkit.empirics.experiment import experiment_from_dict
+    from recallkit.empirics.search import boundary_points, run_sweep
+    from recallkit.empirics.store import ResultStore
+
+    from tests.unit.empirics.test_search import FakeRunner, min_size_experiment
+
+    exp = experiment_from_dict(min_size_experiment(), "fake.toml")
+    with ResultStore(tmp_path / "s.db") as store:
+        result = run_sweep(exp, store, LocalExecutor(FakeRunner(dip=(64, 96))), log=None)
+        replayed = boundary_points(exp, store)
+    assert result.points and all(isinstance(p, BoundaryPoint) for p in result.points)
+    assert result.violations and all(isinstance(v, Violation) for v in result.violations)
+    assert result.runs and all(isinstance(r, ProbeRun) for r in result.runs)
+    doc = result.to_dict()
+    first = dict(doc["boundary_points"][0])
+    assert first.pop("config_hash") == result.points[0].config_hash
+    assert json.dumps(first) == json.dumps(
+        {"experiment": "fake_min", "line": LINE, "scaling": LINE, "threshold": 0.3, "seed": 0, "V": 64, "N": 266,
+         "L": 8, "d": 8, "param_count": 64, "accuracy": 0.37901758641600947, "censored": False,
+         "censor_reason": None, "non_monotone": True})
+    assert doc["monotonicity_violations"][0] == {
+        "line": LINE, "V": 64, "seed": 0, "threshold": 0.3, "reached_at": 8, "missed_at": [96],
+        "d_values": {"5": 0.08519761156606784, "7": 0.26350196815447546, "8": 0.37901758641600947,
+                     "9": 0.49435323677875936, "10": 0.5984123020547849, "11": 0.6857005383842806,
+                     "12": 0.7554955304511334, "14": 0.8512885125617706, "21": 0.9666443487355263,
+                     "42": 0.9978479760196568, "96": 0.0}}
+    assert list(doc["runs"][0]) == ["line", "V", "d", "seed", "config_hash", "accuracy", "train_accuracy",
+                                    "param_count", "wall_time_s"]
+    assert json.loads(json.dumps(doc)) == doc  # strictly JSON: no record left inside
+    assert replayed == doc["boundary_points"]  # the public contract: one dict per point

@@ -79,9 +79,9 @@ def test_min_size_finds_the_exact_integer_boundary_with_few_batched_calls(store)
     result = run_sweep(exp, store, LocalExecutor(runner), log=None)
     assert len(result.points) == 4 * 2 * 3
     for p in result.points:
-        assert not p["censored"], p
-        assert p["d"] == brute_force_min(p["V"], p["seed"], p["threshold"]), p
-        assert p["param_count"] == p["d"] ** 2 and p["N"] == math.floor(p["V"] * math.log(p["V"]))
+        assert not p.censored, p
+        assert p.values["d"] == brute_force_min(p.values["V"], p.seed, p.threshold), p
+        assert p.param_count == p.values["d"] ** 2 and p.values["N"] == math.floor(p.values["V"] * math.log(p.values["V"]))
     n_probes = sum(len(c) for c in runner.calls)
     assert result.computed == n_probes and result.reused == 0 and not result.violations
     # Rounds are batched across seeds and thresholds: far fewer engine calls than probes.
@@ -99,7 +99,7 @@ def test_rerun_reuses_everything_and_replay_matches(store):
     assert runner.calls == [] and second.computed == 0 and second.reused == first.computed
     assert second.summary_line() == f"reused {first.computed} / computed 0"
     assert second.points == first.points
-    assert boundary_points(exp, store) == first.points
+    assert boundary_points(exp, store) == [p.to_dict() for p in first.points]
 
 
 def test_partial_store_computes_only_the_missing_probes(tmp_path):
@@ -128,11 +128,11 @@ def test_censoring_at_both_search_bounds(store):
     raw["presets"]["quick"]["V"] = [8, 2048]
     exp = experiment_from_dict(raw, "fake.toml")
     points = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None).points
-    small = [p for p in points if p["V"] == 8]
-    large = [p for p in points if p["V"] == 2048]
+    small = [p for p in points if p.values["V"] == 8]
+    large = [p for p in points if p.values["V"] == 2048]
     assert small and large, points
-    assert all(p["censored"] and "search.min" in p["censor_reason"] and p["d"] == 4 for p in small)
-    assert all(p["censored"] and "search.max" in p["censor_reason"] and p["d"] == 40 for p in large)
+    assert all(p.censored and "search.min" in p.censor_reason and p.values["d"] == 4 for p in small)
+    assert all(p.censored and "search.max" in p.censor_reason and p.values["d"] == 40 for p in large)
 
 
 def test_a_lines_own_cap_stops_its_cells_there_and_leaves_the_other_lines_alone(store):
@@ -145,11 +145,11 @@ def test_a_lines_own_cap_stops_its_cells_there_and_leaves_the_other_lines_alone(
     assert exp.planned_runs() < experiment_from_dict(min_size_experiment(**{"V": [1024, 2048]}), "f.toml").planned_runs() * 2
     runner = FakeRunner()
     result = run_sweep(exp, store, LocalExecutor(runner), log=None)
-    capped = [p for p in result.points if p["line"] == "capped"]
-    free = [p for p in result.points if p["line"] != "capped"]
-    assert capped and all(p["censored"] and p["d"] == 40 for p in capped)
-    assert all("no d <= 40 (the line's search.max cap) reached" in p["censor_reason"] for p in capped)
-    assert all(not p["censored"] and p["d"] == brute_force_min(p["V"], p["seed"], p["threshold"]) for p in free)
+    capped = [p for p in result.points if p.line == "capped"]
+    free = [p for p in result.points if p.line != "capped"]
+    assert capped and all(p.censored and p.values["d"] == 40 for p in capped)
+    assert all("no d <= 40 (the line's search.max cap) reached" in p.censor_reason for p in capped)
+    assert all(not p.censored and p.values["d"] == brute_force_min(p.values["V"], p.seed, p.threshold) for p in free)
     assert max(c["d"] for call in runner.calls for c in call if c["L"] == c["V"]) == 40
     # a cap above the experiment's own search.max changes nothing, and a cap is checked like a size
     raw["lines"][1]["search"] = {"max": 2000}
@@ -167,27 +167,27 @@ def test_non_monotone_accuracy_is_reported_not_hidden(store):
     exp = experiment_from_dict(min_size_experiment(), "fake.toml")
     clean = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
     # The first bracket at V=64 is [64/1.5, 64*1.5] = {42, 96}: both far above the boundary (d ~ 9).
-    assert {42, 96} <= {r["d"] for r in clean.runs if r["V"] == 64}
+    assert {42, 96} <= {r.size_value for r in clean.runs if r.base_value == 64}
     with ResultStore(store.path.with_name("dip.db")) as other:
         result = run_sweep(exp, other, LocalExecutor(FakeRunner(dip=(64, 96))), log=None)
-    bad = [v for v in result.violations if v["V"] == 64]
-    assert len(bad) == 2 * 3 and all(v["missed_at"] == [96] for v in bad)
-    assert {(v["seed"], v["threshold"]) for v in bad} == {(s, t) for s in (0, 1) for t in (0.3, 0.5, 0.7)}
-    flagged = [p for p in result.points if p["non_monotone"]]
-    assert len(flagged) == 6 and all(p["V"] == 64 for p in flagged)
+    bad = [v for v in result.violations if v.base_value == 64]
+    assert len(bad) == 2 * 3 and all(v.missed_at == [96] for v in bad)
+    assert {(v.seed, v.threshold) for v in bad} == {(s, t) for s in (0, 1) for t in (0.3, 0.5, 0.7)}
+    flagged = [p for p in result.points if p.non_monotone]
+    assert len(flagged) == 6 and all(p.values["V"] == 64 for p in flagged)
     # the boundary itself is still found (the dip is far above it)
-    assert [p["d"] for p in result.points] == [p["d"] for p in clean.points]
+    assert [p.values["d"] for p in result.points] == [p.values["d"] for p in clean.points]
 
 
 def test_a_failing_probe_is_logged_and_the_sweep_goes_on(store):
     exp = experiment_from_dict(min_size_experiment(), "fake.toml")
     clean = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
-    some_d = clean.runs[len(clean.runs) // 2]["d"]
+    some_d = clean.runs[len(clean.runs) // 2].size_value
     with ResultStore(store.path.with_name("f.db")) as other:
         result = run_sweep(exp, other, LocalExecutor(FakeRunner(fail_d=some_d)), log=None)
         assert result.failed >= 1
-        assert any(p["censored"] and "simulated failure" in (p["censor_reason"] or "") for p in result.points)
-        assert sum(not p["censored"] for p in result.points) > 0
+        assert any(p.censored and "simulated failure" in (p.censor_reason or "") for p in result.points)
+        assert sum(not p.censored for p in result.points) > 0
         # failures are not stored, so a rerun with a healthy runner retries them
         assert run_sweep(exp, other, LocalExecutor(FakeRunner()), log=None).points == clean.points
 
@@ -204,8 +204,8 @@ def test_max_capacity_finds_the_largest_n(store):
     assert plan_of(exp).search_exponents["linear"] == pytest.approx((2.0, -1.0))  # N ~ d^2 / log d
     result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
     for p in result.points:
-        expected = max(n for n in range(2, 5000) if fake_accuracy({"N": n, "d": p["d"], "seed": p["seed"]}) >= 0.5)
-        assert p["N"] == expected and not p["censored"]
+        expected = max(n for n in range(2, 5000) if fake_accuracy({"N": n, "d": p.values["d"], "seed": p.seed}) >= 0.5)
+        assert p.values["N"] == expected and not p.censored
 
 
 def test_grid_kind_trains_the_product_and_derives_points(store):
@@ -216,9 +216,9 @@ def test_grid_kind_trains_the_product_and_derives_points(store):
     result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
     assert result.computed == 2 * 5 * 2 and len(result.runs) == 20
     for p in result.points:
-        reached = [d for d in (8, 16, 32, 64, 128) if fake_accuracy({"V": p["V"], "d": d, "seed": p["seed"]}) >= p["threshold"]]
-        assert p["d"] == (reached[0] if reached else 128)
-        assert p["censored"] == (not reached or reached[0] == 8)
+        reached = [d for d in (8, 16, 32, 64, 128) if fake_accuracy({"V": p.values["V"], "d": d, "seed": p.seed}) >= p.threshold]
+        assert p.values["d"] == (reached[0] if reached else 128)
+        assert p.censored == (not reached or reached[0] == 8)
     assert replay(exp, store).runs == result.runs
 
 
@@ -236,24 +236,24 @@ def test_curve_search_trains_every_seed_at_the_same_sizes_and_brackets_each_thre
     result = run_sweep(exp, store, LocalExecutor(runner), log=None)
     assert len(result.points) == 4 * (3 + 1)  # (V) x (three absolute + one relative threshold), seeds pooled
     for p in result.points:
-        assert not p["censored"], p
-        curve = p["curve"]
+        assert not p.censored, p
+        curve = p.curve
         assert curve["seeds"] == [0, 1] and all(len(row) == len(curve["sizes"]) for row in curve["metric"])
-        lo, hi = p["bracket"]
+        lo, hi = p.bracket
         assert hi <= lo * 1.05 + 1  # bisected down to the resolution
         # the seed-mean curve of the fake model crosses where the mean of the two logistic curves does
-        mean = lambda d: sum(fake_accuracy({"V": p["V"], "d": d, "seed": s}) for s in (0, 1)) / 2  # noqa: E731
-        target = p["threshold_value"]
-        assert mean(lo) < target <= mean(hi) and lo <= p["d"] <= hi
-    relative = [p for p in result.points if p["threshold_relative"]]
-    assert all(p["threshold_value"] == pytest.approx(0.5 * p["ceiling"]["mean"]) for p in relative)
-    assert all(p["ceiling"]["d"] == 1024 and len(p["ceiling"]["per_seed"]) == 2 for p in relative)
+        mean = lambda d: sum(fake_accuracy({"V": p.values["V"], "d": d, "seed": s}) for s in (0, 1)) / 2  # noqa: E731
+        target = p.threshold_value
+        assert mean(lo) < target <= mean(hi) and lo <= p.values["d"] <= hi
+    relative = [p for p in result.points if p.relative]
+    assert all(p.threshold_value == pytest.approx(0.5 * p.ceiling["mean"]) for p in relative)
+    assert all(p.ceiling["d"] == 1024 and len(p.ceiling["per_seed"]) == 2 for p in relative)
     sizes_by_seed = {}
     for call in runner.calls:
         for c in call:
             sizes_by_seed.setdefault((c["V"], c["seed"]), set()).add(c["d"])
     assert sizes_by_seed[(64, 0)] == sizes_by_seed[(64, 1)]
-    assert boundary_points(exp, store) == result.points  # replay re-derives the same rounds
+    assert boundary_points(exp, store) == [p.to_dict() for p in result.points]  # replay re-derives the same rounds
 
 
 def test_a_curve_that_never_reaches_a_threshold_is_censored_at_the_largest_size_run(store):
@@ -261,11 +261,11 @@ def test_a_curve_that_never_reaches_a_threshold_is_censored_at_the_largest_size_
     can draw them as lower bounds, as it draws a bisection's."""
     exp = experiment_from_dict(curve_experiment(max=32, ceiling=32), "fake.toml")  # at V = 512 d* ~ 43 > 32
     result = run_sweep(exp, store, LocalExecutor(FakeRunner()), log=None)
-    censored = [p for p in result.points if p["censored"]]
+    censored = [p for p in result.points if p.censored]
     assert censored, "some threshold must be out of reach at d <= 32"
     for p in censored:
-        assert "did not reach" in p["censor_reason"] and p["d"] == max(p["curve"]["sizes"])
-        assert p["param_count"] == p["d"] ** 2
+        assert "did not reach" in p.censor_reason and p.values["d"] == max(p.curve["sizes"])
+        assert p.param_count == p.values["d"] ** 2
 
 
 def test_relative_thresholds_need_the_curve_method():
@@ -307,12 +307,12 @@ def test_lines_that_differ_only_in_their_metric_share_their_runs_and_each_is_jud
     trained = [(c["V"], c["d"], c["seed"]) for call in runner.calls for c in call]
     assert len(trained) == len(set(trained))  # no config trained twice
     for p in result.points:
-        own = brute_force_min(p["V"], p["seed"], p["threshold"])
-        if p["line"] == "early":  # the smallest d with fake_accuracy(d / 2) >= t
-            assert p["d"] in (2 * own - 1, 2 * own) and p["accuracy"] >= p["threshold"], p
+        own = brute_force_min(p.values["V"], p.seed, p.threshold)
+        if p.line == "early":  # the smallest d with fake_accuracy(d / 2) >= t
+            assert p.values["d"] in (2 * own - 1, 2 * own) and p.metric_value >= p.threshold, p
         else:
-            assert p["d"] == own, p
-    assert boundary_points(exp, store) == result.points
+            assert p.values["d"] == own, p
+    assert boundary_points(exp, store) == [p.to_dict() for p in result.points]
 
 
 def test_a_lines_metric_must_be_a_name():
@@ -330,7 +330,7 @@ def test_a_curve_search_without_relative_thresholds_never_trains_the_ceiling_siz
     exp = experiment_from_dict(raw, "fake.toml")
     runner = FakeRunner()
     result = run_sweep(exp, store, LocalExecutor(runner), log=None)
-    assert all(not p["censored"] for p in result.points)
+    assert all(not p.censored for p in result.points)
     assert 1024 not in {c["d"] for call in runner.calls for c in call}
     with_ceiling = experiment_from_dict(curve_experiment(), "fake.toml")
     again = FakeRunner()
@@ -355,7 +355,7 @@ def test_run_rows_keep_the_generic_metrics_and_those_of_their_task(tmp_path):
     generic = ["line", "seed", "config_hash", "accuracy", "train_accuracy", "param_count", "wall_time_s"]
     tr = experiment_from_dict(min_size_experiment(), "fake.toml")
     with ResultStore(tmp_path / "tr.db") as store:
-        rows = run_sweep(tr, store, LocalExecutor(ExtraMetrics()), log=None).runs
+        rows = [r.to_dict() for r in run_sweep(tr, store, LocalExecutor(ExtraMetrics()), log=None).runs]
     assert len(rows) > 10
     for row in rows:
         assert list(row) == ["line", "V", "d", "seed", "config_hash", "accuracy", "train_accuracy", "param_count",
@@ -366,7 +366,8 @@ def test_run_rows_keep_the_generic_metrics_and_those_of_their_task(tmp_path):
         "search": {"min": 2, "max": 100000, "start": "d**2/3"}, "presets": {"quick": {"d": [8, 16], "seeds": [0]}},
     }
     with ResultStore(tmp_path / "am.db") as store:
-        rows = run_sweep(experiment_from_dict(raw, "cap.toml"), store, LocalExecutor(ExtraMetrics()), log=None).runs
+        rows = [r.to_dict() for r in run_sweep(experiment_from_dict(raw, "cap.toml"), store,
+                                               LocalExecutor(ExtraMetrics()), log=None).runs]
     assert len(rows) > 3
     for row in rows:
         assert sorted(row) == sorted(generic + ["d", "N"]), row

@@ -64,12 +64,12 @@ def test_grid_answer_is_the_largest_grid_size_stored_and_its_neighbour_was_probe
     assert grid[:12] == [2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 16, 19]
     assert all(on_grid(c["N"]) for call in runner.calls for c in call)
     for p in result.points:
-        config = {"model": "mlp" if p["line"] == "mlp" else "linear", "d": p["d"], "seed": p["seed"], "steps": 10}
+        config = {"model": "mlp" if p.line == "mlp" else "linear", "d": p.values["d"], "seed": p.seed, "steps": 10}
         expected = max(n for n in grid if n <= capacity(config, 0.0))
-        assert p["N"] == expected and not p["censored"]
+        assert p.values["N"] == expected and not p.censored
         above = grid[grid.index(expected) + 1]
-        probed = {r["N"]: r["accuracy"] for r in result.runs if r["line"] == p["line"] and r["d"] == p["d"]
-                  and r["seed"] == p["seed"]}
+        probed = {r.size_value: r.metric_value for r in result.runs if r.line == p.line and r.base_value == p.values["d"]
+                  and r.seed == p.seed}
         assert probed[above] < 1.0  # the answer is known to one grid step (0.25 in log2 N)
 
 
@@ -77,9 +77,9 @@ def test_each_line_sweeps_its_own_base_values(store):
     exp = experiment_from_dict(raw_experiment(), "grid.toml")
     assert exp.values_of(0) == [8, 12, 16] and exp.values_of(1) == [4, 6] and exp.base_values == [4, 6, 8, 12, 16]
     result = run_sweep(exp, store, LocalExecutor(CapacityRunner()), log=None)
-    assert sorted({(p["line"], p["d"]) for p in result.points}) == [
+    assert sorted({(p.line, p.values["d"]) for p in result.points}) == [
         ("linear", 8), ("linear", 12), ("linear", 16), ("mlp", 4), ("mlp", 6)]
-    assert {r["d"] for r in result.runs if r["line"] == "mlp"} == {4, 6}
+    assert {r.base_value for r in result.runs if r.line == "mlp"} == {4, 6}
 
 
 @pytest.mark.parametrize("exponent,flagged", [(0.0, False), (0.5, True)])
@@ -88,13 +88,13 @@ def test_budget_check_probes_the_failed_neighbour_with_three_times_the_steps(sto
     runner = CapacityRunner(exponent)
     result = run_sweep(exp, store, LocalExecutor(runner), log=None)
     grid = exp.search.grid_sizes()
-    checked = [p for p in result.points if "budget_check" in p]
-    assert sorted({(p["line"], p["d"]) for p in checked}) == [("linear", 16), ("mlp", 6)]  # largest d only
+    checked = [p for p in result.points if p.budget_check is not None]
+    assert sorted({(p.line, p.values["d"]) for p in checked}) == [("linear", 16), ("mlp", 6)]  # largest d only
     for p in checked:
-        check = p["budget_check"]
-        assert check["value"] == 30 and check["N"] == grid[grid.index(p["N"]) + 1] and check["answer"] == p["N"]
-        assert check["reached"] is flagged and p["budget_flagged"] is flagged
-    assert not any(p.get("budget_flagged") for p in result.points if "budget_check" not in p)
+        check = p.budget_check
+        assert check["value"] == 30 and check["N"] == grid[grid.index(p.values["N"]) + 1] and check["answer"] == p.values["N"]
+        assert check["reached"] is flagged and p.budget_flagged is flagged
+    assert not any(p.budget_flagged for p in result.points if p.budget_check is None)
     assert len(result.budget_runs) == 4 and all(r["config_hash"] for r in result.budget_runs)
     # the larger-budget runs are stored: a rerun trains nothing and replay gives the same points
     again = run_sweep(exp, store, LocalExecutor(CapacityRunner(exponent)), log=None)
@@ -127,5 +127,5 @@ def test_without_a_grid_nothing_changes(store):
     assert exp.search.grid_sizes() is None and exp.to_dict()["search"]["grid"] is None
     result = run_sweep(exp, store, LocalExecutor(CapacityRunner()), log=None)
     for p in result.points:  # every integer is a candidate: the exact capacity
-        config = {"model": "mlp" if p["line"] == "mlp" else "linear", "d": 8, "seed": p["seed"], "steps": 10}
-        assert p["N"] == math.floor(capacity(config, 0.0))
+        config = {"model": "mlp" if p.line == "mlp" else "linear", "d": 8, "seed": p.seed, "steps": 10}
+        assert p.values["N"] == math.floor(capacity(config, 0.0))
