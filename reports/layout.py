@@ -209,17 +209,13 @@ def _claim_checks(claims: Sequence[dict], rows: Sequence[dict]) -> list[tuple[di
     return [(c, next(mine, None) if c.get("verdict") in VERDICT_COLOURS else None) for c in claims]
 
 
-def _add_claim_and_dmin_pages(section: _Section, exp: dict, rows: Sequence[dict]) -> None:
-    """The comparative claims (each with its check number) and the d_min log-against-power page."""
+def _add_claim_pages(section: _Section, exp: dict, rows: Sequence[dict]) -> None:
+    """The comparative claims, each with its check number."""
     head = section.head
     if exp.get("claims"):
         claims = [dict(c, check=r.get("check")) if r else dict(c) for c, r in _claim_checks(exp["claims"], rows)]
         section.add("claims", partial(tables.claim_table, claims, title=f"{head}: comparative claims"),
                     "comparative claims", claims)
-    if exp.get("dmin"):
-        section.add("dmin", partial(figures.dmin_plot, exp["dmin"], size=PAGE_LANDSCAPE,
-                                    title=f"{head}: d_min, solid = a + b log2 N, dashed = c N$^p$"),
-                    "d_min: log against power", exp["dmin"])
 
 
 def experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
@@ -243,7 +239,7 @@ def experiment_pages(exp: dict, index: int, experiments: Sequence[dict] = (),
         section.add("summary", partial(section_page, section.head, intro, rows), "overview and verdicts", [intro, rows])
     _add_theory_pages(section, exp, terms_shown_in)
     _add_fit_pages(section, exp, _numbered_fits(exp, rows, lines), lines)
-    _add_claim_and_dmin_pages(section, exp, rows)
+    _add_claim_pages(section, exp, rows)
     if system_pages:
         # a system's page may read any entry of the report: keyed by all of them
         for kind in system_kinds:

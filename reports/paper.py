@@ -14,11 +14,12 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from recallkit import registry
 from recallkit.reports import figures
 from recallkit.reports.layout import heatmap_axes, line_metric, lines_of, slug
 from recallkit.reports.phase import draw_phase_diagram
 from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_context
-from recallkit.reports.summary_rows import generic_fits
+from recallkit.reports.summary_rows import generic_fits, page_kinds
 from recallkit.theory.errors import InputError
 
 __all__ = ["FORMATS", "paper_figures", "save_paper_figure"]
@@ -60,7 +61,7 @@ def _without_furniture(fig: Figure, axes_title: bool = True) -> Figure:
 def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Path]:
     """Every data figure of one experiment ``entry`` as its own file under ``out_dir``: the phase
     diagram with the experiment's lines, one accuracy heatmap per line, one fit per line and threshold,
-    the capacity law, d_min against N. Returns the paths, in that order."""
+    the capacity law, and the figures of a system's own kind of entry. Returns the paths, in that order."""
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     name = slug(entry.get("name", "experiment"))
@@ -89,8 +90,10 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
     if capacity and fits:
         labels = [str(f.get("line") or f.get("experiment")) for f in fits]
         made.append(("capacity", lambda: _without_furniture(figures.capacity_plot(fits, labels=labels))))
-    if entry.get("dmin"):
-        made.append(("dmin", lambda: _without_furniture(figures.dmin_plot(entry["dmin"]), axes_title=False)))
+    own = page_kinds().get(entry.get("kind", ""))
+    if own is not None:  # a system's own kind of entry: the figures its registered pages draw
+        for stem, build, *_ in registry.load_object(own.pages)(entry, "", [entry]):
+            made.append((stem, lambda build=build: _without_furniture(build(), axes_title=False)))
     if not made:
         raise InputError(f"{entry.get('name')}: nothing to draw (no fits, heatmap cells, phase diagram or d_min)")
     paths = []

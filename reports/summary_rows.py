@@ -1,5 +1,5 @@
 """The report's numbers before any drawing: a summary's shape is checked (:func:`validate_summary`), and
-it is flattened into one row per verdict (:func:`summary_entries`: every fit, d_min comparison, system
+it is flattened into one row per verdict (:func:`summary_entries`: every fit, system
 check and comparative claim, the rows of the summary table and of summary.json's ``entries``) and one
 overview row per experiment for the title page (:func:`overview_rows`). Which kinds of entry the report
 knows is decided here too: the base kinds below and the page kinds the registered systems add.
@@ -14,12 +14,11 @@ from recallkit.reports.style import VERDICT_COLOURS
 from recallkit.theory.errors import InputError
 
 __all__ = ["BASE_KINDS", "page_kinds", "kinds", "entry_page_kinds", "generic_fits", "validate_summary", "summary_entries",
-           "dmin_rows", "claim_rows", "overview_rows", "summary_date"]
+           "claim_rows", "overview_rows", "summary_date"]
 
-# the empirics experiment kinds (min_size | max_capacity | grid), "capacity" as an alias and "dmin" for
-# minimal-size experiments judged log against power (compare.model_selection); every other kind is a
-# system's own, drawn by the pages it registered (recallkit.registry.PageKind)
-BASE_KINDS = ("min_size", "max_capacity", "capacity", "grid", "dmin")
+# the empirics experiment kinds (min_size | max_capacity | grid) and "capacity" as an alias; every other kind
+# is a system's own, drawn by the pages it registered (recallkit.registry.PageKind)
+BASE_KINDS = ("min_size", "max_capacity", "capacity", "grid")
 
 
 def page_kinds() -> dict[str, registry.PageKind]:
@@ -148,36 +147,9 @@ def summary_entries(summary: dict) -> list[dict]:
                 "C": fit.get("C"),
                 "C_ci": fit.get("C_ci"),
             })
-        rows += dmin_rows(exp)
         for page_kind in entry_page_kinds(exp):
             rows += registry.load_object(page_kind.rows)(exp)
         rows += claim_rows(exp)
-    return rows
-
-
-def dmin_rows(exp: dict) -> list[dict]:
-    """One row per (embedding kind, group) of an entry's d_min comparison (``exp["dmin"]``): the
-    slope of the form the data prefer (b of a + b log2 N, or p of c N^p) and its verdict."""
-    rows = []
-    dmin = exp.get("dmin") or {}
-    for kind in ("learned", "frozen"):
-        sel = (dmin.get(kind) or {}).get("selection") or {}
-        for g in sel.get("groups", []):
-            rows.append({
-                "experiment": exp["name"],
-                "line": f"{kind}, {sel.get('group_key', 'R')} = {g.get(sel.get('group_key', 'R'))}: "
-                        + ("b of a + b log2 N" if g.get("preferred") == "log" else "p of c N^p"),
-                "threshold": None, "x": "d_min(N): log vs power",
-                "slope": (g.get("log") or {}).get("b") if g.get("preferred") == "log"
-                else (g.get("power") or {}).get("p"),
-                "slope_ci": (g.get("log") or {}).get("b_ci") if g.get("preferred") == "log"
-                else (g.get("power") or {}).get("p_ci"),
-                "slope_ci_bootstrap": None, "predicted_slope": None,
-                "dominant": (f"predicted {g['predicted']}, " if g.get("predicted") else "")
-                + f"data prefer {g.get('preferred', 'n/a')}",
-                "verdict": g.get("verdict"), "verdict_reason": g.get("verdict_reason") or g.get("preferred_reason"),
-                "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []),
-            })
     return rows
 
 
@@ -233,8 +205,7 @@ def summary_date(summary: dict) -> _dt.datetime | None:
 _COMPARED = {"min_size": "fitted slope of log(parameter count) against log of the base, per line and threshold",
              "grid": "fitted slope of log(parameter count) against log of the base, per line and threshold",
              "max_capacity": "fitted capacity slope and constant C, per series",
-             "capacity": "fitted capacity slope and constant C, per series",
-             "dmin": "log (a + b log2 N) against power (c N^p) form of d_min(N), per model and R"}
+             "capacity": "fitted capacity slope and constant C, per series"}
 
 
 def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:

@@ -21,5 +21,8 @@ SYSTEM = System(
                          intro_reasons=True),
                 # added by the judge to a capacity search's entry: log2 N_max(d), log against power
                 PageKind("geo_capacity", pages=f"{__name__}.pages:capacity_pages", rows=f"{__name__}.pages:capacity_rows",
-                         compared="log2 N_max linear in d (log) against linear in log2 d (power), per model and R"),),
+                         compared="log2 N_max linear in d (log) against linear in log2 d (power), per model and R"),
+                # the d_min(N) runner's entries (geo_dmin_learned_vs_frozen)
+                PageKind("dmin", pages=f"{__name__}.pages:dmin_pages", rows=f"{__name__}.pages:dmin_rows",
+                         compared="log (a + b log2 N) against power (c N^p) form of d_min(N), per model and R"),),
 )

@@ -25,6 +25,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from recallkit.reports.style import CYCLE, MARKERS, PAGE_LANDSCAPE, PALETTE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context, wrap_title
+from recallkit.reports.figures import dmin_plot
 from recallkit.reports.tables import draw_table
 from recallkit.systems.geometric_recall.judge import budget_counts
 from recallkit.systems.geometric_recall.runners import construction_gap_table
@@ -32,7 +33,7 @@ from recallkit.theory.errors import InputError
 
 __all__ = ["construction_figure", "probe_figure", "zero_shot_figure", "multi_hop_figure", "geometric_pages",
            "geometric_rows", "geometric_kind", "trained_dmin_points", "capacity_figure", "capacity_pages",
-           "capacity_rows"]
+           "capacity_rows", "dmin_pages", "dmin_rows"]
 
 GEOMETRIC_KINDS = ("construction", "probes", "zero_shot", "multi_hop", "d_min")
 MODEL_NAMES = {"learned": "learned subjects", "frozen": "frozen random E_s and U",
@@ -640,5 +641,43 @@ def capacity_rows(exp: dict) -> list[dict]:
                 + f"data prefer {preferred} (Delta AIC {_fmt(g.get('delta_aic'), 1)})",
                 "verdict": g.get("verdict"), "verdict_reason": result.get("verdict_reason"),
                 "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []), "C": None, "C_ci": None,
+            })
+    return rows
+
+
+# ----------------------------------------------------------------------------- d_min(N) entries (kind "dmin")
+def dmin_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> list:
+    """(stem, builder, label) of the d_min(N) runner's page (kind ``"dmin"``): d_min against N for learned and
+    frozen embeddings, log form a + b log2 N against power form c N^p per R, drawn by the report's generic
+    log-against-power figure (none without ``exp["dmin"]``)."""
+    if not exp.get("dmin"):
+        return []
+    return [("dmin", partial(dmin_plot, exp["dmin"], size=PAGE_LANDSCAPE,
+                             title=f"{head}: d_min, solid = a + b log2 N, dashed = c N$^p$"),
+             "d_min: log against power")]
+
+
+def dmin_rows(exp: dict) -> list[dict]:
+    """One row per (embedding kind, group) of an entry's d_min comparison (``exp["dmin"]``): the
+    slope of the form the data prefer (b of a + b log2 N, or p of c N^p) and its verdict."""
+    rows = []
+    dmin = exp.get("dmin") or {}
+    for kind in ("learned", "frozen"):
+        sel = (dmin.get(kind) or {}).get("selection") or {}
+        for g in sel.get("groups", []):
+            rows.append({
+                "experiment": exp["name"],
+                "line": f"{kind}, {sel.get('group_key', 'R')} = {g.get(sel.get('group_key', 'R'))}: "
+                        + ("b of a + b log2 N" if g.get("preferred") == "log" else "p of c N^p"),
+                "threshold": None, "x": "d_min(N): log vs power",
+                "slope": (g.get("log") or {}).get("b") if g.get("preferred") == "log"
+                else (g.get("power") or {}).get("p"),
+                "slope_ci": (g.get("log") or {}).get("b_ci") if g.get("preferred") == "log"
+                else (g.get("power") or {}).get("p_ci"),
+                "slope_ci_bootstrap": None, "predicted_slope": None,
+                "dominant": (f"predicted {g['predicted']}, " if g.get("predicted") else "")
+                + f"data prefer {g.get('preferred', 'n/a')}",
+                "verdict": g.get("verdict"), "verdict_reason": g.get("verdict_reason") or g.get("preferred_reason"),
+                "n_points": g.get("n_points"), "n_censored": len(g.get("censored") or []),
             })
     return rows
