@@ -20,13 +20,15 @@ def test_bounds_prints_the_gap_table_of_the_hand_check():
     result = _run("bounds", "token_retrieval_attn")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    # DERIVATION.md §7.3: every region's strongest lower bound is counting (every estimator, V log V bits)
+    # DERIVATION.md §7.3: the strongest lower bound is counting (every estimator, V log V bits) where a >= 1 + c and
+    # the gradient-access bound V^2 L log V / N (§7.4, estimators of the noisy first gradient) where a <= 1 + c
     for line in ("mean_bias  V^(4 - 2*a) * log(V)^(2)  counting", "gap V^(3 - 2*a) * log(V)^(1)",
+                 "mean_bias  V^(4 - 2*a) * log(V)^(2)  first_gradient_access", "gap V^(-a - c + 2) * log(V)^(1)",
                  "grad_noise  V^(c + 1) * log(V)^(1)  counting", "gap V^(c)",
-                 "grad_noise_positions  V^(-a + 2*c + 2) * log(V)^(1)  counting", "gap V^(-a + 2*c + 1)",
-                 "noise_self  V^(-2*a + 4*c + 2) * log(V)^(2)  counting", "gap V^(-2*a + 4*c + 1) * log(V)^(1)"):
+                 "grad_noise_positions  V^(-a + 2*c + 2) * log(V)^(1)  first_gradient_access",
+                 "noise_self  V^(-2*a + 4*c + 2) * log(V)^(2)  first_gradient_access", "gap V^(-a + 3*c) * log(V)^(1)"):
         assert line in out, (line, out)
-    assert "every estimator" in out
+    assert "every estimator" in out and "through Gaussian noise of the sampling-noise level" in out
     # the oracle correlation readout is named as one estimator, not as a lower bound
     assert "not lower bounds" in out and "first_gradient_positions" in out
     assert "lower bound first_gradient" not in out

@@ -73,26 +73,36 @@ def test_a_failure_condition_names_its_estimator_and_covers_no_class():
     assert bound.to_dict()["kind"] == "estimator-failure" and bound.to_dict()["estimator"] == "a readout"
 
 
-# DERIVATION.md §7.3, hand check: region -> (upper-bound exponent, its log power, strongest lower bound, gap, gap's
-# log power). The only lower bound over a class in the attention-only pack is counting, V log V (every estimator).
+# DERIVATION.md §7.3, hand check: region -> (upper-bound exponent, its log power, {strongest lower bound: (gap, gap's
+# log power)}). Two bounds over a class in the attention-only pack: counting, V log V (every estimator), and the
+# gradient-access bound V^2 L log V / N of §7.4 (estimators of the noisy first gradient), the stronger where a < 1 + c.
 HAND_CHECK = {
-    "mean_bias": (4 - 2 * a, 2, "counting", 3 - 2 * a, 1),
-    "grad_noise": (1 + c, 1, "counting", c, 0),
-    "grad_noise_positions": (2 + 2 * c - a, 1, "counting", 1 + 2 * c - a, 0),
-    "noise_self": (2 + 4 * c - 2 * a, 2, "counting", 1 + 4 * c - 2 * a, 1),
+    "mean_bias": (4 - 2 * a, 2, {"counting": (3 - 2 * a, 1), "first_gradient_access": (2 - a - c, 1)}),
+    "grad_noise": (1 + c, 1, {"counting": (c, 0)}),
+    "grad_noise_positions": (2 + 2 * c - a, 1, {"first_gradient_access": (c, 0)}),
+    "noise_self": (2 + 4 * c - 2 * a, 2, {"first_gradient_access": (3 * c - a, 1)}),
 }
+CLASS_WORDS = {"counting": "every estimator", "first_gradient_access": "first gradient"}
 
 
 def test_the_gap_to_the_strongest_bound_matches_the_hand_check():
     regions = theory.compute_regions(theory.load_pack("token_retrieval_attn")).to_dict()["regions"]
     assert sorted(region["dominant"] for region in regions) == sorted(HAND_CHECK)
     for region in regions:
-        upper, upper_log, bound, gap, gap_log = HAND_CHECK[region["dominant"]]
+        upper, upper_log, pieces = HAND_CHECK[region["dominant"]]
         assert _same(region["required_param_exponent"], upper) and _same(region["log_power"], upper_log)
-        (piece,) = region["strongest_bound_gaps"]  # one bound is strongest over the whole region
-        assert piece["name"] == bound and "every estimator" in piece["class"], region["dominant"]
-        assert _same(piece["gap_exponent"], gap) and _same(piece["gap_log_power"], gap_log), region["dominant"]
-        assert piece["vertices"] == region["vertices"]
+        got = {piece["name"]: piece for piece in region["strongest_bound_gaps"]}
+        assert sorted(got) == sorted(pieces), region["dominant"]
+        for name, (gap, gap_log) in pieces.items():
+            assert CLASS_WORDS[name] in got[name]["class"], region["dominant"]
+            assert _same(got[name]["gap_exponent"], gap) and _same(got[name]["gap_log_power"], gap_log), name
+        if len(got) == 1:  # one bound is strongest over the whole region
+            assert next(iter(got.values()))["vertices"] == region["vertices"]
+    # mean_bias is cut on a = 1 + c, from (1, 0) to (4/3, 1/3): gradient access above, counting below
+    mean_bias = next(r for r in regions if r["dominant"] == "mean_bias")
+    cut = {p["name"]: sorted(map(tuple, p["vertices"])) for p in mean_bias["strongest_bound_gaps"]}
+    assert cut == {"counting": [("1", "0"), ("3/2", "0"), ("4/3", "1/3")],
+                   "first_gradient_access": [("1", "0"), ("1", "1/2"), ("4/3", "1/3")]}
 
 
 def test_a_failure_condition_is_never_the_strongest_bound_even_where_it_is_largest():
@@ -102,8 +112,9 @@ def test_a_failure_condition_is_never_the_strongest_bound_even_where_it_is_large
     assert ["1", "1/2"] in region["vertices"]
     kinds = {gap["name"]: gap["kind"] for gap in region["lower_bound_gaps"]}
     assert kinds == {"counting": "lower-bound", "first_gradient_positions": "estimator-failure",
-                     "first_gradient_self": "estimator-failure"}
-    assert [piece["name"] for piece in region["strongest_bound_gaps"]] == ["counting"]
+                     "first_gradient_self": "estimator-failure", "first_gradient_access": "lower-bound"}
+    # first_gradient_positions has the same exponent as the gradient-access lower bound; only the latter counts
+    assert [piece["name"] for piece in region["strongest_bound_gaps"]] == ["first_gradient_access"]
 
 
 def test_the_strongest_bound_is_split_where_two_bounds_cross_inside_a_region():

@@ -1,0 +1,88 @@
+"""The gradient-access lower bound of token retrieval (DERIVATION.md §7.4) and its numerical check.
+
+The pack entry is a lower bound over a named class (estimators of the first gradient through Gaussian noise of
+the sampling-noise level), so it takes part in the strongest-bound gaps; its exponent is checked at two (a, c)
+points against the hand check of §7.4. The numerical check must be able to fail: a bound made too large on
+purpose is reported as violated.
+"""
+from __future__ import annotations
+
+import math
+
+import sympy as sp
+
+from recallkit import theory
+from recallkit.theory.symbols import EXPONENTS
+
+a, c = EXPONENTS["a"], EXPONENTS["c"]
+NAME = "first_gradient_access"
+
+
+def _entry(pack: str) -> dict:
+    regions = theory.compute_regions(theory.load_pack(pack)).to_dict()["regions"]
+    (entry,) = {g["name"]: g for g in regions[0]["lower_bound_gaps"] if g["name"] == NAME}.values()
+    return entry
+
+
+def test_the_attention_pack_holds_the_gradient_access_bound_over_its_class():
+    bounds = {bound.name: bound for bound in theory.load_pack("token_retrieval_attn").lower_bounds}
+    bound = bounds[NAME]
+    assert bound.kind == "lower-bound" and bound.provenance == "derived-here"
+    assert "first gradient" in bound.bound_class and "Gaussian noise" in bound.bound_class
+    assert "W = 0" in bound.bound_class and "§7.4" in bound.reference
+
+
+def test_its_exponent_matches_the_hand_check_at_two_points():
+    # §7.4: d^2 >= 2 alpha V^2 L ln V / N, so log_V d^2 = 2 + c - a with one power of log V:
+    # (a, c) = (5/4, 1/2) gives 5/4 (above counting's 1), (3/2, 1/4) gives 3/4 (below it)
+    entry = _entry("token_retrieval_attn")
+    exponent = sp.sympify(entry["exponent"], locals={"a": a, "c": c})
+    assert exponent.subs({a: sp.Rational(5, 4), c: sp.Rational(1, 2)}) == sp.Rational(5, 4)
+    assert exponent.subs({a: sp.Rational(3, 2), c: sp.Rational(1, 4)}) == sp.Rational(3, 4)
+    assert sp.sympify(entry["log_power"]) == 1
+
+
+# ----------------------------------------------------------------------------- the numerical check
+
+TINY = dict(lines=[{"a": 1.5, "c": 0.5}], decoders=("hungarian",), observations=("surrogate",), seeds=(0, 1))
+
+
+def test_the_first_gradient_is_the_models_step_one_gradient():
+    import torch
+
+    from recallkit.empirics.config import parse_config
+    from recallkit.empirics.tasks import build_problem
+    from recallkit.systems.token_retrieval.gradient_access import first_gradient
+
+    cfg = parse_config(dict(task="token_retrieval", model="attention-only", trainer="three_step", V=32, N=181, L=5, d=12,
+                            eta=1e-3, kappa=1.0, seed=3))
+    model_gradient = build_problem([cfg], torch.device("cpu")).value_gradient_at_zero()[0].double().numpy()
+    fg = first_gradient(3, 32, 181, 5, 12)
+    assert abs(fg.G + model_gradient).max() < 1e-5 * abs(fg.G).max()  # the descent direction: minus the gradient
+    # S carries Pi: N L |S|^2 is about N/(V L) + 2/L + L/V (DERIVATION.md §7.4), here 181/160 + 0.4 + 0.16 = 1.69
+    assert 0.8 * 1.69 < fg.snr < 1.25 * 1.69
+
+
+def test_fano_nats_is_alpha_ln_v_factorial_minus_v_entropy():
+    from recallkit.systems.token_retrieval.gradient_access import fano_nats
+
+    assert abs(fano_nats(4, 0.5) - (0.5 * math.log(24) - 4 * math.log(2))) < 1e-12
+    assert fano_nats(128, 0.1) < 10 < fano_nats(128, 0.5)  # the O(V) term: alpha = 0.1 is nearly vacuous at V = 128
+
+
+def test_a_decoder_of_the_noisy_first_gradient_needs_at_least_the_bounds_d():
+    from recallkit.systems.token_retrieval.gradient_access import check
+
+    doc = check([32], **TINY)
+    (row,) = doc["rows"]
+    assert row["needed_d"] is not None and row["accuracy"] >= 0.5
+    assert row["bound_d"] > 3 and row["needed_d"] >= row["bound_d"] and row["holds"] is True and doc["holds"] is True
+
+
+def test_a_bound_too_large_is_reported_as_violated():
+    from recallkit.systems.token_retrieval.gradient_access import check
+
+    doc = check([32], scale=10.0, **TINY)
+    (row,) = doc["rows"]
+    assert row["needed_d"] < row["bound_d"] and row["holds"] is False
+    assert doc["holds"] is False and doc["violated"] == ["hungarian/surrogate V=32"]
