@@ -142,9 +142,11 @@ def _discount_budget_limited(group: dict, rows: list[Mapping[str, Any]]) -> None
 
 def judge_search(entry: dict, experiment: Any, sweep: Any) -> None:
     """The registry's search-judge hook: a min-size search over d is judged log against power on
-    d_min(N); a capacity search on log2 N_max(d), drawn by this system's capacity pages."""
+    d_min(N) and a capacity search on log2 N_max(d), each drawn and listed by this system's page kind ("dmin",
+    "geo_capacity") that it names on the entry."""
     if experiment.kind == "min_size":
         entry["dmin"] = select_d_min_experiment(sweep.points, experiment)
+        entry["page_kinds"] = [*entry.get("page_kinds", []), "dmin"]
     elif experiment.kind == "max_capacity":
         entry["capacity"] = select_capacity_experiment(sweep.points, experiment)
         entry["page_kinds"] = [*entry.get("page_kinds", []), "geo_capacity"]
