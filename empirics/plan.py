@@ -59,6 +59,14 @@ class Plan:
         """A search experiment (swept and fitted by the stages), not a system's own kind."""
         return self.experiment is not None
 
+    def search_experiment(self, why: str, where: str | None = None) -> Experiment:
+        """The search experiment, for a command that works on one only; a system's own kind is refused in one
+        line, ``WHERE: not a search experiment WHY`` (``where``: the file by default; ``why``: what the user
+        should know, e.g. `` (its system runs it: recallkit report)``)."""
+        if self.experiment is None:
+            raise InputError(f"{self.path if where is None else where}: not a search experiment{why}")
+        return self.experiment
+
 
 def runner_of(raw: Mapping[str, Any]) -> tuple[Any, str] | None:
     """(system, runner reference) when a parsed experiment file is one of a system's own kinds (a top-level

@@ -43,8 +43,7 @@ def sweep_and_fit(
     without, the store replayed once).
     """
     planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset)
-    if not planned.is_search:
-        raise InputError(f"{planned.path}: not a search experiment (its system runs it: recallkit report)")
+    planned.search_experiment(" (its system runs it: recallkit report)")
     store_path = str(store) if store is not None else default_store_path()
     sweep = None
     if run:
@@ -109,9 +108,7 @@ def judge_experiment_claims(
     ``[[claims]]`` name, then judge the claims (all, or those with the id(s) ``claim``): a list of
     :class:`recallkit.compare.claims.ClaimResult`. ``alpha`` replaces the level of every claim."""
     planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset)
-    if not planned.is_search:
-        raise InputError(f"{planned.path}: not a search experiment, so it has no [[claims]] to judge")
-    loaded = planned.experiment
+    loaded = planned.search_experiment(", so it has no [[claims]] to judge")
     claims = list(loaded.claims)
     if not claims:
         raise InputError(f"{loaded.path}: no [[claims]] to judge")

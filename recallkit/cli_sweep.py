@@ -150,8 +150,7 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
     if max_runs is not None and max_runs < 1:
         raise InputError(f"--max-runs: expected a positive integer, got {max_runs}")
     planned = plan(experiment_file, preset, max_runs=max_runs)
-    if not planned.is_search:
-        raise InputError(f"{planned.path}: not a search experiment (its system runs it: recallkit report)")
+    planned.search_experiment(" (its system runs it: recallkit report)")
     if executor_name == "local":
         resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
     _price_grid(planned, limit, resolve_device(device) if executor_name == "local" else device)
@@ -182,9 +181,7 @@ def _results(experiment_file: str, preset: str, store_path: str | None, as_json:
     if as_json and as_csv:
         raise InputError("--json/--csv: choose one")
     planned = plan(experiment_file, preset)
-    if not planned.is_search:
-        raise InputError(f"{planned.path}: not a search experiment (its system draws its own report pages)")
-    experiment = planned.experiment
+    experiment = planned.search_experiment(" (its system draws its own report pages)")
     with ResultStore(store_path or default_store_path(), readonly=True) as store:
         if parquet:
             store.to_parquet(parquet, experiment.name)

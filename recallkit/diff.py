@@ -64,9 +64,7 @@ def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[
     changed, checks, names = [], 0, []
     versions: dict[str, dict] = {"a": {}, "b": {}}
     for planned in plans:
-        if not planned.is_search:
-            raise InputError(f"--exp {planned.path}: not a search experiment (its system judges it; it has no fits "
-                             "to compare)")
+        planned.search_experiment(" (its system judges it; it has no fits to compare)", where=f"--exp {planned.path}")
         rows_a, versions_a = _fits(planned, stores[0])
         rows_b, versions_b = _fits(planned, stores[1])
         for side, found in (("a", versions_a), ("b", versions_b)):

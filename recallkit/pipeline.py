@@ -142,9 +142,8 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
     ``recallkit figures`` draws."""
     planned = plan(experiment, preset=preset)
     path = planned.path
-    if not planned.is_search:
-        raise InputError(f"{path.name}: not a search experiment (its system draws its own report pages); "
-                         "recallkit figures draws search experiments")
+    planned.search_experiment(" (its system draws its own report pages); recallkit figures draws search experiments",
+                              where=path.name)
     store_path = Path(store) if store is not None else Path(default_store_path())
     if not store_path.is_file():
         raise InputError(f"--store {store_path}: no such results store (run 'recallkit sweep' or 'recallkit report' first)")

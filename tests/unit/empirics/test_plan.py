@@ -75,3 +75,13 @@ def test_the_cli_flag_leaves_the_environment_as_it_was(monkeypatch, tmp_path):
     # in-process the app raises (the installed command turns it into one line and exit 2: test_bounded_work)
     assert isinstance(result.exception, InputError) and "more than the limit 10" in str(result.exception)
     assert "RECALLKIT_MAX_RUNS" not in __import__("os").environ
+
+
+def test_a_command_for_search_experiments_refuses_a_systems_own_kind_in_one_line():
+    runner = plan("geometric_construction")
+    with pytest.raises(InputError, match=r"^--exp x: not a search experiment, so it has nothing to fit$"):
+        runner.search_experiment(", so it has nothing to fit", where="--exp x")
+    with pytest.raises(InputError, match=r"geometric_construction\.toml: not a search experiment \(why\)$"):
+        runner.search_experiment(" (why)")
+    searched = plan("assoc_memory_linear")
+    assert searched.search_experiment(" (why)") is searched.experiment
