@@ -130,7 +130,7 @@ INTEGER_PARAMS = {
     "train_samples", "max_steps", "eval_every", "n_eval", "heads", "log_epochs",
 }
 # Parameters whose value is a name, not an expression (e.g. features = "relu_centred").
-STRING_PARAMS = {"features", "mlp_input"}
+STRING_PARAMS = {"features", "mlp_input", "centring"}
 # Upper limits on sizes: a typo such as d = 1e9 must fail at load time, not allocate terabytes.
 # The same limits as a run config's (empirics.config), so an experiment cannot ask for a size
 # that its own run configs would then refuse.
