@@ -15,10 +15,14 @@ SYSTEM = System(
                 run_metrics=("attention_mass",)),),
     report=("tr_fig1a_capacity", "tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig3_attention_mlp_rank2",
             "tr_fig4_mlp_width_rank2", "tr_fig5_adam", "tr_fig6_adam"),
-    report_steps=(f"{__name__}.steps:term_probe_entry",),
+    report_steps=(f"{__name__}.steps:term_probe_entry", f"{__name__}.steps:gradient_access_entry"),
     probe=f"{__name__}.judge:run_probe",
     finite_size=f"{__name__}.judge:finite_size_factor",
     page_kinds=(PageKind("term_probes", pages=f"{__name__}.pages:probe_pages", rows=f"{__name__}.pages:summary_rows",
                          compared="each term's fitted exponent against the pack's, per variable (TOST)",
-                         own_intro=True),),
+                         own_intro=True),
+                PageKind("gradient_access", pages=f"{__name__}.pages:gradient_access_pages",
+                         rows=f"{__name__}.pages:gradient_access_rows",
+                         compared="the d each decoder of the noisy first gradient needs against the gradient-access "
+                                  "lower bound's d (DERIVATION.md §7.4)")),
 )

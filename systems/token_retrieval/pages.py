@@ -7,6 +7,10 @@ Drawn from the ``compare.probe_fits.run_probe`` document (= ``recallkit probe --
   interval, verdict (raw and drift-corrected), verdict cells coloured like the slope table, split
   over pages; then the notes on the verdicts (each verdict's reason is in the report's appendix);
 - :func:`summary_rows`: the same verdicts as rows of the summary's flat ``entries`` table.
+
+The gradient-access check (kind ``"gradient_access"``, ``gradient_access.check``'s document under ``entry["check"]``):
+:func:`gradient_access_pages` draws each decoder's needed d against V beside the bound's d, one panel per line, and
+:func:`gradient_access_rows` gives one verdict row per (line, decoder, observation).
 """
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, fill, new_f
 from recallkit.reports.tables import draw_table
 from recallkit.theory.errors import InputError
 
-__all__ = ["probe_table_figure", "probe_reasons_figure", "probe_notes_figure", "probe_table_pages", "summary_rows"]
+__all__ = ["probe_table_figure", "probe_reasons_figure", "probe_notes_figure", "probe_table_pages", "summary_rows",
+           "gradient_access_figure", "gradient_access_pages", "gradient_access_rows"]
 
 ROWS_PER_PAGE = 24
 REASON_WIDTH = 165  # characters per line of the 7.5 pt reason pages (a landscape page holds ~170)
@@ -247,4 +252,85 @@ def summary_rows(exp: dict) -> list[dict]:
                      "verdict_finite_size": f.get("verdict"),
                      "predicted_slope_finite_size": f.get("predicted_exponent"),
                      "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None})
+    return rows
+
+
+# ----------------------------------------------------------------------------- gradient access (kind "gradient_access")
+OBSERVATION_LABELS = {"surrogate": "S + W (the bound's class)", "noisy_gradient": "G + W", "exact data": "exact data"}
+
+
+def _gradient_access_groups(doc: dict) -> dict[tuple[str, str, str], list[dict]]:
+    """(line, decoder, observation) -> its rows by V, from ``gradient_access.check``'s document."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        raise InputError("check: expected gradient_access.check(...) document with a 'rows' list")
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for i, row in enumerate(doc["rows"]):
+        for key in ("line", "V", "decoder", "observation", "needed_d", "bound_d", "holds"):
+            if key not in row:
+                raise InputError(f"check.rows[{i}]: missing field '{key}'")
+        groups.setdefault((row["line"], row["decoder"], row["observation"]), []).append(row)
+    return groups
+
+
+def gradient_access_figure(doc: dict, title: str) -> Figure:
+    """One panel per line: each decoder's needed d against V (log-log), and the bound's d."""
+    groups = _gradient_access_groups(doc)
+    lines = list(dict.fromkeys(line for line, _, _ in groups))
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE)
+        axes = fig.subplots(1, max(1, len(lines)), squeeze=False)[0]
+        for ax, line in zip(axes, lines):
+            bound_drawn = False
+            for (group_line, decoder, observation), rows in groups.items():
+                if group_line != line:
+                    continue
+                reached = [r for r in rows if r["needed_d"] is not None]
+                ax.plot([r["V"] for r in reached], [r["needed_d"] for r in reached], marker="o",
+                        linestyle="-" if observation == "surrogate" else "--",
+                        label=f"{decoder}, {OBSERVATION_LABELS.get(observation, observation)}")
+                if not bound_drawn and observation == "surrogate":
+                    ax.plot([r["V"] for r in reached], [r["bound_d"] for r in reached], color="black", linewidth=2,
+                            label="bound's d (Fano, §7.4)")
+                    bound_drawn = True
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
+            ax.set_xlabel("V")
+            ax.set_ylabel(f"smallest d reaching accuracy {doc.get('alpha')}")
+            ax.set_title(line)
+            ax.legend(fontsize=7)
+        fig.suptitle(fill(f"{title}: every decoder must need at least the bound's d", 140))
+    return fig
+
+
+def gradient_access_pages(exp: dict, head: str, experiments=()) -> list[tuple[str, Callable[[], Figure], str]]:
+    """(stem, builder, label) of an entry of kind "gradient_access" (the registry's page hook)."""
+    if not exp.get("check"):
+        return []
+    return [("gradient-access", partial(gradient_access_figure, exp["check"], title=head),
+             "gradient-access bound: needed d against the bound's d")]
+
+
+def gradient_access_rows(exp: dict) -> list[dict]:
+    """One summary row per (line, decoder, observation): consistent when the decoder needs at least the bound's d at
+    every V, inconsistent when it needs less at some V (the bound is violated), inconclusive when it never reached
+    the accuracy. The comparison is of levels (the bound's constant is explicit), not a slope test."""
+    try:
+        groups = _gradient_access_groups(exp.get("check") or {})
+    except InputError:
+        return []
+    rows = []
+    for (line, decoder, observation), group in groups.items():
+        judged = [r for r in group if r["holds"] is not None]
+        below = [r for r in judged if not r["holds"]]
+        verdict = "inconsistent" if below else "consistent" if judged and len(judged) == len(group) else "inconclusive"
+        pairs = ", ".join(f"V={r['V']}: {r['needed_d']} vs {r['bound_d']:.1f}" for r in group)
+        reason = (f"needed d vs the bound's d: {pairs}"
+                  + (f"; below the bound at {', '.join('V=' + str(r['V']) for r in below)}" if below else "")
+                  + ("; some V never reached the accuracy" if len(judged) < len(group) else ""))
+        rows.append({"experiment": exp["name"], "line": f"{line}: {decoder}, {OBSERVATION_LABELS.get(observation, observation)}",
+                     "threshold": (exp.get("check") or {}).get("alpha"), "x": "needed d against the bound's d",
+                     "slope": None, "slope_ci": None, "slope_ci_bootstrap": None, "predicted_slope": None,
+                     "delta": None, "alpha": None, "dominant": "gradient-access lower bound (DERIVATION.md §7.4)",
+                     "verdict": verdict, "verdict_reason": reason, "n_points": len(group), "n_censored":
+                     len(group) - len(judged), "C": None, "C_ci": None})
     return rows

@@ -1,4 +1,5 @@
-"""Token retrieval's own step in the main job: the term-by-term probe table after the experiments."""
+"""Token retrieval's own steps in the main job: the term-by-term probe table after the experiments, and the numerical
+check of the gradient-access lower bound."""
 from __future__ import annotations
 
 from typing import Any
@@ -22,3 +23,21 @@ def term_probe_entry(context: Any) -> dict | None:
         return None
     return {"name": "token_retrieval_probes", "kind": "term_probes", "title": "Token retrieval: term-by-term probes",
             "probes": doc}
+
+
+# V = 32..128 on both lines, two decoders, two observations, three seeds: about 25 s on one CPU thread. Three-step GD is
+# left out here (it trains models; DERIVATION.md §7.4 has its numbers from the module's command line).
+GRADIENT_ACCESS_CHECK: dict[str, Any] = dict(V_values=(32, 64, 128))
+
+
+def gradient_access_entry(context: Any) -> dict | None:
+    """The gradient-access lower bound's numerical check (kind ``gradient_access``, DERIVATION.md §7.4): the d each
+    decoder of the noisy first gradient needs against the bound's d. A check of the theory like the term probes, so
+    ``--no-probes`` leaves it out too."""
+    if not context.settings.probes:
+        return None
+    from recallkit.systems.token_retrieval.gradient_access import check
+
+    return {"name": "token_retrieval_gradient_access", "kind": "gradient_access",
+            "title": "Token retrieval: the gradient-access lower bound against decoders of the noisy first gradient",
+            "check": check(**GRADIENT_ACCESS_CHECK)}

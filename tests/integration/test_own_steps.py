@@ -74,8 +74,9 @@ def test_a_report_runs_only_the_steps_of_its_experiments_systems(tmp_path):
     from recallkit.pipeline import ReportSettings, steps_for
 
     probes = "recallkit.systems.token_retrieval.steps:term_probe_entry"
+    gradient_access = "recallkit.systems.token_retrieval.steps:gradient_access_entry"
     memory = [plan("assoc_memory_linear")]
     assert steps_for(ReportSettings(experiments=[Path("assoc_memory_linear")]), memory) == []
     fig2 = [plan("tr_fig2_attention_only")]
-    assert steps_for(ReportSettings(experiments=[Path("tr_fig2_attention_only")]), fig2) == [probes]
+    assert steps_for(ReportSettings(experiments=[Path("tr_fig2_attention_only")]), fig2) == [probes, gradient_access]
     assert probes in steps_for(ReportSettings(experiments=[]), memory)

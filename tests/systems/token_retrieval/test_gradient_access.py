@@ -86,3 +86,53 @@ def test_a_bound_too_large_is_reported_as_violated():
     (row,) = doc["rows"]
     assert row["needed_d"] < row["bound_d"] and row["holds"] is False
     assert doc["holds"] is False and doc["violated"] == ["hungarian/surrogate V=32"]
+
+
+# ----------------------------------------------------------------------------- in the report
+
+def _entry_of(doc: dict) -> dict:
+    return {"name": "token_retrieval_gradient_access", "kind": "gradient_access", "title": "t", "check": doc}
+
+
+def test_the_report_step_writes_the_check_and_its_page_and_rows(monkeypatch):
+    from types import SimpleNamespace
+
+    from matplotlib.figure import Figure
+
+    from recallkit import registry
+    from recallkit.systems.token_retrieval import gradient_access, pages, steps
+
+    # the step's check, shrunk to the tiny instance (the real one runs V = 32, 64, 128 on both lines)
+    monkeypatch.setattr(steps, "GRADIENT_ACCESS_CHECK", dict(V_values=(32,), **TINY))
+    context = SimpleNamespace(settings=SimpleNamespace(probes=True), log=None)
+    entry = steps.gradient_access_entry(context)
+    assert entry["kind"] == "gradient_access" and entry["check"]["holds"] is True
+    assert steps.gradient_access_entry(SimpleNamespace(settings=SimpleNamespace(probes=False), log=None)) is None
+    kind = registry.page_kinds()["gradient_access"]
+    assert "recallkit.systems.token_retrieval.steps:gradient_access_entry" in registry.get("token_retrieval").report_steps
+    (page,) = registry.load_object(kind.pages)(entry, "Token retrieval")
+    assert page[0] == "gradient-access" and isinstance(page[1](), Figure)
+    (row,) = registry.load_object(kind.rows)(entry)
+    assert row["verdict"] == "consistent" and row["experiment"] == "token_retrieval_gradient_access"
+    assert "hungarian" in row["line"] and "S + W" in row["line"] and "bound" in row["verdict_reason"]
+    # a bound too large: the same row is inconsistent
+    (bad,) = pages.gradient_access_rows(_entry_of(gradient_access.check([32], scale=10.0, **TINY)))
+    assert bad["verdict"] == "inconsistent" and "V=32" in bad["verdict_reason"]
+
+
+def test_the_report_draws_the_gradient_access_page_and_lists_its_verdicts(tmp_path, monkeypatch):
+    from recallkit.reports.pdf import build_report, summary_entries
+    from recallkit.systems.token_retrieval.gradient_access import check
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
+    entry = _entry_of(check([32], **TINY))
+    summary = {"schema": "recallkit.summary/1", "title": "gradient access",
+               "provenance": {"code_version": "0.1.0+gabc", "date": "2026-11-30T09:00:00Z", "device": "cpu",
+                              "threads": 1, "torch_version": "2.13.0", "preset": "quick"},
+               "experiments": [entry]}
+    path = build_report(summary, tmp_path, jobs=1)
+    assert path.exists()
+    stems = sorted(p.stem for p in (tmp_path / "figures").glob("*.pdf"))
+    assert any(stem.endswith("gradient-access") for stem in stems), stems
+    (row,) = summary_entries(summary)
+    assert row["verdict"] == "consistent" and row["experiment"] == "token_retrieval_gradient_access"

@@ -8,7 +8,7 @@ from recallkit.reports import summary_rows
 from recallkit.reports.summary_rows import summary_entries
 
 STAGES = ("recallkit.theory", "recallkit.empirics", "recallkit.compare", "recallkit.reports")
-SYSTEM_KINDS = ("dmin", "geometric", "geo_capacity", "term_probes")
+SYSTEM_KINDS = ("dmin", "geometric", "geo_capacity", "term_probes", "gradient_access")
 
 
 def _string_constants(path: Path) -> set[str]:
