@@ -35,7 +35,7 @@ __all__ = ["construction_figure", "probe_figure", "zero_shot_figure", "multi_hop
            "geometric_rows", "geometric_kind", "trained_dmin_points", "capacity_figure", "capacity_pages",
            "capacity_rows", "dmin_pages", "dmin_rows"]
 
-GEOMETRIC_KINDS = ("construction", "probes", "zero_shot", "multi_hop", "d_min")
+GEOMETRIC_KINDS = ("construction", "probes", "zero_shot", "multi_hop")
 MODEL_NAMES = {"learned": "learned subjects", "frozen": "frozen random E_s and U",
                "frozen-subjects": "frozen random E_s only", "construction": "construction (no training)"}
 INIT_NAMES = {"smart": "smart (pinv of readouts)", "sum": "plain sum of attributes", "random": "random"}
@@ -461,7 +461,7 @@ def geometric_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> l
     if kind == "multi_hop":
         return [("multi-hop", partial(multi_hop_figure, result, title=f"{head}: with and without chain-of-thought"),
                  "multi-hop: with and without chain-of-thought")]
-    return []  # d_min results are drawn from the entry's "dmin" key by reports.figures.dmin_plot
+    return []
 
 
 def geometric_rows(exp: dict) -> list[dict]:
@@ -471,7 +471,7 @@ def geometric_rows(exp: dict) -> list[dict]:
         kind = geometric_kind(result)
     except InputError:
         return []
-    if kind == "d_min" or not result.get("verdict"):
+    if not result.get("verdict"):
         return []
     n_points = len(result.get("points") or result.get("rows") or [])
     return [{"experiment": exp["name"], "line": CHECKS.get(kind, kind), "threshold": None, "x": None,

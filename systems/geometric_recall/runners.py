@@ -3,16 +3,20 @@
 The reconstructed model (derived-here): N subjects, R relations, R random bijections pi_r of [N].
 A query (s, r) is answered by pi_r(s).  x = E_s + E_r, logits = U (x + MLP(x)), MLP = W2 relu(W1 x + b1).
 
-This module holds, for experiments 2-5 of issue 7:
-- the explicit construction with no training (``build_construction``, ``construction_k_sweep``);
-- a small batched trainer for the learned and frozen-subject models and a d_min search
-  (``train_fact_models``, ``search_d_min``);
-- linear readout probes (``linear_readout_probe``), zero-shot transfer (``zero_shot_transfer``)
-  and multi-hop chains with and without chain-of-thought (``multi_hop_experiment``);
+This module holds the experiments of a ``[geometric]`` file, which are not searches of the toolkit's kind
+(the d_min(N) and capacity searches are plain search experiments, ``geo_dmin_learned_vs_frozen`` and
+``geo_capacity``, run by ``empirics``):
+- the explicit construction with no training (``build_construction``, ``smallest_working_k``) and the
+  meet-in-the-middle construction for chains (``build_meet_in_the_middle``);
+- a small batched trainer for the learned and frozen models (``train_fact_models``);
+- linear readout probes (``linear_readout_probe``, ``readout_probe``), zero-shot transfer
+  (``zero_shot_transfer``) and multi-hop chains with and without chain-of-thought
+  (``composite_bijections``, ``chain_of_thought_accuracy``, with ``smallest_succeeding_on_grid`` as the
+  multi-hop grid search over d);
 - one public function per experiment returning plain JSON-serialisable dicts
-  (``run_d_min_experiment``, ``run_construction_experiment``, ``run_probe_experiment``,
-  ``run_zero_shot_experiment``, ``run_multi_hop_experiment``) and a TOML loader for
-  ``experiments/geometric_*.toml`` (``load_geometric_experiment``, ``run_geometric_experiment``).
+  (``run_construction_experiment``, ``run_probe_experiment``, ``run_zero_shot_experiment``,
+  ``run_multi_hop_experiment``) and a TOML loader for ``experiments/geometric_*.toml``
+  (``load_geometric_experiment``, ``run_geometric_experiment``).
 
 torch is imported lazily inside the functions that train, so the construction can be used
 (and tested) with numpy alone.
@@ -578,113 +582,30 @@ def _run_provenance(device: str = "cpu") -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------------------
-# d_min search on a grid (shared by the d_min(N) quick run and multi-hop)
-
-
-def _bisection(grid: list[int]):
-    """The bisection of :func:`smallest_succeeding_on_grid` as a generator: it yields each value to probe, is
-    sent whether it succeeded, and returns (value or None, {value: success})."""
-    probes: dict[int, bool] = {}
-    lo, hi = -1, len(grid) - 1
-    probes[grid[hi]] = yield grid[hi]
-    if not probes[grid[hi]]:
-        return None, probes
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        probes[grid[mid]] = yield grid[mid]
-        if probes[grid[mid]]:
-            hi = mid
-        else:
-            lo = mid
-    return grid[hi], probes
-
-
-def smallest_succeeding_for_each(grid: list[int], keys: list, succeeds_for) -> dict:
-    """:func:`smallest_succeeding_on_grid` for several keys (e.g. seeds) at once, in lockstep: each round asks
-    ``succeeds_for(value, keys_probing_it) -> {key: success}`` once per value that some keys probe next, so
-    one call can train all of them together. Each key gets exactly the probes and answer it would alone.
-    Returns {key: (value or None, {value: success})}."""
-    searches = {key: _bisection(grid) for key in dict.fromkeys(keys)}
-    asked = {key: next(search) for key, search in searches.items()}
-    results = {}
-    while asked:
-        by_value: dict[int, list] = {}
-        for key, value in asked.items():
-            by_value.setdefault(value, []).append(key)
-        answers = {}
-        for value, waiting in sorted(by_value.items()):
-            answers.update(succeeds_for(value, waiting))
-        following = {}
-        for key in asked:
-            try:
-                following[key] = searches[key].send(bool(answers[key]))
-            except StopIteration as finished:
-                results[key] = finished.value
-        asked = following
-    return results
+# The multi-hop runner's grid search over d
 
 
 def smallest_succeeding_on_grid(grid: list[int], succeeds) -> tuple[int | None, dict[int, bool]]:
     """Bisect a sorted grid for the smallest value where ``succeeds(value)`` is True.
 
-    Assumes success is monotone in the value (checked only on the probes made; a probe above the
-    answer that failed would show in the returned probe table).  Returns (value or None when even
-    the largest grid value fails, {value: success} for every probe).
+    The multi-hop runner's search over d for one chain length: its probes are models trained inside
+    that experiment, not stored runs, so the toolkit's search (which stores and resumes each probe)
+    does not apply. Assumes success is monotone in the value (checked only on the probes made; a probe
+    above the answer that failed would show in the returned probe table).  Returns (value or None when
+    even the largest grid value fails, {value: success} for every probe).
     """
-    return smallest_succeeding_for_each(grid, [None], lambda value, keys: {None: succeeds(value)})[None]
-
-
-def d_min_points(n_values: list[int], r_values: list[int], seeds: list[int], model: str, d_grid: list[int],
-                 lr: float = 1e-2, steps: int = 2000, width_factor: int | None = None,
-                 device: str = "cpu") -> list[dict[str, Any]]:
-    """Smallest d on ``d_grid`` at which the model gets all N*R facts right, per (N, R, seed). The seeds of one
-    (N, R) bisect in lockstep (:func:`smallest_succeeding_for_each`), and the seeds probing the same d train
-    together as one batch through the engine.
-
-    One boundary-point dict per cell, in the ARCHITECTURE.md shape:
-    {"experiment": "geometric_d_min", "model", "N", "R", "seed", "d" (None if censored), "censored",
-    "censor_reason", "probes": {d: success}, "param_count"}.
-    """
-    points = []
-    for r in r_values:
-        for n in n_values:
-            def succeed(d: int, probing: list[int]) -> dict[int, bool]:  # the seeds probing d, trained together
-                width = None if width_factor is None else width_factor * d
-                trained = train_fact_models(n, r, d, model, probing, lr=lr, steps=steps, width=width, device=device)
-                return {t.seed: t.train_accuracy == 1.0 for t in trained}
-
-            searched = smallest_succeeding_for_each(sorted(d_grid), [int(s) for s in seeds], succeed)
-            for seed in seeds:
-                d_min, probes = searched[int(seed)]
-                width = None if d_min is None else (width_factor or 4) * d_min
-                points.append({
-                    "experiment": "geometric_d_min", "model": model, "N": n, "R": r, "seed": seed, "d": d_min,
-                    "censored": d_min is None,
-                    "censor_reason": None if d_min is not None else f"no d <= {max(d_grid)} reached 100% in {steps} steps",
-                    "probes": {str(k): v for k, v in sorted(probes.items())},
-                    "param_count": None if d_min is None else
-                        (n * d_min if model == "learned" else 0) + r * d_min + 2 * width * d_min + width + n * d_min,
-                })
-    return points
-
-
-def run_d_min_experiment(n_values: list[int], r_values: list[int], seeds: list[int], d_grid: list[int],
-                         models: tuple[str, ...] = ("learned", "frozen"), lr: float = 1e-2,
-                         steps: int = 2000, device: str = "cpu") -> dict[str, Any]:
-    """Experiment 1 (quick own runner): d_min(N) for learned and frozen subjects, log vs power per R.
-
-    Returns {"experiment": "geometric_d_min", "points": [...], "predicted": {"learned": "log",
-    "frozen": "power"}, "settings", "provenance", "wall_time_s"}.  empirics does not import
-    compare: the log-versus-power selection is ``compare.model_selection.select_d_min(result)``.
-    """
-    start = time.perf_counter()
-    predicted = {"learned": "log", "frozen": "power"}  # paper-reported; frozen-subjects: no prediction
-    points = []
-    for model in models:
-        points += d_min_points(n_values, r_values, seeds, model, d_grid, lr=lr, steps=steps, device=device)
-    return {"experiment": "geometric_d_min", "points": points, "predicted": predicted,
-            "settings": {"N": n_values, "R": r_values, "seeds": seeds, "d_grid": d_grid, "lr": lr, "steps": steps},
-            "provenance": _run_provenance(device), "wall_time_s": time.perf_counter() - start}
+    probes = {grid[-1]: bool(succeeds(grid[-1]))}
+    if not probes[grid[-1]]:
+        return None, probes
+    lo, hi = -1, len(grid) - 1  # grid[hi] succeeded; grid[lo] failed or lies below the grid
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        probes[grid[mid]] = bool(succeeds(grid[mid]))
+        if probes[grid[mid]]:
+            hi = mid
+        else:
+            lo = mid
+    return grid[hi], probes
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1279,14 +1200,18 @@ def _preset_section(kind: str, keys: dict[str, tuple[str, Any]]) -> Section:
         unknown="{where}.{key}: unknown key for kind {kind!r} (expected one of: {allowed})")
 
 
+# the d_min(N) search is a search experiment, stored and resumed by the toolkit's search (a file of the old
+# runner kind would otherwise read as an unknown kind, with no word of where the search went)
+RETIRED_D_MIN = ('{path}: geometric.kind: "d_min" is no longer a [geometric] kind: the d_min search is a search '
+                 'experiment now; write it without [geometric], with kind = "min_size", base = "N", size = "d", '
+                 'thresholds = [1.0] and one line per model (see the shipped geo_dmin_learned_vs_frozen)')
+
 GEOMETRIC_SCHEMA: dict[str, Section] = {kind: _preset_section(kind, keys) for kind, keys in {
     # experiment kind -> preset key -> (expected type, default; None = required)
     "construction": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]),
                      "codes": (_STR_LIST, ["random", "binary"]), "failure_probability": (_FLOAT, 0.01),
                      "k_max": (_INT, 64), "mitm_N": (_INT_LIST, []), "mitm_R": (_INT_LIST, []),
                      "mitm_hops": (_INT_LIST, []), "mitm_max_chains": (_INT, 64)},
-    "d_min": {"N": (_INT_LIST, None), "R": (_INT_LIST, None), "seeds": (_INT_LIST, [0]), "d_grid": (_INT_LIST, None),
-              "models": (_STR_LIST, ["learned", "frozen"]), "lr": (_FLOAT, 1e-2), "steps": (_INT, 2000)},
     "probes": {"N": (_INT, None), "R": (_INTS, None), "d": (_INTS, None), "seeds": (_INT_LIST, [0]),
                "lr": (_FLOAT, 1e-2), "steps": (_INT, 300), "test_fraction": (_FLOAT, 0.25),
                "models": (_STR_LIST, ["learned", "frozen"])},
@@ -1315,6 +1240,8 @@ def load_geometric_experiment(path: str | Path, preset: str = "quick") -> dict[s
     raw = read_experiment_file(path)
     if set(raw) != {"geometric"} or not isinstance(raw["geometric"], dict):
         raise InputError(f"{path}: expected exactly one top-level table [geometric], got {sorted(raw)}")
+    if raw["geometric"].get("kind") == "d_min":
+        raise InputError(RETIRED_D_MIN.format(path=path))
     head = validate(raw["geometric"], _GEOMETRIC, f"{path}: geometric")
     kind, presets = head["kind"], head["presets"]
     if preset not in presets:
@@ -1346,8 +1273,6 @@ def run_geometric_experiment(path: str | Path, preset: str = "quick", device: st
     if kind == "construction":
         result = run_construction_experiment(s["N"], s["R"], s["seeds"], s["codes"], s["failure_probability"], s["k_max"],
                                              s["mitm_N"], s["mitm_R"], s["mitm_hops"], s["mitm_max_chains"])
-    elif kind == "d_min":
-        result = run_d_min_experiment(s["N"], s["R"], s["seeds"], s["d_grid"], tuple(s["models"]), s["lr"], s["steps"], device)
     elif kind == "probes":
         result = run_probe_experiment(s["N"], s["R"], s["d"], s["seeds"], s["lr"], s["steps"], s["test_fraction"],
                                       tuple(s["models"]), device=device)

@@ -1,5 +1,6 @@
 """Geometric recall's own step in the main job: experiments with a ``[geometric]`` table (construction,
-probes, zero-shot, multi-hop, d_min) run through :mod:`.runners` and become summary entries."""
+probes, zero-shot, multi-hop) run through :mod:`.runners` and become summary entries (the d_min(N) search
+is a search experiment, judged by :func:`.judge.judge_search`)."""
 from __future__ import annotations
 
 import json
@@ -10,9 +11,7 @@ from typing import Any
 from recallkit.empirics.config import store_key
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, json_default
-from recallkit.systems.geometric_recall.judge import d_min_report_dict
 from recallkit.systems.geometric_recall.runners import load_geometric_experiment, run_geometric_experiment
-from recallkit.theory.errors import RecallkitError
 from recallkit.theory.summary import pack_pieces
 
 
@@ -46,27 +45,17 @@ def geometric_entry(path: Path, context: Any) -> dict:
 
 
 def geometric_summary_entry(spec: dict, result: dict, key: str) -> dict:
-    """A summary entry for a geometric-recall experiment: d_min experiments become the report's 'dmin' kind."""
+    """A summary entry of kind "geometric" for a geometric-recall experiment."""
     pieces = pack_pieces(spec.get("pack"), [])
     pieces.pop("regions", None)
     notes = pieces.pop("notes", [])
-    titles = {"construction": "Geometric recall: explicit construction", "d_min": "Geometric recall: d_min(N)",
+    titles = {"construction": "Geometric recall: explicit construction",
               "probes": "Geometric recall: linear readout probes", "zero_shot": "Geometric recall: zero-shot transfer",
               "multi_hop": "Geometric recall: multi-hop chains"}
     # a short title for page heads; the file's description (often a paragraph) goes on the section page
     entry: dict[str, Any] = {"name": spec["name"], "title": titles.get(spec["kind"], spec["name"]),
                              "description": spec.get("description", ""), "config_hashes": [key],
-                             "geometric": result, "notes": notes, **pieces}
-    if spec["kind"] == "d_min":
-        entry["kind"] = "dmin"
-        # log against power per model and R, judged against the paper (learned: log, frozen: power)
-        try:
-            entry["dmin"] = d_min_report_dict(result) if result.get("points") else {}
-        except RecallkitError as exc:
-            entry["dmin"] = {}
-            entry["notes"].append(f"no log-versus-power selection: {exc}")
-    else:
-        entry["kind"] = "geometric"
+                             "geometric": result, "notes": notes, **pieces, "kind": "geometric"}
     # where it ran: the experiment's own provenance, else what the pipeline stored beside it
     provenance = result.get("provenance") or {k: result[k] for k in ("device", "threads") if k in result}
     ran = ", ".join(f"{k} {v}" for k, v in provenance.items())

@@ -178,30 +178,8 @@ def test_long_title_stays_on_the_page(results):
     assert_text_inside(fig)
 
 
-def test_pipeline_adapter_makes_dmin_and_geometric_entries(results):
+def test_pipeline_adapter_makes_geometric_entries(results):
     from recallkit.systems.geometric_recall.steps import geometric_summary_entry
-
-    rng = np.random.default_rng(0)
-    points = []
-    for model in ("learned", "frozen-subjects"):
-        for N in (64, 128, 256, 512, 1024):
-            for seed in (0, 1):
-                d = 3 + 4 * np.log2(N) if model == "learned" else 0.5 * N ** 0.8
-                points.append({"model": model, "N": N, "R": 2, "seed": seed, "censored": False,
-                               "d": int(round(d * np.exp(rng.normal(0, 0.03))))})
-    spec = {"name": "geo_dmin_file", "kind": "d_min", "description": "d_min", "pack": None}
-    result = {"experiment": "geometric_d_min", "points": points,
-              "predicted": {"learned": "log", "frozen-subjects": "power"}, "wall_time_s": 3.0,
-              "provenance": {"device": "cpu", "threads": 1}}
-    entry = geometric_summary_entry(spec, result, "geo-0123")
-    assert entry["kind"] == "dmin" and set(entry["dmin"]) == {"learned", "frozen"}
-    assert entry["dmin"]["learned"]["selection"]["predicted"] == "log"
-    # synthetic d = 0.5 N^0.8 (seeded noise): power is preferred by a wide AIC margin, as predicted
-    assert entry["dmin"]["frozen"]["selection"]["predicted"] == "power"
-    assert entry["dmin"]["frozen"]["selection"]["verdict"] == "consistent"
-    assert entry["dmin"]["learned"]["selection"]["verdict"] == "consistent"
-    assert entry["title"] == "Geometric recall: d_min(N)" and entry["config_hashes"] == ["geo-0123"]
-    assert "ran on device cpu, threads 1; wall time 3.0 s" in entry["notes"]
 
     stored = dict(results["construction"], device="cpu", threads=1)  # as the pipeline caches it in the store
     spec = {"name": "geometric_construction", "kind": "construction", "description": "a long paragraph " * 20,
