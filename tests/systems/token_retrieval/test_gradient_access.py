@@ -32,6 +32,11 @@ def test_the_attention_pack_holds_the_gradient_access_bound_over_its_class():
     assert "W = 0" in bound.bound_class and "§7.4" in bound.reference
 
 
+def test_the_mlp_pack_does_not_take_the_attention_only_bound():
+    # DERIVATION.md §7.4: the MLP's first gradient is d x m with a feature-dependent SNR, not derived here
+    assert NAME not in {bound.name for bound in theory.load_pack("token_retrieval").lower_bounds}
+
+
 def test_its_exponent_matches_the_hand_check_at_two_points():
     # §7.4: d^2 >= 2 alpha V^2 L ln V / N, so log_V d^2 = 2 + c - a with one power of log V:
     # (a, c) = (5/4, 1/2) gives 5/4 (above counting's 1), (3/2, 1/4) gives 3/4 (below it)
