@@ -82,7 +82,7 @@ def _checker(config: pytest.Config) -> Callable[..., Any]:
     def check(experiment: Any, expect: Any = "consistent", **options: Any) -> Any:
         # orchestration (this marker runs the sweep first); here, not at the top: pytest loads this plugin in
         # every run, and recallkit.assertions brings scipy and sympy (about 1 s)
-        from recallkit import assertions
+        from recallkit import assertions  # scipy.stats and sympy, about 1.5 s: only when a marker runs
 
         unknown = set(options) - (_MARKER_KEYWORDS - {"expect"})
         if unknown:
@@ -99,7 +99,7 @@ def _checker(config: pytest.Config) -> Callable[..., Any]:
 
 def _claim_checker(config: pytest.Config) -> Callable[..., Any]:
     def check(experiment: Any, claim: Any = None, expect: Any = "consistent", **options: Any) -> Any:
-        from recallkit import assertions  # orchestration, here for the cost: see _checker
+        from recallkit import assertions  # scipy.stats and sympy, about 1.5 s: see _checker
 
         unknown = set(options) - (_CLAIM_KEYWORDS - {"claim", "expect"})
         if unknown:

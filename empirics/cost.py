@@ -55,6 +55,7 @@ from typing import Iterable, Iterator, Sequence
 
 from recallkit.empirics.config import (ThreeStepConfig, TwoStepThenFitConfig, check_memory, memory_available,
                                        memory_free, parse_config)
+from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
 __all__ = ["active_budget", "budget", "Budget", "charge", "check_free_memory", "CostTooHigh", "CPU_EFFICIENCY",
@@ -318,8 +319,6 @@ class PricedExecutor:
     def run(self, configs: Sequence[dict]) -> list[dict]:
         configs = list(configs)
         if self._kind is None:  # where the engine will train: "auto" is the GPU when there is one
-            from recallkit.empirics.device import resolve_device
-
             self._kind = _device_kind(resolve_device(self.device))
         work = estimate(configs, self._kind)
         (_ACTIVE.get() or self.own).charge(work, "this search round")

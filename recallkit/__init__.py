@@ -16,21 +16,17 @@ from recallkit.empirics.numerics import pin_math_library  # noqa: E402
 
 pin_math_library()
 
+from recallkit.empirics.provenance import code_version  # noqa: E402  (after __version__, which it reads)
+
 __all__ = ["__version__", "assert_claim", "assert_scaling", "code_version", "sweep_and_fit", "results", "fits"]
 
 
 def __getattr__(name: str):
     # lazy, so that `import recallkit.theory` stays pure sympy
-    if name == "code_version":
-        from recallkit.empirics.provenance import code_version
+    # fit_experiment: deprecated; results and fits: DataFrames for notebooks (pandas: the export extra, imported
+    # when they are called). frames imports a subset of what assertions does, so loading both costs the same.
+    if name in ("assert_scaling", "assert_claim", "sweep_and_fit", "fit_experiment", "results", "fits"):
+        from recallkit import assertions, frames  # the fits and the search: scipy.stats and sympy, about 1.5 s
 
-        return code_version
-    if name in ("assert_scaling", "assert_claim", "sweep_and_fit", "fit_experiment"):  # fit_experiment: deprecated
-        from recallkit import assertions
-
-        return getattr(assertions, name)
-    if name in ("results", "fits"):  # DataFrames for notebooks (pandas: the export extra)
-        from recallkit import frames
-
-        return getattr(frames, name)
+        return getattr(frames if name in ("results", "fits") else assertions, name)
     raise AttributeError(f"module 'recallkit' has no attribute {name!r}")

@@ -38,6 +38,7 @@ from recallkit.own_steps import OwnSteps
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.reports.output_folder import writing_report
+from recallkit.reports.style import source_date  # the one reading of SOURCE_DATE_EPOCH, as the PDF's dates
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
 
@@ -154,8 +155,6 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
 # ----------------------------------------------------------------------------- the job
 def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
     import torch
-
-    from recallkit.reports.style import source_date  # the one reading of SOURCE_DATE_EPOCH, as the PDF's dates
 
     now = source_date() or _dt.datetime.now(_dt.timezone.utc)
     return {

@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import matplotlib
 import matplotlib.pyplot as plt
 
+from recallkit.empirics.executors import usable_cores, worker_init, worker_init_args
 from recallkit.reports.page_cache import PageCache
 from recallkit.reports.style import CREATOR, png_metadata, style_context
 from recallkit.theory.errors import InputError, RecallkitError
@@ -242,11 +243,8 @@ class Drawer:
             return None
         # fork: the workers start with everything this process has imported (matplotlib, the stages),
         # so a page costs its drawing only
-        # (imported here, before the fork, so the workers inherit it: it loads sympy, which drawing pages
-        # alone does not need.) Ctrl-C is the parent's to handle (it stops the pool and keeps the previous
+        # Ctrl-C is the parent's to handle (it stops the pool and keeps the previous
         # report), and a killed report must not leave workers drawing for nobody.
-        from recallkit.empirics.executors import worker_init, worker_init_args
-
         with warnings.catch_warnings():  # "fork with threads running" (tqdm's monitor, torch pools)
             warnings.simplefilter("ignore", DeprecationWarning)
             self.pool = concurrent.futures.ProcessPoolExecutor(
@@ -374,8 +372,6 @@ def env_jobs() -> int | None:
     raw = os.environ.get("RECALLKIT_REPORT_JOBS", "").strip()
     if not raw:
         return None
-    from recallkit.empirics.executors import usable_cores  # the same cap as --jobs: four processes per usable core
-
     most = 4 * usable_cores()
     try:
         jobs = int(raw)

@@ -536,8 +536,8 @@ def train_fact_models(
     """
     import torch  # the page-drawing processes import this module: torch (about 1 s) only where a model trains
 
-    from recallkit.empirics.tasks import build_problem  # loads torch, as above
-    from recallkit.empirics.trainers import adam  # loads torch, as above
+    from recallkit.empirics.tasks import build_problem  # loads torch (about 1 s), as above
+    from recallkit.empirics.trainers import adam  # loads torch (about 1 s), as above
 
     threshold = _full_accuracy_threshold(n_subjects * n_relations) if stop_at_full_accuracy else None
     raw = [{"task": "fact_bijections", "model": model, "trainer": "adam", "seed": int(s), "N": n_subjects,
@@ -1036,7 +1036,7 @@ def engine_bijections(n_subjects: int, n_relations: int, seed: int) -> np.ndarra
     """The (R, N) bijections the engine draws for this seed (they do not depend on d), read from its problem."""
     import torch  # see train_fact_models: torch only where it is used
 
-    from recallkit.empirics.tasks import build_problem  # loads torch, as above
+    from recallkit.empirics.tasks import build_problem  # loads torch (about 1 s), as above
 
     config = parse_config({"task": "fact_bijections", "model": "learned", "trainer": "adam", "seed": int(seed),
                            "N": n_subjects, "R": n_relations, "d": 1, "lr": 1e-2, "steps": 1})

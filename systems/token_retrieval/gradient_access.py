@@ -73,7 +73,7 @@ class FirstGradient:
 
 def first_gradient(seed: int, V: int, N: int, L: int, d: int) -> FirstGradient:
     """The model's instance (seed) and its exact first gradient, split into S and the noise positions' part."""
-    from recallkit.systems.token_retrieval.task import draw_instance, draw_samples
+    from recallkit.systems.token_retrieval.task import draw_instance, draw_samples  # torch, about 1 s
 
     instance = draw_instance(seed, V, d, None)
     tokens, positions = draw_samples(seed, "train", N, V, L)
@@ -167,7 +167,7 @@ def three_step_needed_d(V: int, N: int, L: int, alpha: float, seeds: Sequence[in
                         kappa: float = 1.0, n_eval: int = 2048) -> Needed:
     """The smallest d in ``d_values`` at which three-step GD (eta = 1e-3, the measured kappa schedule) reaches seed-mean
     fresh accuracy alpha. Its training data are the same draws as :func:`first_gradient`'s for each seed."""
-    from recallkit.empirics.engine import run_configs
+    from recallkit.empirics.engine import run_configs  # torch (about 1 s) when a model trains
 
     curve = []
     for d in d_values:

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 
 import torch
 
+from recallkit.empirics import cost
+from recallkit.empirics.config import ModelTooLarge
 from recallkit.systems.token_retrieval.task import draw_instance, draw_samples
 from recallkit.theory.errors import InputError
 from recallkit.systems.token_retrieval.sample_bound import sample_bound_accuracy  # noqa: F401  (re-export)
@@ -472,9 +474,6 @@ def check_probe_work(configs: list[ProbeConfig], what: str = "probe") -> None:
     """Refuse, in one line and before the first row is computed, probe rows that would not fit in the memory
     free now (naming the largest config, its estimate and what is free) or whose estimated time passes the
     cost limit (``empirics.cost``: the open budget, else ``--max-cost`` / $RECALLKIT_MAX_COST / 2 h)."""
-    from recallkit.empirics import cost
-    from recallkit.empirics.config import ModelTooLarge
-
     if not configs:
         return
     largest = max(configs, key=probe_bytes)
