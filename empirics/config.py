@@ -37,10 +37,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from recallkit import registry
+# theory loads its expression parser (sympy, about 0.3 s) on first use: --help and plain numbers never need it
+from recallkit import registry, theory
 from recallkit.registry import Trainer
 from recallkit.theory.errors import InputError, RecallkitError
-from recallkit.theory.expr import compile_numeric
 
 __all__ = ["AdamConfig", "allocator_retention_bytes", "check_memory", "check_model", "config_hash", "evaluate",
            "evaluations", "EXPRESSION_SYMBOLS", "FLOAT_BYTES", "HEAP_BUFFER_MAX", "HEAP_RETAINED_BUFFERS",
@@ -86,7 +86,7 @@ def _number_or_expression(value: Any, key: str, where: str = "", positive: bool 
 
 def _parse(text: str, key: str, where: str):
     """Parse an expression with theory.expr (the whitelist parser: nothing is executed)."""
-    return compile_numeric(text, EXPRESSION_SYMBOLS, where=_where(where, key))
+    return theory.compile_numeric(text, EXPRESSION_SYMBOLS, where=_where(where, key))
 
 
 def evaluate(value: float | str, key: str, sizes: dict[str, int]) -> float:

@@ -1,8 +1,10 @@
 """The ``recallkit`` command: a thin typer layer over theory -> empirics -> compare -> reports.
 
-Each stage's commands live in their own module (``cli_theory``, ``cli_train``, ...), which
-imports heavy libraries (torch, matplotlib) only inside the command bodies so that
-``recallkit --help`` stays fast.
+Each stage's commands live in their own module (``cli_theory``, ``cli_train``, ...): the options and help,
+importing no heavy library (sympy, numpy, scipy, matplotlib, torch), so that ``--help``, ``--version`` and a
+usage error answer in the time typer takes to start. A command body imports what it runs when it runs: one
+import of its ``cli_*_run`` module (fit, report, figures), of the module it calls, or a name of the lazy
+``recallkit.theory`` package. ``tests/unit/test_imports.py`` checks it; ``benchmarks/cli_startup.py`` times it.
 """
 from __future__ import annotations
 
@@ -12,8 +14,7 @@ import sys
 import typer
 
 from recallkit import __version__
-# in the order they register, not alphabetical: cli_theory first imports sympy before the other modules are
-# loaded, and --help measured 0.05 s faster that way (sympy's 400 classes are slower to build later)
+# the order of the commands in --help, not alphabetical (typer lists the theory group after the commands)
 from recallkit import cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff  # noqa: I001
 from recallkit.interrupts import interrupt_message
 from recallkit.registry import RegistryError

@@ -1,13 +1,10 @@
 """``recallkit figures EXP``: an experiment's data figures, one file each, ready for a paper."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
-
-from recallkit.theory.errors import InputError
 
 __all__ = ["figures", "register"]
 
@@ -28,14 +25,6 @@ def figures(
     per line and threshold, capacity law, d_min) each as its own file: cut to the drawing, no page
     title or caption, fonts embedded as TrueType. Drawn from what the store holds; the numbers are
     the report's."""
-    # both import matplotlib (about 0.5 s), the pipeline scipy too: only this command needs them, not --help
-    from recallkit.pipeline import search_entry
-    from recallkit.reports.paper import FORMATS, paper_figures  # matplotlib, as the comment above says
+    from recallkit.cli_figures_run import write_figures  # matplotlib and the pipeline (scipy, sympy), about 1.5 s
 
-    if fmt not in FORMATS:
-        raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file, expected a folder")
-    entry = search_entry(experiment, store=store, preset=preset, log=sys.stderr)
-    for path in paper_figures(entry, out, fmt):
-        typer.echo(str(path))
+    write_figures(experiment, fmt=fmt, out=out, store=store, preset=preset)

@@ -1,20 +1,13 @@
 """CLI: ``recallkit fit EXPERIMENT.toml`` - fitted exponents with both intervals, predictions, verdicts."""
 from __future__ import annotations
 
-import json
-import sys
-from dataclasses import replace
 from typing import Any, List, Optional
 
 import typer
 
-from recallkit.empirics.executors import make_executor
-from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.records import CheckKey
-from recallkit.empirics.store import default_store_path
-from recallkit.fail_on import fail_on_verdicts, verdicts_matching
-from recallkit.interrupts import watch_store
-from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.fail_on import fail_on_verdicts
+from recallkit.theory.errors import InputError
 
 __all__ = ["format_table", "register", "threshold_text"]
 
@@ -27,24 +20,6 @@ def _interval(pair: Any) -> str:
 
 def _number(value: Any, fmt: str = ".3f") -> str:
     return "-" if value is None else format(value, fmt)
-
-
-def _judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
-    """The experiment's [[claims]] judged on the fits just made (a side in another experiment: its stored runs,
-    nothing trained for it)."""
-    from recallkit.pipeline import judge_loaded_claims  # the pipeline imports matplotlib and scipy (about 1 s)
-
-    if fitted.plan is not None:  # the experiment as planned for the fit: not read again
-        loaded = fitted.plan.experiment
-    else:
-        try:
-            loaded = load_experiment(fitted.path, preset=preset)
-        except RecallkitError:  # the fits did not come from a file this process can read (a stand-in fit)
-            return []
-    if not loaded.claims:
-        return []
-    claims = [replace(c, alpha=alpha) for c in loaded.claims] if alpha is not None else None
-    return judge_loaded_claims(loaded, fitted, fitted.store, loaded.preset, claims=claims)
 
 
 def threshold_text(fit: dict) -> str:
@@ -143,47 +118,12 @@ def register(app: typer.Typer) -> None:
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
-        from recallkit.assertions import sweep_and_fit  # fits through compare: scipy.stats, about 0.7 s to import
-
-        wanted = fail_on_verdicts(fail_on)
+        wanted = fail_on_verdicts(fail_on)  # a bad value is one line before the fits are imported
         if delta is not None and not delta > 0:
             raise InputError(f"--delta: expected a positive number (margin on the slope), got {delta}")
         if alpha is not None and not 0 < alpha < 0.5:
             raise InputError(f"--alpha: expected a number in (0, 0.5), got {alpha}")
-        executor = None
-        if run:
-            executor = make_executor("local", device=None if device == "auto" else device)
-            watch_store(store or default_store_path())  # Ctrl-C then names the store and its row count
-        try:
-            fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, executor=executor,
-                                   progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,
-                                   thresholds=threshold, log=sys.stderr)
-        finally:
-            if executor is not None:
-                executor.close()
-        doc = fitted.to_dict()
-        claims = _judge_claims(fitted, preset=preset, alpha=alpha)
-        if claims:
-            doc["claims"] = [c.to_dict() for c in claims]
-        sweep = doc["sweep"]
-        typer.echo(f"reused {sweep['reused']} / computed {sweep['computed']}"
-                   + (f" / missing {sweep['missing']}" if sweep.get("missing") else ""), err=True)
-        if as_json:
-            typer.echo(json.dumps(doc, allow_nan=False))
-        else:
-            typer.echo(format_table(doc))
-            if claims:
-                from recallkit.compare.claims import describe_claim  # scipy.stats, as sweep_and_fit above
+        from recallkit.cli_fit_run import fit  # the fits and the pipeline: scipy, matplotlib and sympy, about 1.5 s
 
-                typer.echo("\ncomparative claims ([[claims]]; stored runs only for a side in another experiment):")
-                for c in claims:
-                    typer.echo(describe_claim(c))
-        matching = None
-        if wanted:  # a claim is a check too, as in the report (a claim not run in this preset is none)
-            from recallkit.reports.pdf import claim_rows  # matplotlib (about 0.5 s): only with --fail-on
-
-            matching = verdicts_matching(doc["fits"] + claim_rows({"name": fitted.experiment, "claims": doc.get("claims", [])}),
-                                         wanted)
-        if matching:
-            typer.echo(matching, err=True)
-            raise typer.Exit(1)
+        fit(experiment, preset=preset, store=store, run=run, threshold=threshold, delta=delta, alpha=alpha,
+            device=device, as_json=as_json, wanted=wanted)

@@ -1,18 +1,16 @@
 """``recallkit report``: the main job (theory -> sweeps -> fits -> verdicts -> PDF)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import typer
 
 from recallkit.cli_sweep import MAX_PROCESSES, MAX_THREADS
 from recallkit.empirics import cost
-from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
-from recallkit.fail_on import fail_on_verdicts, verdicts_matching
-from recallkit.interrupts import watch_store
-from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.fail_on import fail_on_verdicts
+from recallkit.report_settings import ReportSettings
+from recallkit.theory.errors import InputError
 
 __all__ = ["register", "report"]
 
@@ -56,67 +54,15 @@ def report(
     every page alone as PDF (and PNG with --png) under figures/, and summary.json. Pages unchanged since
     the previous report in --out are reused, not redrawn. Progress goes to stderr; the last lines say
     where the report is. With --fail-on, exit 1 when a verdict matches."""
-    # the whole pipeline: matplotlib and scipy (about 1 s to import), which --help must not load
-    from recallkit.pipeline import ReportSettings, report_store, run_report
-    from recallkit.reports.render import env_jobs
-
     limit = cost.max_cost_allowed(max_cost)
-    env_jobs()  # read when the pages are drawn, after every experiment has run: a bad value fails now instead
     if workers is not None and workers > 1 and executor != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     wanted = fail_on_verdicts(fail_on)
-    _check_preset(preset, experiments or [])
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
                               device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)
-    watch_store(report_store(settings))  # Ctrl-C then names the store and its row count
-    with cost.budget(limit):  # one budget for every experiment of the report
-        pdf = run_report(settings)
-    typer.echo(f"report: {pdf}")
-    typer.echo(f"summary: {pdf.parent / 'summary.json'}")
-    summary = json.loads((pdf.parent / "summary.json").read_text())
-    failures = summary.get("failures") or []
-    if failures:
-        typer.echo(f"error: {len(failures)} experiment(s) failed and are listed in the report and in summary.json "
-                   f"(failures); the others are reported", err=True)
-    matching = verdicts_matching(summary.get("entries", []), wanted) if wanted else None
-    if matching:
-        typer.echo(matching, err=True)
-    if failures or matching:
-        raise typer.Exit(1)
+    from recallkit.cli_report_run import run  # the whole pipeline: matplotlib, scipy and sympy, about 1.5 s
+
+    run(settings, experiments or [], limit=limit, wanted=wanted)
 
 
-def _presets_in(table: Any) -> set[str]:
-    """The names in every ``presets`` table of a parsed experiment file, at any depth: a search experiment keeps
-    them at the top ([presets.X]), a system's own kinds under their own table ([geometric.presets.X],
-    [packs.P.presets.X])."""
-    if not isinstance(table, dict):
-        return set()
-    found: set[str] = set()
-    for key, value in table.items():
-        found |= set(value) if key == "presets" and isinstance(value, dict) else _presets_in(value)
-    return found
-
-
-def _check_preset(preset: str, experiments: list[str]) -> None:
-    """A --preset that none of the report's experiments defines is one line before anything runs (each
-    experiment failed on its own and the report held nothing but those failures). One that some define runs
-    in those, the others failing alone as before; a file that cannot be read is left to the pipeline, which
-    reports it."""
-    from recallkit.pipeline import default_experiments  # loaded already by the report (matplotlib, scipy)
-
-    paths = []
-    for name in experiments:
-        try:
-            paths.append(resolve_experiment(name))
-        except RecallkitError:
-            continue
-    defined: set[str] = set()
-    for path in paths if experiments else default_experiments():
-        try:
-            defined |= _presets_in(read_experiment_file(path))
-        except RecallkitError:
-            continue
-    if defined and preset not in defined:
-        raise InputError(f"--preset: expected a preset that these experiments define ({', '.join(sorted(defined))}), "
-                         f"got {preset!r}")

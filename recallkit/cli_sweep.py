@@ -15,8 +15,6 @@ import typer
 from recallkit.empirics import cost
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import make_executor, usable_cores
-from recallkit.empirics.plan import plan
-from recallkit.empirics.search import replay, run_sweep
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
@@ -144,6 +142,8 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
            dask_local: int | None, device: str, max_runs: int | None, workers: int, threads: int, progress: bool,
            as_json: bool, max_cost: str | None = None) -> None:
     """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
+    from recallkit.empirics.plan import plan  # experiments and packs: sympy, about 0.3 s, which --help must not load
+    from recallkit.empirics.search import run_sweep  # sympy through plan (about 0.3 s), as above
     limit = cost.max_cost_allowed(max_cost)
     if workers > 1 and executor_name != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
@@ -178,6 +178,8 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
 def _results(experiment_file: str, preset: str, store_path: str | None, as_json: bool, as_csv: bool,
              parquet: str | None) -> None:
     """``recallkit results``: the search replayed from the store (nothing trained), or the stored rows."""
+    from recallkit.empirics.plan import plan  # sympy, about 0.3 s: see _sweep
+    from recallkit.empirics.search import replay  # sympy, about 0.3 s: see _sweep
     if as_json and as_csv:
         raise InputError("--json/--csv: choose one")
     planned = plan(experiment_file, preset)

@@ -10,13 +10,11 @@ import json
 from pathlib import Path
 from typing import Optional
 
-import sympy as sp
 import typer
 
+# the package loads its submodules on first use: sympy (about 0.3 s) only when a command computes, not for --help
 from recallkit import theory
 from recallkit.theory.errors import InputError
-from recallkit.theory.scaling import power_text
-from recallkit.theory.summary import line_points
 
 __all__ = ["bounds_command", "list_command", "predict_command", "regions_command", "register", "show_command"]
 
@@ -67,6 +65,8 @@ def show_command(
         _echo_json(pack.to_dict())
         return
 
+    import sympy as sp  # the pack above loaded it; here so that --help does not
+
     def render(expr: sp.Expr) -> str:
         return sp.latex(expr) if latex else sp.sstr(expr)
 
@@ -114,7 +114,7 @@ def show_command(
 
 def _gap_text(base: str, gap: dict) -> str:
     """A gap to one entry of lower_bounds, saying what that entry covers (a class, or one estimator only)."""
-    power = power_text(base, gap["gap_exponent"], gap["gap_log_power"])
+    power = theory.power_text(base, gap["gap_exponent"], gap["gap_log_power"])
     if gap.get("kind", "lower-bound") == "lower-bound":
         return f"gap to lower bound {gap['name']}: {power}  (holds for {gap.get('class') or 'an unnamed class'})"
     return f"above the failure condition of one estimator {gap['name']} (not a lower bound): {power}"
@@ -128,8 +128,8 @@ def _diagram_text(document: dict) -> str:
     for region in document["regions"]:
         tied = f" (tied with {', '.join(region['tied_with'])})" if region["tied_with"] else ""
         lines.append(f"region {region['dominant']}{tied}:")
-        lines.append(f"  required {count} ~ {power_text(base, region['required_param_exponent'], region['log_power'])}")
-        lines.append(f"  size {document['size']} ~ {power_text(base, region['size_exponent'], region['size_log_power'])}")
+        lines.append(f"  required {count} ~ {theory.power_text(base, region['required_param_exponent'], region['log_power'])}")
+        lines.append(f"  size {document['size']} ~ {theory.power_text(base, region['size_exponent'], region['size_log_power'])}")
         lines.append(f"  vertices: {', '.join('(' + ', '.join(v) + ')' for v in region['vertices'])}")
         for inequality in region["inequalities"]:
             lines.append(f"  where {inequality}")
@@ -137,7 +137,7 @@ def _diagram_text(document: dict) -> str:
         for piece in region.get("strongest_bound_gaps", []):
             where = f" where {'; '.join(piece['where'])}" if piece["where"] else ""
             lines.append(f"  gap to the strongest lower bound{where}: {piece['name']}: "
-                         f"{power_text(base, piece['gap_exponent'], piece['gap_log_power'])}")
+                         f"{theory.power_text(base, piece['gap_exponent'], piece['gap_log_power'])}")
         if region.get("strongest_bound_note"):
             lines.append(f"  note: {region['strongest_bound_note']}")
     for entry in document["feasibility"]:
@@ -177,10 +177,9 @@ def regions_command(
                                      domain=domain or ())
     document = diagram.to_dict()
     if out is not None:
-        # only a figure needs these: they import matplotlib (about 0.5 s), which --help and the text output skip
-        from recallkit.reports import paper, phase
+        from recallkit.reports import paper, phase  # matplotlib (about 0.5 s): only a figure needs it, not the text
 
-        lines, notes = line_points(pack, diagram, [(text, text) for text in line or ()])
+        lines, notes = theory.line_points(pack, diagram, [(text, text) for text in line or ()])
         if notes:  # a line the diagram cannot show is a mistake in the command, not a footnote
             raise InputError(f"--line: {notes[0]}")
         figure = phase.draw_phase_diagram(document, lines=lines)
@@ -215,14 +214,14 @@ def _bounds_text(document: dict) -> str:
              f"  columns: region (dominant noise), required {count} (upper bound), strongest lower bound over a "
              f"class there, gap = required / bound"]
     for region in document["regions"]:
-        required = power_text(base, region["required_exponent"], region["required_log_power"])
+        required = theory.power_text(base, region["required_exponent"], region["required_log_power"])
         if not region["strongest"]:
             lines.append(f"{region['region']}  {required}  {region['note'] or 'no lower bound over a class'}")
         for piece in region["strongest"]:
             where = f"  where {'; '.join(piece['where'])}" if piece["where"] else ""
             lines.append(f"{region['region']}  {required}  {piece['name']} "
-                         f"{power_text(base, piece['exponent'], piece['log_power'])}  "
-                         f"gap {power_text(base, piece['gap_exponent'], piece['gap_log_power'])}{where}")
+                         f"{theory.power_text(base, piece['exponent'], piece['log_power'])}  "
+                         f"gap {theory.power_text(base, piece['gap_exponent'], piece['gap_log_power'])}{where}")
     lines.append("lower bounds (the class each holds for):" if document["lower_bounds"]
                  else "lower bounds: none over a class in this pack")
     lines.extend(f"  {bound['name']}: {bound['class']}" for bound in document["lower_bounds"])
@@ -270,16 +269,16 @@ def predict_command(
     tied = f" (tied with {', '.join(document['tied_with'])})" if document["tied_with"] else ""
     typer.echo(f"{document['pack']} along {document['scaling']}:")
     typer.echo(f"  dominant term: {document['dominant']}{tied}")
-    typer.echo(f"  required {document['param_count']} ~ {power_text(base, document['slope_exact'], document['log_power'])}")
+    typer.echo(f"  required {document['param_count']} ~ {theory.power_text(base, document['slope_exact'], document['log_power'])}")
     typer.echo(f"  predicted slope of log({document['param_count']}) vs log({base}): {document['slope_exact']} "
                f"(= {document['slope']:.4g}); log-power correction: {document['log_power']}")
-    typer.echo(f"  size {document['size']} ~ {power_text(base, document['size_exponent'], document['size_log_power'])}")
+    typer.echo(f"  size {document['size']} ~ {theory.power_text(base, document['size_exponent'], document['size_log_power'])}")
     for gap in document["lower_bounds"]:
         typer.echo(f"  {_gap_text(base, gap)}")
     strongest = document.get("strongest_bound")
     if strongest is not None:
         typer.echo(f"  gap to the strongest lower bound: {strongest['name']}: "
-                   f"{power_text(base, strongest['gap_exponent'], strongest['gap_log_power'])}")
+                   f"{theory.power_text(base, strongest['gap_exponent'], strongest['gap_log_power'])}")
     for name in document["infeasible"]:
         typer.echo(f"  warning: term {name} beats the signal at every size along this line", err=True)
 

@@ -7,12 +7,13 @@ from typing import List, Optional
 
 import typer
 
-from recallkit import registry
+# the theory package loads theory.expr (sympy, about 0.3 s) on first use: when --set values are read, not for --help
+from recallkit import registry, theory
 from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics import cost
 from recallkit.empirics.config import config_hash, parse_config
+from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
-from recallkit.theory.expr import MAX_NUMBER_DIGITS
 
 __all__ = ["parse_set_options", "register"]
 
@@ -36,8 +37,9 @@ def parse_set_options(items: list[str]) -> dict:
             raise InputError(f"--set {item!r}: expected key=value, e.g. --set V=512")
         if key in values:
             raise InputError(f"--set {key}: given twice")
-        if (_INT.match(text) or _FLOAT.match(text)) and sum(ch.isdigit() for ch in text) > MAX_NUMBER_DIGITS:
-            raise InputError(f"--set {key}: number with more than {MAX_NUMBER_DIGITS} digits")
+        limit = theory.expr.MAX_NUMBER_DIGITS
+        if (_INT.match(text) or _FLOAT.match(text)) and sum(ch.isdigit() for ch in text) > limit:
+            raise InputError(f"--set {key}: number with more than {limit} digits")
         if _INT.match(text):
             values[key] = int(text)
         elif _FLOAT.match(text):
@@ -89,8 +91,7 @@ def register(app: typer.Typer) -> None:
         # torch (about 1 s to import) only once a model is trained: the engine imports it too
         import torch
 
-        from recallkit.empirics.device import resolve_device
-        from recallkit.empirics.engine import run_config  # imports torch, as above
+        from recallkit.empirics.engine import run_config  # imports torch (about 1 s), as above
 
         # checked against memory and priced before anything is built (a model that cannot fit is refused
         # whatever --max-cost says, so memory first); a long run says so, never silent

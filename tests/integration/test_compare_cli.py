@@ -116,7 +116,7 @@ def test_fit_fail_on_counts_the_claims(calls, monkeypatch):
     from recallkit.compare.claims import judge_claims
     from tests.unit.reports.test_reports_claims import two_line_fits
 
-    cli_fit = importlib.import_module("recallkit.cli_fit")
+    fit_run = importlib.import_module("recallkit.cli_fit_run")
     fits = two_line_fits(experiment="anchor", threshold=0.99)
     claims = [{"id": "wrong-way", "text": "flat is steeper (false)", "relation": "slope >", "a": {"line": "flat"},
                "b": {"line": "steep"}, "provenance": "paper-reported: Fig 0"},
@@ -124,7 +124,7 @@ def test_fit_fail_on_counts_the_claims(calls, monkeypatch):
                "b": {"line": "steep"}, "provenance": "paper-reported: Fig 0"}]
     judged = judge_claims(fits, claims, experiment="anchor", preset="quick")
     assert [c.verdict for c in judged] == ["inconsistent", "not run"]
-    monkeypatch.setattr(cli_fit, "_judge_claims", lambda fitted, **kw: judged)
+    monkeypatch.setattr(fit_run, "judge_claims", lambda fitted, **kw: judged)
     result = CliRunner().invoke(app, ["fit", "x.toml", "--no-run", "--fail-on", "inconsistent"])
     assert result.exit_code == 1, result.output
     assert "fail-on: 1 inconsistent of 2 checks: anchor [claim wrong-way: slope(A) > slope(B), threshold 0.99]" in result.stderr

@@ -1,0 +1,28 @@
+"""What ``recallkit figures`` does once its arguments are read: draw the experiment's figures, one file each.
+
+Apart from :mod:`recallkit.cli_figures` (the command's options and help), because this side imports
+matplotlib and the pipeline (scipy, sympy: about 1.5 s together) and ``recallkit figures --help`` must not.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from recallkit.pipeline import search_entry
+from recallkit.reports.paper import FORMATS, paper_figures
+from recallkit.theory.errors import InputError
+
+__all__ = ["write_figures"]
+
+
+def write_figures(experiment: str, *, fmt: str, out: Path, store: str | None, preset: str) -> None:
+    """Check --format and --out, then write each figure and print its path."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: is a file, expected a folder")
+    entry = search_entry(experiment, store=store, preset=preset, log=sys.stderr)
+    for path in paper_figures(entry, out, fmt):
+        typer.echo(str(path))
