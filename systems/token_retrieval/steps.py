@@ -6,6 +6,7 @@ from typing import Any
 
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore
+from recallkit.systems.token_retrieval.gradient_access import check
 from recallkit.systems.token_retrieval.judge import run_probe
 from recallkit.theory.errors import RecallkitError
 
@@ -36,8 +37,6 @@ def gradient_access_entry(context: Any) -> dict | None:
     ``--no-probes`` leaves it out too."""
     if not context.settings.probes:
         return None
-    from recallkit.systems.token_retrieval.gradient_access import check
-
     return {"name": "token_retrieval_gradient_access", "kind": "gradient_access",
             "title": "Token retrieval: the gradient-access lower bound against decoders of the noisy first gradient",
             "check": check(**GRADIENT_ACCESS_CHECK)}
