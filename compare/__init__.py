@@ -5,7 +5,8 @@ every run - costs nothing until a name is used)::
 
     compare.fit_slope(x, y, seeds=None, *, alpha=0.05, n_bootstrap=2000, bootstrap_seed=0) -> SlopeFit
     compare.fit_constant(x, y, seeds=None, *, fixed_slope=1.0, alpha=0.05, ...) -> ConstantFit
-    compare.fit_points(points, *, predicted_slope, x="log V", ...) -> FitResult
+    compare.fit_points(points, options=None, *, predicted_slope, x="log V", ...) -> FitResult
+        (points: the search's BoundaryPoint records or dicts; options: a FitOptions, or its fields as keywords)
     compare.fit_boundary_points(points, predictions, *, kind, base, delta, alpha, ...) -> list[FitResult]
     compare.fit_experiment(path, *, store=None, preset="quick", ...) -> ExperimentFits  (stored results only)
     compare.decide(fit, predicted_slope, *, delta=0.25, alpha=0.05, log_power=0.0) -> Verdict
@@ -21,7 +22,8 @@ from typing import Any
 
 _EXPORTS = {
     "fit_slope": "recallkit.compare.fits", "fit_constant": "recallkit.compare.fits", "fit_points": "recallkit.compare.results",
-    "finite_range_slope": "recallkit.compare.fits", "FitResult": "recallkit.compare.results", "SlopeFit": "recallkit.compare.fits",
+    "finite_range_slope": "recallkit.compare.fits", "FitResult": "recallkit.compare.results",
+    "FitOptions": "recallkit.compare.results", "SlopeFit": "recallkit.compare.fits",
     "ConstantFit": "recallkit.compare.fits", "DEFAULT_ALPHA": "recallkit.compare.fits",
     "Verdict": "recallkit.compare.verdicts", "decide": "recallkit.compare.verdicts", "decide_numbers": "recallkit.compare.verdicts",
     "DEFAULT_DELTA": "recallkit.compare.verdicts",
