@@ -23,6 +23,9 @@ def test_the_pack_is_the_plain_one_without_the_mean_bias_terms():
         if term.name in kept:  # each remaining term keeps its expression, provenance and reference
             assert (kept[term.name].expr, kept[term.name].provenance, kept[term.name].reference) == (
                 term.expr, term.provenance, term.reference), term.name
+    # the lower bounds hold for classes of estimators, whatever the algorithm: the centred pack keeps every one
+    bounds = lambda pack: [(b.name, b.expr, b.provenance, b.reference) for b in pack.lower_bounds]  # noqa: E731
+    assert bounds(centred) == bounds(plain)
     assert "## §10" in DERIVATION.read_text(encoding="utf-8")
 
 
