@@ -42,8 +42,10 @@ Where each piece lives (this module is the entry point and keeps every name call
 run rows), ``empirics.bisection`` (per-seed bisection), ``empirics.budget_check`` (the training-budget check),
 ``empirics.curve_search`` and ``empirics.ceilings`` (seed-mean curves and instance ceilings),
 ``empirics.grid_sweep`` (the grid product), ``empirics.search_sizes`` (bounds and grids of probe-able sizes),
-``empirics.search_points`` (per-seed points, monotonicity check) and ``empirics.search_types`` (the shared
-types and the :class:`SearchStrategy` interface).
+``empirics.search_points`` (per-seed points, monotonicity check), ``empirics.search_types`` (the shared
+types and the :class:`SearchStrategy` interface) and ``empirics.records`` (the records a sweep returns:
+boundary points, violations, probe runs; written as dicts only where JSON is: ``SweepResult.to_dict``, the
+report's summary entry, :func:`boundary_points`).
 """
 from __future__ import annotations
 
