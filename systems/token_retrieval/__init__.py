@@ -13,7 +13,8 @@ SYSTEM = System(
     tasks=(Task("token_retrieval", config=f"{__name__}.config:TokenRetrievalConfig",
                 problem=f"{__name__}.task:TokenRetrieval", trainers=("three_step", "two_step_then_fit", "adam", "adamw"),
                 run_metrics=("attention_mass",)),),
-    report=("tr_fig1a_capacity", "tr_fig2_attention_only", "tr_fig3_attention_mlp", "tr_fig3_attention_mlp_rank2",
+    # tr_centring beside Fig 2: the mean-bias-free variant and its pack's phase diagram after the plain model's
+    report=("tr_fig1a_capacity", "tr_fig2_attention_only", "tr_centring", "tr_fig3_attention_mlp", "tr_fig3_attention_mlp_rank2",
             "tr_fig4_mlp_width_rank2", "tr_fig5_adam", "tr_fig6_adam"),
     report_steps=(f"{__name__}.steps:term_probe_entry", f"{__name__}.steps:gradient_access_entry"),
     probe=f"{__name__}.judge:run_probe",
