@@ -17,6 +17,7 @@ import pytest
 from recallkit.empirics.config import parse_config
 from recallkit.empirics.cost import MAX_COST_ENV, CostTooHigh, PricedExecutor, budget, estimate
 from recallkit.empirics.experiment import resolve_experiment
+from tests.experiment_texts import probe_grid
 
 pytestmark = pytest.mark.integration
 RECALLKIT = shutil.which("recallkit")
@@ -224,25 +225,11 @@ def test_a_runaway_sweep_is_refused_before_it_trains(tmp_path, name, text, flags
     assert re.fullmatch(r"error: .*" + COST_LINE + r".*", line), line
 
 
-PROBE = """
-name = "runaway_probe"
-[verdict]
-delta = 0.25
-alpha = 0.05
-[schedule]
-kappa = 1.0
-eta = 1e-3
-[packs.token_retrieval_attn.presets.quick]
-base = { V = 256, N = 4000, d = 32, L = 16 }
-vary = VARY
-seeds = SEEDS
-n_test = 96
-"""
 
 
 def test_a_probe_grid_too_large_for_memory_is_refused_before_allocation(tmp_path):
-    (tmp_path / "probe.toml").write_text(PROBE.replace("VARY", "{ N = [2000, 4000, 100000000] }")
-                                         .replace("SEEDS", "[0]"))
+    (tmp_path / "probe.toml").write_text(probe_grid("runaway_probe", vary="{ N = [2000, 4000, 100000000] }",
+                                                    seeds="[0]", n_test=96))
     result, seconds = _run(["probe", "probe.toml", "--pack", "token_retrieval_attn", "--no-store"], tmp_path)
     line = _refusal(result, seconds)
     assert re.fullmatch(r"error: probe runaway_probe: one probe row \(V=256, N=100000000, d=32, L=16, n_test=96\) "
@@ -251,8 +238,8 @@ def test_a_probe_grid_too_large_for_memory_is_refused_before_allocation(tmp_path
 
 
 def test_a_probe_grid_too_long_is_refused_before_its_first_row(tmp_path):
-    (tmp_path / "probe.toml").write_text(PROBE.replace("VARY", "{ V = [128, 512], N = [2000, 8000] }")
-                                         .replace("SEEDS", str(list(range(5000)))))
+    (tmp_path / "probe.toml").write_text(probe_grid("runaway_probe", vary="{ V = [128, 512], N = [2000, 8000] }",
+                                                    seeds=str(list(range(5000))), n_test=96))
     result, seconds = _run(["probe", "probe.toml", "--pack", "token_retrieval_attn", "--no-store"], tmp_path)
     line = _refusal(result, seconds)
     assert re.fullmatch(r"error: probe runaway_probe: " + COST_LINE + r".*", line), line

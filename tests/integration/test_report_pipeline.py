@@ -16,42 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.experiment_texts import linear_memory_experiment
+
 pytestmark = pytest.mark.integration
 
-CAPACITY = """
-name = "tiny_linear_memory"
-description = "tiny linear associative memory (test)"
-pack = "assoc_memory"
-task = "assoc_memory"
-model = "linear"
-trainer = "adamw"
-kind = "max_capacity"
-base = "d"
-size = "N"
-thresholds = [0.99]
-
-[[lines]]
-scaling = ""
-theory_scaling = "m=d"
-label = "linear"
-
-[fixed]
-lr = 0.1
-steps = 128
-early_stop = 0.99
-weight_decay = 0.0
-
-[search]
-min = 2
-max = 4096
-start = "d**2/3"
-bracket = 1.4
-
-[presets.quick]
-d = [4, 6, 8, 11]
-seeds = [0, 1]
-search = { resolution = 0.25 }
-"""
+CAPACITY = linear_memory_experiment(
+    "tiny_linear_memory", "tiny linear associative memory (test)", kind="max_capacity", base="d", size="N",
+    head="thresholds = [0.99]", fixed="lr = 0.1\nsteps = 128\nearly_stop = 0.99\nweight_decay = 0.0",
+    search='min = 2\nmax = 4096\nstart = "d**2/3"\nbracket = 1.4',
+    quick="d = [4, 6, 8, 11]\nseeds = [0, 1]\nsearch = { resolution = 0.25 }")
 
 CONSTRUCTION = """
 [geometric]

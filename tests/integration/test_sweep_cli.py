@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests.experiment_texts import linear_memory_experiment
+
 pytestmark = pytest.mark.integration
 
 TINY = """
@@ -105,30 +107,10 @@ def test_foreign_store_is_refused(tmp_path):
     assert store.read_text() == "not a database"
 
 
-GRID = """
-name = "cli_grid"
-description = "linear memory over an (N, d) grid, on a metric other than accuracy"
-pack = "assoc_memory"
-task = "assoc_memory"
-model = "linear"
-trainer = "adamw"
-kind = "grid"
-base = "N"
-size = "d"
-metric = "train_accuracy"
-[[lines]]
-scaling = ""
-theory_scaling = "m=d"
-label = "linear"
-[fixed]
-lr = 1000.0
-steps = 32
-weight_decay = 0.0
-[presets.quick]
-N = [8, 16]
-sizes = [4, 8]
-seeds = [0, 1]
-"""
+GRID = linear_memory_experiment(
+    "cli_grid", "linear memory over an (N, d) grid, on a metric other than accuracy", kind="grid", base="N", size="d",
+    head='metric = "train_accuracy"', fixed="lr = 1000.0\nsteps = 32\nweight_decay = 0.0",
+    quick="N = [8, 16]\nsizes = [4, 8]\nseeds = [0, 1]")
 
 
 def test_results_of_a_grid_prints_each_cell_with_its_mean_metric(tmp_path):

@@ -13,21 +13,11 @@ from recallkit.systems.token_retrieval.term_probes import NORMALISER_L_POWER, PA
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import load_pack
 from recallkit.theory.symbols import VARIABLES
+from tests.experiment_texts import probe_grid
 
-GRID_TOML = """
-name = "probe_test"
-[verdict]
-delta = 0.25
-alpha = 0.05
-[schedule]
-kappa = 1.0
-eta = 1e-3
-[packs.token_retrieval_attn.presets.quick]
-base = { V = 256, N = 4000, d = 32, L = 16 }
-vary = { V = [128, 256, 512, 1024], N = [2000, 4000, 8000], d = [16, 32, 64], L = [8, 16, 32] }
-seeds = [0, 1, 2, 3]
-n_test = 16
-[packs.token_retrieval_attn.presets.tiny]
+GRID_TOML = probe_grid(
+    "probe_test", vary="{ V = [128, 256, 512, 1024], N = [2000, 4000, 8000], d = [16, 32, 64], L = [8, 16, 32] }",
+    seeds="[0, 1, 2, 3]", n_test=16) + """[packs.token_retrieval_attn.presets.tiny]
 base = { V = 32, N = 200, d = 8, L = 4 }
 vary = { d = [8, 16, 32] }
 seeds = [0, 1]

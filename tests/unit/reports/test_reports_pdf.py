@@ -19,6 +19,7 @@ from tests.unit.reports.test_reports_figures import (
     synthetic_line,
 )
 from recallkit.theory.errors import InputError
+from tests.experiment_texts import linear_memory_experiment
 
 LINE = "N=V*log(V), L=V**0.5"
 
@@ -521,41 +522,10 @@ def test_paper_heatmap_draws_the_experiments_metric(tmp_path):
     assert any("heatmap" in path.name for path in made)
 
 
-_TRAIN_ACCURACY_EXPERIMENT = """
-name = "linear_train_accuracy"
-description = "linear memory, largest N with train accuracy >= 0.9 at each d"
-pack = "assoc_memory"
-task = "assoc_memory"
-model = "linear"
-trainer = "adamw"
-kind = "max_capacity"
-base = "d"
-size = "N"
-metric = "train_accuracy"
-thresholds = [0.9]
-
-[[lines]]
-scaling = ""
-theory_scaling = "m=d"
-label = "linear"
-
-[fixed]
-lr = 1000.0
-steps = 64
-early_stop = 0.9
-weight_decay = 0.0
-
-[search]
-min = 2
-max = 256
-start = "d**2/3"
-bracket = 1.4
-
-[presets.quick]
-d = [4, 6, 8]
-seeds = [0]
-search = { resolution = 0.2 }
-"""
+_TRAIN_ACCURACY_EXPERIMENT = linear_memory_experiment(
+    "linear_train_accuracy", "linear memory, largest N with train accuracy >= 0.9 at each d", kind="max_capacity",
+    base="d", size="N", head='metric = "train_accuracy"\nthresholds = [0.9]',
+    search='min = 2\nmax = 256\nstart = "d**2/3"\nbracket = 1.4', quick="d = [4, 6, 8]\nseeds = [0]\nsearch = { resolution = 0.2 }")
 
 
 def test_fit_json_names_a_metric_other_than_accuracy_for_the_report(tmp_path):

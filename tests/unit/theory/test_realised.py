@@ -5,6 +5,7 @@ import pytest
 
 from recallkit.theory import load_pack, predict
 from recallkit.theory.realised import realised_prediction
+from tests.experiment_texts import linear_memory_experiment
 
 
 def test_exact_powers_over_a_wide_range_recover_the_asymptotic_slope():
@@ -95,40 +96,10 @@ def test_a_parameter_count_constant_with_no_number_is_one_input_error(tmp_path):
         realised_prediction(pack, "m=d", [dict(N=64.0), dict(N=256.0)])
 
 
-_CONSTANT_EXPERIMENT = """
-name = "constant_line_dmin"
-description = "linear memory, smallest d at each N, a pack constant given by the line"
-pack = "{pack}"
-task = "assoc_memory"
-model = "linear"
-trainer = "adamw"
-kind = "min_size"
-base = "N"
-size = "d"
-thresholds = [0.9]
-
-[[lines]]
-scaling = ""
-theory_scaling = "m=d, g=2"
-label = "linear"
-
-[fixed]
-lr = 1000.0
-steps = 64
-early_stop = 0.9
-weight_decay = 0.0
-
-[search]
-min = 2
-max = 64
-start = "2*N**0.5"
-bracket = 1.4
-
-[presets.quick]
-N = [8, 16, 32]
-seeds = [0]
-search = {{ resolution = 0.2 }}
-"""
+_CONSTANT_EXPERIMENT = linear_memory_experiment(
+    "constant_line_dmin", "linear memory, smallest d at each N, a pack constant given by the line", pack="{pack}",
+    kind="min_size", base="N", size="d", theory_scaling="m=d, g=2",
+    search='min = 2\nmax = 64\nstart = "2*N**0.5"\nbracket = 1.4', quick="N = [8, 16, 32]\nseeds = [0]\nsearch = { resolution = 0.2 }")
 
 
 def test_fit_of_a_line_that_gives_a_pack_constant_a_number_completes(tmp_path):
@@ -136,7 +107,7 @@ def test_fit_of_a_line_that_gives_a_pack_constant_a_number_completes(tmp_path):
     import subprocess
     _constant_pack(tmp_path, "g*m*d", "N")
     experiment = tmp_path / "constant_line_dmin.toml"
-    experiment.write_text(_CONSTANT_EXPERIMENT.format(pack=(tmp_path / "constant_line.toml").as_posix()),
+    experiment.write_text(_CONSTANT_EXPERIMENT.replace("{pack}", (tmp_path / "constant_line.toml").as_posix()),
                           encoding="utf-8")
     store = tmp_path / "store.db"
     cli = shutil.which("recallkit")

@@ -1,0 +1,69 @@
+"""Tiny experiment and probe-grid files, as text, shared by the tests that write them to a temporary folder.
+
+Each test names only what it is about (the kind, the metric, the grid, the preset's sizes); the rest is the one
+small, fast setting every copy used: linear associative memory trained by AdamW at lr 1000 for 64 steps, and
+token-retrieval probe grids around V = 256, N = 4000, d = 32, L = 16 on the attention-only pack.
+"""
+from __future__ import annotations
+
+__all__ = ["FAST_LINEAR_FIXED", "linear_memory_experiment", "probe_grid"]
+
+#: [fixed] of a linear memory that reaches its threshold in a few dozen steps (lr 1000: the loss is convex)
+FAST_LINEAR_FIXED = "lr = 1000.0\nsteps = 64\nearly_stop = 0.9\nweight_decay = 0.0"
+
+_LINEAR_MEMORY = """
+name = "{name}"
+description = "{description}"
+pack = "{pack}"
+task = "assoc_memory"
+model = "linear"
+trainer = "adamw"
+kind = "{kind}"
+base = "{base}"
+size = "{size}"
+{head}
+
+[[lines]]
+scaling = ""
+theory_scaling = "{theory_scaling}"
+label = "linear"
+
+[fixed]
+{fixed}
+{search}
+[presets.quick]
+{quick}
+"""
+
+
+def linear_memory_experiment(name: str, description: str, *, kind: str, base: str, size: str, quick: str,
+                             head: str = "thresholds = [0.9]", search: str | None = None, fixed: str = FAST_LINEAR_FIXED,
+                             theory_scaling: str = "m=d", pack: str = "assoc_memory") -> str:
+    """A linear associative-memory experiment with one line (``label = "linear"``): ``head`` holds the top-level
+    keys after ``size`` (thresholds, metric), ``search`` the [search] table's keys (none for a grid), ``quick``
+    the quick preset's."""
+    return _LINEAR_MEMORY.format(name=name, description=description, pack=pack, kind=kind, base=base, size=size,
+                                 head=head, theory_scaling=theory_scaling, fixed=fixed, quick=quick,
+                                 search="" if search is None else f"\n[search]\n{search}\n")
+
+
+_PROBE_GRID = """
+name = "{name}"
+[verdict]
+delta = 0.25
+alpha = 0.05
+[schedule]
+kappa = 1.0
+eta = 1e-3
+[packs.token_retrieval_attn.presets.quick]
+base = {{ V = 256, N = 4000, d = 32, L = 16 }}
+vary = {vary}
+seeds = {seeds}
+n_test = {n_test}
+"""
+
+
+def probe_grid(name: str, *, vary: str, seeds: str, n_test: int) -> str:
+    """A term-probe grid file for the attention-only pack, its quick preset varying ``vary`` (an inline TOML table,
+    e.g. ``{ d = [16, 32] }``) around V = 256, N = 4000, d = 32, L = 16; more presets can be appended."""
+    return _PROBE_GRID.format(name=name, vary=vary, seeds=seeds, n_test=n_test)
