@@ -25,14 +25,6 @@ PINNED = dict(task="token_retrieval", model="attention-only", trainer="three_ste
               kappa=1.0, n_eval=512)
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_default_centring_keeps_store_keys_and_labels_changes_them():
     assert config_hash(PINNED) == "fadea22ffd1d93ee"
     assert config_hash({**PINNED, "centring": "none"}) == "fadea22ffd1d93ee"

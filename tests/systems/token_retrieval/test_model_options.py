@@ -22,14 +22,6 @@ CPU = torch.device("cpu")
 BASE = dict(task="token_retrieval", model="attention-mlp", trainer="three_step", eta=1e-3)
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # ----------------------------------------------------------------------------- config keys
 
 
