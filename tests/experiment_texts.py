@@ -6,7 +6,7 @@ token-retrieval probe grids around V = 256, N = 4000, d = 32, L = 16 on the atte
 """
 from __future__ import annotations
 
-__all__ = ["FAST_LINEAR_FIXED", "linear_memory_experiment", "probe_grid"]
+__all__ = ["FAST_LINEAR_FIXED", "TINY_LINEAR_MEMORY", "linear_memory_experiment", "probe_grid"]
 
 #: [fixed] of a linear memory that reaches its threshold in a few dozen steps (lr 1000: the loss is convex)
 FAST_LINEAR_FIXED = "lr = 1000.0\nsteps = 64\nearly_stop = 0.9\nweight_decay = 0.0"
@@ -46,6 +46,13 @@ def linear_memory_experiment(name: str, description: str, *, kind: str, base: st
                                  head=head, theory_scaling=theory_scaling, fixed=fixed, quick=quick,
                                  search="" if search is None else f"\n[search]\n{search}\n")
 
+
+#: the report's and the CLI's end-to-end tests' capacity experiment: four d, two seeds, a threshold of 0.99
+TINY_LINEAR_MEMORY = linear_memory_experiment(
+    "tiny_linear_memory", "tiny linear associative memory (test)", kind="max_capacity", base="d", size="N",
+    head="thresholds = [0.99]", fixed="lr = 0.1\nsteps = 128\nearly_stop = 0.99\nweight_decay = 0.0",
+    search='min = 2\nmax = 4096\nstart = "d**2/3"\nbracket = 1.4',
+    quick="d = [4, 6, 8, 11]\nseeds = [0, 1]\nsearch = { resolution = 0.25 }")
 
 _PROBE_GRID = """
 name = "{name}"

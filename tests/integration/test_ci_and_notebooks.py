@@ -16,11 +16,13 @@ from pathlib import Path
 import pypdf
 import pytest
 
+from tests.experiment_texts import TINY_LINEAR_MEMORY
+
 pytestmark = pytest.mark.integration
 
 RECALLKIT = shutil.which("recallkit")
 ENV = {**os.environ, "MPLBACKEND": "Agg", "SOURCE_DATE_EPOCH": "0"}
-TINY = (Path(__file__).parent / "test_report_pipeline.py").read_text().split('CAPACITY = """', 1)[1].split('"""', 1)[0]
+TINY = TINY_LINEAR_MEMORY
 
 
 def run(args, cwd, timeout=300):

@@ -16,15 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiment_texts import linear_memory_experiment
+from tests.experiment_texts import TINY_LINEAR_MEMORY
 
 pytestmark = pytest.mark.integration
-
-CAPACITY = linear_memory_experiment(
-    "tiny_linear_memory", "tiny linear associative memory (test)", kind="max_capacity", base="d", size="N",
-    head="thresholds = [0.99]", fixed="lr = 0.1\nsteps = 128\nearly_stop = 0.99\nweight_decay = 0.0",
-    search='min = 2\nmax = 4096\nstart = "d**2/3"\nbracket = 1.4',
-    quick="d = [4, 6, 8, 11]\nseeds = [0, 1]\nsearch = { resolution = 0.25 }")
 
 CONSTRUCTION = """
 [geometric]
@@ -68,7 +62,7 @@ def _report(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess:
 def two_runs(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("report")
     capacity = tmp_path / "tiny_linear_memory.toml"
-    capacity.write_text(CAPACITY)
+    capacity.write_text(TINY_LINEAR_MEMORY)
     construction = tmp_path / "tiny_construction.toml"
     construction.write_text(CONSTRUCTION)
     probes = tmp_path / "tiny_probes.toml"
