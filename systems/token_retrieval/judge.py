@@ -24,6 +24,7 @@ factor stays and the V verdict is taken against the prediction's finite-range sl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import sympy as sp
+from scipy import optimize, special
 
 from recallkit.compare.fits import finite_range_slope, fit_slope
 from recallkit.compare.verdicts import decide, decide_numbers, undecidable
@@ -373,24 +375,75 @@ def step_two_gap(L: int, measured: Mapping[str, Any]) -> tuple[float, str]:
     return 1.0 - 1.0 / L, "the expression schedule at kappa = 1"
 
 
-def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], measured: Mapping[str, Any]):
+# The grid of the argmax integral (standard-normal units): the integrand is smooth and negligible beyond |z| = 10,
+# so the trapezoid rule on it is exact to far below the slopes' third decimal.
+_ARGMAX_GRID = np.linspace(-10.0, 10.0, 4001)
+_ARGMAX_WEIGHTS = np.exp(-0.5 * _ARGMAX_GRID ** 2) / math.sqrt(2 * math.pi)
+
+# The accuracy at which a pack's finite-size prediction takes the extreme-value cost of the argmax (DERIVATION.md
+# §11), for the packs that take it: the report's hook is called per line, not per threshold, so one accuracy serves
+# every check of a line. 0.1 is the attention-only experiment's lowest absolute threshold (tr_fig2_attention_only).
+# The MLP packs' checks are mostly fractions of a ceiling a few times above chance, where no one accuracy fits.
+ARGMAX_ACCURACY = {"token_retrieval_attn": 0.1}
+
+
+def _argmax_accuracy(snr: float, V: int) -> float:
+    """P(snr + Z_0 > max(Z_1..Z_{V-1})), the Z i.i.d. standard normal: argmax accuracy at signal-to-noise snr."""
+    log_cdf = (V - 1) * special.log_ndtr(_ARGMAX_GRID + snr)
+    return float(np.trapezoid(_ARGMAX_WEIGHTS * np.exp(log_cdf), _ARGMAX_GRID))
+
+
+@functools.lru_cache(maxsize=4096)
+def argmax_snr(accuracy: float, V: int) -> float:
+    """The signal-to-noise ratio (signal over the per-label noise spread, the correct label's own noise of the same
+    spread) at which the argmax over V labels with i.i.d. Gaussian noise is right with probability ``accuracy``
+    (DERIVATION.md §11). It tends to sqrt(2 log V) as V grows (the union bound of the packs' sqrt(log V)), but at a
+    low accuracy and V <= 1024 it is far below it and grows much faster: 0.94, 1.21, 1.45, 1.68 at accuracy 0.1 and
+    V = 64, 128, 256, 512, i.e. its square grows like V^0.56 there, the union bound's like V^0.20."""
+    if not (isinstance(accuracy, (int, float)) and 0 < accuracy < 1):
+        raise InputError(f"argmax_snr: accuracy: expected a number in (0, 1), got {accuracy!r}")
+    if not (isinstance(V, int) and V >= 2):
+        raise InputError(f"argmax_snr: V: expected an integer >= 2, got {V!r}")
+    return float(optimize.brentq(lambda s: _argmax_accuracy(s, V) - accuracy, -20.0, 40.0, xtol=1e-10))
+
+
+_DEFAULT = object()
+
+
+def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], measured: Mapping[str, Any],
+                       accuracy: float | None | object = _DEFAULT):
     """The registry's finite-size hook (``System.finite_size``): the factor that replaces a term's asymptotic
     normalisers (A ~ e^k/L, |r|, |t|, |o| ~ L^-1/2) by their exact finite-L values at the row's kappa'
-    (:func:`finite_normalisers`, :func:`step_two_gap`). ``term=None`` returns the constants used. None for
-    packs or terms without a normaliser form (the attended rank-2 pack)."""
+    (:func:`finite_normalisers`, :func:`step_two_gap`), and, for a noise term, the union bound sqrt(2 log V) by the
+    signal-to-noise ratio an argmax over V labels needs at ``accuracy`` (:func:`argmax_snr`; DERIVATION.md §11).
+    ``accuracy`` defaults to the pack's :data:`ARGMAX_ACCURACY` (none: no argmax factor); None leaves the union
+    bound as the pack writes it. ``term=None`` returns the constants used. None for packs or terms without a
+    normaliser form (the attended rank-2 pack)."""
     table = _pack_normalisers(pack)
     if table is None or "L" not in row:
         return None
     L = int(row["L"])
     kappa_prime, source = step_two_gap(L, measured)
+    if accuracy is _DEFAULT:
+        accuracy = ARGMAX_ACCURACY.get(pack)
     if term is None:
-        return {"L": L, "kappa_prime": kappa_prime, "A": finite_normalisers(L, kappa_prime)["A_test"], "source": source}
+        constants = {"L": L, "kappa_prime": kappa_prime, "A": finite_normalisers(L, kappa_prime)["A_test"],
+                     "source": source}
+        if accuracy is not None and "V" in row:
+            constants.update(accuracy=accuracy, argmax_snr=argmax_snr(accuracy, int(row["V"])))
+        return constants
     if term not in table:
         return None
     finite = finite_normalisers(L, kappa_prime)
     factor = 1.0
     for name, power in table[term].items():
         factor *= (finite[name] / L ** NORMALISER_L_POWER[name]) ** power
+    if accuracy is not None and term != "signal":
+        # every noise term of these packs carries the union bound's sqrt(log V); the argmax needs argmax_snr instead
+        if "V" not in row:
+            return None
+        V = int(row["V"])
+        factor *= argmax_snr(accuracy, V) / math.sqrt(2 * math.log(V))
     return factor
 
 
