@@ -44,6 +44,7 @@ from recallkit.systems.token_retrieval.term_probes import (FEATURES, NORMALISER_
                                                            TERM_NORMALISERS, ProbeConfig, check_probe_work, probe_rows)
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import load_pack
+from recallkit.theory.realised import realised_prediction
 from recallkit.theory.schema import (
     REQUIRED, Field, Section, check_value, converts, loads_toml, number, satisfies, table, validate,
 )
@@ -439,13 +440,50 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
     for name, power in table[term].items():
         factor *= (finite[name] / L ** NORMALISER_L_POWER[name]) ** power
     if accuracy is not None and term != "signal":
-        # every noise term of these packs carries the union bound's sqrt(log V); the argmax needs argmax_snr instead
+        # every noise term of these packs is its spread over the labels times the union bound's sqrt(log V) (the
+        # probes measure the spread at 1.0-1.4 times the term without that factor, DERIVATION.md §11), and the argmax
+        # needs the signal at argmax_snr times the spread: the factor replaces the one by the other
         if "V" not in row:
             return None
         V = int(row["V"])
-        factor *= argmax_snr(accuracy, V) / math.sqrt(2 * math.log(V))
+        factor *= argmax_snr(accuracy, V) / math.sqrt(math.log(V))
     return factor
 
+
+
+def argmax_check_predictions(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per check of a token-retrieval min-size fit (the document of ``recallkit fit --json``): the finite-size slope
+    with the argmax taken at the check's own accuracy (DERIVATION.md §11), which the report's hook cannot do since it
+    is called per line: an absolute threshold is that accuracy at every V; a fraction of the ceiling is that fraction
+    of each V's measured ceiling. Rows: line, threshold, threshold_relative, the measured slope, the slope the report
+    tested (``predicted_slope``), the accuracies used per V and ``predicted_slope_argmax``."""
+    out = []
+    for fit in doc.get("fits", []):
+        prediction = (doc.get("predictions") or {}).get(fit["line"]) or {}
+        finite = (prediction.get("realised") or {}).get("finite_size") or {}
+        if not finite.get("points") or fit.get("threshold") is None:
+            continue
+        pack = load_pack(prediction["pack"])
+        rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
+        masses = {row["V"]: c["A"] for row, c in zip(rows, finite["constants"])}
+        if fit.get("threshold_relative"):
+            ceilings = fit.get("ceilings") or {}
+            if any(ceilings.get(str(row["V"])) is None for row in rows):
+                continue
+            accuracies = {row["V"]: fit["threshold"] * ceilings[str(row["V"])] for row in rows}
+        else:
+            accuracies = {row["V"]: fit["threshold"] for row in rows}
+
+        def factor(term, row):
+            return finite_size_factor(pack.name, term, row, {"attention_mass": masses[row["V"]]},
+                                      accuracy=accuracies[row["V"]])
+
+        found = realised_prediction(pack, prediction["scaling"], rows, factors=factor)
+        out.append({"line": fit["line"], "threshold": fit["threshold"],
+                    "threshold_relative": bool(fit.get("threshold_relative")), "slope": fit.get("slope"),
+                    "predicted_slope": fit.get("predicted_slope"), "accuracies": [accuracies[r["V"]] for r in rows],
+                    "predicted_slope_argmax": found["slope"]})
+    return out
 
 def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:
     """The raw fit judged against the finite-size prediction: the slope, over the same rows, of log of

@@ -11,7 +11,7 @@ from scipy import stats
 from recallkit import theory
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan_of, realised_rows
-from recallkit.systems.token_retrieval.judge import argmax_snr, finite_size_factor
+from recallkit.systems.token_retrieval.judge import argmax_check_predictions, argmax_snr, finite_size_factor
 from recallkit.theory.errors import InputError
 from recallkit.theory.realised import realised_prediction
 
@@ -86,6 +86,37 @@ def test_the_hook_called_as_the_report_calls_it_applies_the_default_accuracy():
     assert signal == pytest.approx(finite_size_factor("token_retrieval_attn", "signal", row, measured, accuracy=None))
     noise = finite_size_factor("token_retrieval_attn", "grad_noise", row, measured)
     bare = finite_size_factor("token_retrieval_attn", "grad_noise", row, measured, accuracy=None)
-    assert noise / bare == pytest.approx(argmax_snr(0.1, 256) / math.sqrt(2 * math.log(256)))
+    assert noise / bare == pytest.approx(argmax_snr(0.1, 256) / math.sqrt(math.log(256)))
     constants = finite_size_factor("token_retrieval_attn", None, row, measured)
     assert constants["accuracy"] == 0.1 and constants["argmax_snr"] == pytest.approx(argmax_snr(0.1, 256))
+
+
+# the stored run's ceilings (seed-mean accuracy at d = min(2V, 512)) of the N = V^1.5, L = V^0.5 line
+CEILINGS = {"64": 0.17386881510416666, "128": 0.26708984375, "256": 0.3006184895833333, "512": 0.23860677083333334}
+
+
+def _fit_doc():
+    """The parts of `recallkit fit --json` that the per-check prediction reads, for one line of the quick preset."""
+    plan = plan_of(load_experiment("tr_fig2_attention_only", preset="quick"))
+    line = next(l for l in plan.experiment.lines if l.label == "N=V**1.5, L=V**0.5")
+    rows = realised_rows(plan.experiment, plan.pack, line)
+    points = [{"V": r["V"], "N": r["N"], "L": r["L"]} for r in rows]
+    constants = [{"A": a} for a in MEASURED_ATTENTION[line.label]]
+    prediction = {"pack": "token_retrieval_attn", "scaling": "N=V**(3/2), L=sqrt(V)",
+                  "realised": {"finite_size": {"points": points, "constants": constants}}}
+    fits = [{"line": line.label, "threshold": t, "threshold_relative": rel, "slope": s, "predicted_slope": 1.901,
+             "ceilings": CEILINGS} for t, rel, s in ((0.1, False, 1.97), (0.15, False, 1.57), (0.25, True, 2.22))]
+    return {"predictions": {line.label: prediction}, "fits": fits}
+
+
+def test_each_check_gets_the_argmax_at_its_own_accuracy():
+    rows = argmax_check_predictions(_fit_doc())
+    by_check = {(r["threshold"], r["threshold_relative"]): r for r in rows}
+    assert by_check[(0.1, False)]["predicted_slope_argmax"] == pytest.approx(1.901, abs=0.002)
+    assert by_check[(0.15, False)]["predicted_slope_argmax"] == pytest.approx(1.800, abs=0.002)
+    # a fraction of the ceiling is that fraction of each V's measured ceiling: 0.043 .. 0.075, rising with V
+    relative = by_check[(0.25, True)]
+    assert relative["accuracies"] == pytest.approx([0.25 * CEILINGS[k] for k in ("64", "128", "256", "512")])
+    assert relative["predicted_slope_argmax"] == pytest.approx(2.354, abs=0.002)
+    assert all(r["predicted_slope_argmax"] > r["predicted_slope"] - 0.11 for r in rows)
+    assert relative["slope"] == 2.22 and relative["predicted_slope"] == 1.901
