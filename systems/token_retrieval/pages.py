@@ -19,7 +19,7 @@ from typing import Callable
 
 from matplotlib.figure import Figure
 
-from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, fill, new_figure, style_context, wrap_lines
+from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, fill, new_figure, style_context, wrap_title
 from recallkit.reports.tables import draw_table
 from recallkit.theory.errors import InputError
 
@@ -298,7 +298,14 @@ def gradient_access_figure(doc: dict, title: str) -> Figure:
             ax.set_ylabel(f"smallest d reaching accuracy {doc.get('alpha')}")
             ax.set_title(line)
             ax.legend(fontsize=7)
-        fig.suptitle(fill(f"{title}: every decoder must need at least the bound's d", 140))
+        fig.suptitle(wrap_title(f"{title}: every decoder must need at least the bound's d", fig.get_figwidth() * 0.95))
+        judged = [r for r in doc.get("rows") or [] if r.get("holds") is not None]
+        verdict = ("consistent: every decoder that reached the accuracy needed at least the bound's d"
+                   if doc.get("holds") else "inconsistent: below the bound at " + ", ".join(doc.get("violated") or [])
+                   if judged else "inconclusive: no decoder reached the accuracy")
+        fig.supxlabel(wrap_title(f"verdict {verdict} ({len(judged)} of {len(doc.get('rows') or [])} decoder runs "
+                                 f"reached it); solid: the bound's class (S + W), dashed: the real gradient plus noise",
+                                 fig.get_figwidth() * 0.95, 9), fontsize=9)
     return fig
 
 
