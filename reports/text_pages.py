@@ -146,8 +146,10 @@ def error_page(stem: str, message: str) -> Figure:
 
 
 def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
-    """One row per (region, lower bound): the required parameter-count exponent (upper bound), the
-    lower bound's exponent and the gap between them, each as base^(exponent) log(base)^(power)."""
+    """One row per piece of a region where one lower bound is the strongest (``strongest_bound_gaps``; the table of
+    ``recallkit theory bounds``): the required parameter-count exponent (upper bound), that bound, its exponent, the
+    gap between them, each as base^(exponent) log(base)^(power), and where in the region it is the strongest. A
+    failure condition of one estimator is no lower bound: no gap is taken to it."""
     base = diagram.get("base", "V")
 
     def power(exponent: str, log_power: str) -> str:
@@ -156,41 +158,53 @@ def lower_bound_gap_rows(diagram: dict) -> list[list[str]]:
     rows = []
     for region in diagram.get("regions", []):
         required = power(region["required_param_exponent"], region["log_power"])
-        for gap in region.get("lower_bound_gaps", []):
+        strongest = region.get("strongest_bound_gaps")
+        if strongest is None:  # a summary written before the strongest bound was computed: every true lower bound
+            strongest = [g for g in region.get("lower_bound_gaps", []) if g.get("kind", "lower-bound") == "lower-bound"]
+        for gap in strongest:
+            where = "; ".join(w.split("  [")[0] for w in gap.get("where") or []) or "the whole region"
             rows.append([region["dominant"], required, gap["name"], power(gap["exponent"], gap["log_power"]),
-                         power(gap["gap_exponent"], gap["gap_log_power"])])
+                         power(gap["gap_exponent"], gap["gap_log_power"]), where])
     return rows
 
 
 def _covers(diagram: dict) -> str:
-    """What each bound of the table holds for: a lower bound its class, a failure condition its one estimator (a
-    row against it is a distance to that estimator, not a gap to a lower bound)."""
-    covers: dict[str, str] = {}
+    """What each bound holds for: a lower bound its class; the failure conditions of one estimator are named apart,
+    as what they are (the table takes no gap to them)."""
+    bounds: dict[str, str] = {}
+    failures: dict[str, str] = {}
     for region in diagram.get("regions", []):
         for gap in region.get("lower_bound_gaps", []):
             if gap.get("kind", "lower-bound") == "lower-bound":
-                covers[gap["name"]] = f"lower bound over {gap.get('class') or 'an unnamed class'}"
+                bounds[gap["name"]] = f"lower bound over {gap.get('class') or 'an unnamed class'}"
             else:
-                covers[gap["name"]] = (f"failure condition of one estimator ({gap.get('estimator', '')}), "
-                                       "not a lower bound")
-    return " ".join(f"{name}: {text}." for name, text in covers.items())
+                failures[gap["name"]] = f"failure condition of one estimator ({gap.get('estimator', '')})"
+    text = " ".join(f"{name}: {what}." for name, what in bounds.items())
+    if failures:
+        text += (" Not lower bounds, so no gap is taken to them: "
+                 + " ".join(f"{name}: {what}, not a lower bound." for name, what in failures.items()))
+    return text
 
 
 def lower_bound_gap_page(diagram: dict, title: str) -> Figure:
-    """The gap between what the theory requires (the upper bound) and each lower bound, region by region."""
+    """The gap between what the theory requires (the upper bound) and the strongest lower bound, region by region."""
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
         fig.suptitle(wrap_title(title, 10.5, 14), x=0.04, ha="left")
         fig.text(0.04, 0.90, fill(
             f"Exponents in the free exponents of the scaling {diagram.get('scaling', '')}. required: the "
             f"parameter count {diagram.get('param_count', '')} that signal >= noise needs where that noise "
-            "term dominates (upper bound); gap = required / lower bound. A zero gap means the bound is tight "
-            "in that region; each bound's provenance and assumptions are on the theory-terms page and in the "
-            "derivation.", 160), fontsize=9, va="top", color="0.25")
-        # below the table: what each bound holds for, so that no row reads as a lower bound it is not
-        fig.text(0.04, 0.14, fill(_covers(diagram), 165), fontsize=8, va="top", color="0.25")
-        ax = fig.add_axes([0.04, 0.16, 0.92, 0.67])
-        tables.draw_table(ax, ["region (dominant noise)", "required count", "bound (what it covers: below)", "bound",
-                               "gap (required / bound)"], lower_bound_gap_rows(diagram),
-                          [0.18, 0.22, 0.2, 0.2, 0.2], fontsize=8.5, wrap=[24, 30, 26, 30, 30])
+            "term dominates (upper bound); the strongest lower bound over a class there (where two apply, the "
+            "region is split where each is the stronger); gap = required / that bound. A zero gap means the bound "
+            "is tight there; each bound's provenance and assumptions are on the theory-terms page and in the "
+            "derivation.", 140), fontsize=9, va="top", color="0.25")
+        rows = lower_bound_gap_rows(diagram)
+        # the table as tall as its rows need (two-line cells), then what each bound holds for right under it, so
+        # that no row reads as a lower bound it is not
+        height = min(0.62, 0.045 * (len(rows) + 1))
+        ax = fig.add_axes([0.04, 0.80 - height, 0.92, height])
+        tables.draw_table(ax, ["region (dominant)", "required count", "strongest lower bound", "its count",
+                               "gap (required / bound)", "where in the region"], rows,
+                          [0.14, 0.18, 0.16, 0.16, 0.16, 0.2], fontsize=8.5, wrap=[20, 24, 22, 22, 24, 28])
+        fig.text(0.04, 0.78 - height, fill(_covers(diagram), 150), fontsize=8, va="top", color="0.25")
     return fig

@@ -168,3 +168,4 @@ def test_the_report_gap_page_says_what_each_bound_covers():
     texts = " ".join(t.get_text() for t in lower_bound_gap_page(diagram, "bounds").texts).replace("\n", " ")
     assert "counting: lower bound over every estimator" in texts
     assert "first_gradient_positions: failure condition of one estimator" in texts and "not a lower bound" in texts
+    assert "no gap is taken to them" in texts
