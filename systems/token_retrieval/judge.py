@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import sympy as sp
+import torch  # loaded by term_probes below anyway
 from scipy import optimize, special
 
 from recallkit.compare.fits import finite_range_slope, fit_slope
@@ -41,7 +42,8 @@ from recallkit.empirics.config import store_key
 # term_probes loads torch (about 1 s): the judge's callers (the probe step, a token-retrieval fit's finite-size
 # form) train or need its constants anyway
 from recallkit.systems.token_retrieval.term_probes import (FEATURES, NORMALISER_L_POWER, PACK_TERM_COMPONENTS,
-                                                           TERM_NORMALISERS, ProbeConfig, check_probe_work, probe_rows)
+                                                           TERM_NORMALISERS, ProbeConfig, check_probe_work, decompose,
+                                                           probe_rows, term_sizes)
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import load_pack
 from recallkit.theory.realised import realised_prediction
@@ -483,6 +485,39 @@ def argmax_check_predictions(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "threshold_relative": bool(fit.get("threshold_relative")), "slope": fit.get("slope"),
                     "predicted_slope": fit.get("predicted_slope"), "accuracies": [accuracies[r["V"]] for r in rows],
                     "predicted_slope_argmax": found["slope"]})
+    return out
+
+
+def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (0, 1), n_test: int = 512,
+                   accuracy: float = 0.1) -> list[dict[str, Any]]:
+    """The term probes at given (V, N, L, d) of the attention-only model, e.g. a fit's boundary points (DERIVATION.md
+    §11): per point and seed the accuracy, the measured signal-to-noise ratio ``snr`` (the correct label's mean signal
+    over the mean spread of the whole logit over the wrong labels), ``argmax_snr_needed`` (:func:`argmax_snr` at
+    ``accuracy``), ``gauss_accuracy`` (the accuracy if the wrong labels' logits were Gaussian around their mean,
+    given each input's own margin), each pack term's share of the summed noise variance (``shares``) and its spread
+    over the wrong labels divided by gamma (``terms``). One thread of float64 work each; 1-10 s at V = 512."""
+    out = []
+    for point in points:
+        for seed in seeds:
+            cfg = ProbeConfig(V=int(point["V"]), N=int(point["N"]), d=int(point["d"]), L=int(point["L"]),
+                              n_test=n_test, seed=int(seed))
+            result = decompose(cfg)
+            logits, labels = result["logits"], result["labels"]
+            index = torch.arange(len(labels))
+            wrong_mask = torch.ones_like(logits, dtype=torch.bool)
+            wrong_mask[index, labels] = False
+            wrong = logits[wrong_mask].reshape(len(labels), -1)
+            centre, spread = wrong.mean(1), wrong.std(1)
+            margin = (logits[index, labels] - centre) / spread
+            sizes = {name: size["spread"] for name, size in term_sizes(result).items()
+                     if name in PACK_TERM_COMPONENTS and name != "signal" and not name.startswith("mlp")}
+            total = sum(v * v for v in sizes.values())
+            signal = float(result["components"]["signal"][index, labels].mean())
+            out.append({**{k: int(point[k]) for k in ("V", "N", "L", "d")}, "seed": int(seed),
+                        "accuracy": result["accuracy"], "snr": signal / float(spread.mean()),
+                        "argmax_snr_needed": argmax_snr(accuracy, cfg.V),
+                        "gauss_accuracy": float(torch.special.ndtr(margin).pow(cfg.V - 1).mean()),
+                        "shares": {k: v * v / total for k, v in sizes.items()}, "terms": sizes})
     return out
 
 def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from scipy import stats
 from recallkit import theory
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan_of, realised_rows
-from recallkit.systems.token_retrieval.judge import argmax_check_predictions, argmax_snr, finite_size_factor
+from recallkit.systems.token_retrieval.judge import (argmax_check_predictions, argmax_snr, boundary_terms,
+                                                     finite_size_factor)
 from recallkit.theory.errors import InputError
 from recallkit.theory.realised import realised_prediction
 
@@ -120,3 +121,14 @@ def test_each_check_gets_the_argmax_at_its_own_accuracy():
     assert relative["predicted_slope_argmax"] == pytest.approx(2.354, abs=0.002)
     assert all(r["predicted_slope_argmax"] > r["predicted_slope"] - 0.11 for r in rows)
     assert relative["slope"] == 2.22 and relative["predicted_slope"] == 1.901
+
+
+def test_boundary_terms_measure_the_signal_to_noise_ratio_and_each_terms_share():
+    rows = boundary_terms([{"V": 32, "N": 181, "L": 4, "d": d} for d in (4, 32)], seeds=(0, 1), n_test=64)
+    assert [(r["d"], r["seed"]) for r in rows] == [(4, 0), (4, 1), (32, 0), (32, 1)]
+    for row in rows:
+        assert sum(row["shares"].values()) == pytest.approx(1.0)
+        assert 0 <= row["accuracy"] <= 1 and 0 <= row["gauss_accuracy"] <= 1
+        assert row["argmax_snr_needed"] == pytest.approx(argmax_snr(0.1, 32))
+    small, large = rows[0]["snr"] + rows[1]["snr"], rows[2]["snr"] + rows[3]["snr"]
+    assert large > 1.5 * small > 0  # more dimensions, less cross-talk between the random embeddings
