@@ -520,6 +520,71 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
                         "shares": {k: v * v / total for k, v in sizes.items()}, "terms": sizes})
     return out
 
+
+# Each attention-only pack term's measured spread over the wrong labels (the signal: its mean at the label) over its
+# finite-size value without the union bound (term_sizes against finite_size_factor): the median over 72 probe rows
+# at and around tr_fig2_attention_only's quick-preset boundaries (3 lines x 4 V x d at 0.71, 1, 1.41 times the
+# boundary x 2 seeds; DERIVATION.md §11). The spread of the pack's constants the derivation drops.
+PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01, "grad_noise": 1.21,
+                    "grad_noise_positions": 1.42, "noise_self": 1.40, "localisation": 1.31, "embedding_crosstalk": 2.39,
+                    "trigger_overlap": 1.86, "trigger_crosstalk_positions": 1.27}
+
+
+def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapping[int, float], reference_V: int,
+                            accuracy: float | None = None, constants: Mapping[str, float] | None = None
+                            ) -> dict[str, Any]:
+    """The boundary along one line from every noise term at once (DERIVATION.md §11), not from the binding ones:
+    at each realised row (``line_prediction``: a fit document's prediction of the line, whose finite-size points and
+    constants give V, N, L and the measured attention) the smallest d with signal >= C g(V) sqrt(sum of the terms'
+    spreads squared), each term in its finite-size form times ``constants`` (default 1), g the union bound sqrt(log V)
+    (``accuracy`` None) or :func:`argmax_snr` at ``accuracy``, and C fitted so that the d at ``reference_V`` is the
+    measured ``boundary_d`` there. Returns the d per V (inf where the d-free terms alone exceed the signal), the
+    least-squares slope of log d^2 on log V over the finite ones, each term's share of the noise variance at them
+    and C."""
+    pack = load_pack(line_prediction["pack"])
+    finite = line_prediction["realised"]["finite_size"]
+    rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
+    masses = {row["V"]: c["A"] for row, c in zip(rows, finite["constants"])}
+    constants = constants or {}
+    symbols = [VARIABLES[v] for v in pack.variables]
+    terms = {t.name: (t.role, sp.lambdify(symbols, t.expr, "math")) for t in pack.terms if t.role in ("signal", "noise")}
+
+    def parts(row: Mapping[str, Any], d: float) -> tuple[float, dict[str, float]]:
+        values = [{**row, "d": d}[v] for v in pack.variables]
+        measured = {"attention_mass": masses[row["V"]]}
+        signal, noise = 0.0, {}
+        for name, (role, f) in terms.items():
+            value = f(*values) * finite_size_factor(pack.name, name, row, measured, accuracy=None) * constants.get(name, 1.0)
+            if role == "signal":
+                signal = value
+            else:
+                noise[name] = value / math.sqrt(math.log(row["V"]))  # its spread: the union bound taken out
+        return signal, noise
+
+    def ratio(row: Mapping[str, Any], d: float) -> float:
+        signal, noise = parts(row, d)
+        return signal / math.sqrt(sum(v * v for v in noise.values()))
+
+    def needed(V: int) -> float:
+        return math.sqrt(math.log(V)) if accuracy is None else argmax_snr(accuracy, V)
+
+    reference = next(row for row in rows if row["V"] == reference_V)
+    C = ratio(reference, float(boundary_d[reference_V])) / needed(reference_V)
+    found: dict[int, float] = {}
+    for row in rows:
+        gap = lambda log_d, row=row: math.log(ratio(row, math.exp(log_d))) - math.log(C * needed(row["V"]))  # noqa: E731
+        found[row["V"]] = math.exp(optimize.brentq(gap, 0.0, math.log(1e7))) if gap(math.log(1e7)) > 0 else math.inf
+    reached = [(V, d) for V, d in found.items() if math.isfinite(d)]
+    slope = (float(np.polyfit(np.log([V for V, _ in reached]), 2 * np.log([d for _, d in reached]), 1)[0])
+             if len(reached) > 1 else None)
+    shares = {}
+    for row in rows:
+        if math.isfinite(found[row["V"]]):
+            noise = parts(row, found[row["V"]])[1]
+            total = sum(v * v for v in noise.values())
+            shares[row["V"]] = {name: v * v / total for name, v in noise.items()}
+    return {"d": found, "slope": slope, "shares": shares, "C": C}
+
 def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:
     """The raw fit judged against the finite-size prediction: the slope, over the same rows, of log of
     :func:`finite_size_value` on log ``variable`` (each row at its own measured kappa')."""

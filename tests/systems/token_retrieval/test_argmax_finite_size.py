@@ -11,8 +11,8 @@ from scipy import stats
 from recallkit import theory
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan_of, realised_rows
-from recallkit.systems.token_retrieval.judge import (argmax_check_predictions, argmax_snr, boundary_terms,
-                                                     finite_size_factor)
+from recallkit.systems.token_retrieval.judge import (PROBED_CONSTANTS, argmax_check_predictions, argmax_snr, boundary_terms,
+                                                     finite_size_factor, sum_of_terms_prediction)
 from recallkit.theory.errors import InputError
 from recallkit.theory.realised import realised_prediction
 
@@ -132,3 +132,20 @@ def test_boundary_terms_measure_the_signal_to_noise_ratio_and_each_terms_share()
         assert row["argmax_snr_needed"] == pytest.approx(argmax_snr(0.1, 32))
     small, large = rows[0]["snr"] + rows[1]["snr"], rows[2]["snr"] + rows[3]["snr"]
     assert large > 1.5 * small > 0  # more dimensions, less cross-talk between the random embeddings
+
+
+# the stored run's seed-mean boundaries (smallest d reaching accuracy 0.1) of the N = V^1.5, L = V^0.5 line
+BOUNDARY_D = {64: 33.3, 128: 56.8, 256: 143.5, 512: 237.9}
+
+
+def test_the_sum_of_all_terms_alone_does_not_explain_the_excess_and_the_argmax_does():
+    doc = _fit_doc()
+    line = doc["predictions"]["N=V**1.5, L=V**0.5"]
+    union = sum_of_terms_prediction(line, BOUNDARY_D, reference_V=256, accuracy=None, constants=PROBED_CONSTANTS)
+    argmax = sum_of_terms_prediction(line, BOUNDARY_D, reference_V=256, accuracy=0.1, constants=PROBED_CONSTANTS)
+    assert union["d"][256] == pytest.approx(143.5, rel=1e-6) and argmax["d"][256] == pytest.approx(143.5, rel=1e-6)
+    # the crossover to the mean bias makes the sum of terms shallower than the binding terms' 1.54, not steeper
+    assert union["slope"] == pytest.approx(1.17, abs=0.01)
+    assert argmax["slope"] == pytest.approx(1.82, abs=0.01)
+    # the term that dominates at the realised boundary is the mean bias, not the asymptotic grad_noise
+    assert max(argmax["shares"][256], key=argmax["shares"][256].get) == "mean_bias"
