@@ -149,3 +149,14 @@ def test_the_sum_of_all_terms_alone_does_not_explain_the_excess_and_the_argmax_d
     assert argmax["slope"] == pytest.approx(1.82, abs=0.01)
     # the term that dominates at the realised boundary is the mean bias, not the asymptotic grad_noise
     assert max(argmax["shares"][256], key=argmax["shares"][256].get) == "mean_bias"
+
+
+def test_the_medium_preset_reaches_1024_with_the_ceiling_at_2v_everywhere():
+    quick = load_experiment("tr_fig2_attention_only", preset="quick")
+    medium = load_experiment("tr_fig2_attention_only", preset="medium")
+    assert medium.base_values == [64, 128, 256, 512, 1024] and len(medium.seeds) == 14
+    assert [line.label for line in medium.lines] == [line.label for line in quick.lines]
+    # the quick preset measured V = 512's ceiling at d = V; the medium one measures every V's at 2V
+    assert quick.search.ceiling.evaluate({"V": 512}) == 512
+    assert all(medium.search.ceiling.evaluate({"V": V}) == 2 * V for V in medium.base_values)
+    assert medium.search.max >= 2 * max(medium.base_values)
