@@ -421,7 +421,7 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
     signal-to-noise ratio an argmax over V labels needs at ``accuracy`` (:func:`argmax_snr`; DERIVATION.md §11).
     ``accuracy`` defaults to the pack's :data:`ARGMAX_ACCURACY` (none: no argmax factor); None leaves the union
     bound as the pack writes it. ``term=None`` returns the constants used. None for packs or terms without a
-    normaliser form (the attended rank-2 pack)."""
+    normaliser form (the attended rank-2 pack), and for a noise term where ``accuracy`` is at or below chance 1/V."""
     table = _pack_normalisers(pack)
     if table is None or "L" not in row:
         return None
@@ -432,7 +432,7 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
     if term is None:
         constants = {"L": L, "kappa_prime": kappa_prime, "A": finite_normalisers(L, kappa_prime)["A_test"],
                      "source": source}
-        if accuracy is not None and "V" in row:
+        if accuracy is not None and "V" in row and argmax_snr(accuracy, int(row["V"])) > 0:
             constants.update(accuracy=accuracy, argmax_snr=argmax_snr(accuracy, int(row["V"])))
         return constants
     if term not in table:
@@ -448,7 +448,10 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
         if "V" not in row:
             return None
         V = int(row["V"])
-        factor *= argmax_snr(accuracy, V) / math.sqrt(math.log(V))
+        needed = argmax_snr(accuracy, V)
+        if needed <= 0:
+            return None  # at or below chance (1/V) the argmax needs no signal: no d to solve for
+        factor *= needed / math.sqrt(math.log(V))
     return factor
 
 

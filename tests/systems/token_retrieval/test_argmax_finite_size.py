@@ -160,3 +160,13 @@ def test_the_medium_preset_reaches_1024_with_the_ceiling_at_2v_everywhere():
     assert quick.search.ceiling.evaluate({"V": 512}) == 512
     assert all(medium.search.ceiling.evaluate({"V": V}) == 2 * V for V in medium.base_values)
     assert medium.search.max >= 2 * max(medium.base_values)
+
+
+def test_an_accuracy_at_or_below_chance_has_no_finite_size_form():
+    # at V = 8 chance is 0.125: accuracy 0.1 needs no signal at all (argmax_snr < 0), so no signal-to-noise
+    # ratio can be inverted for d there, and the hook says so (the prediction then falls back to the realised grid)
+    assert argmax_snr(0.1, 8) < 0
+    measured = {"attention_mass": 0.5}
+    assert finite_size_factor("token_retrieval_attn", "grad_noise", {"V": 8, "N": 22, "L": 2}, measured) is None
+    assert finite_size_factor("token_retrieval_attn", "signal", {"V": 8, "N": 22, "L": 2}, measured) > 0
+    assert "argmax_snr" not in finite_size_factor("token_retrieval_attn", None, {"V": 8, "N": 22, "L": 2}, measured)
