@@ -77,6 +77,8 @@ def show_command(
         typer.echo(f"  {pack.description}")
     typer.echo(f"  variables: {', '.join(pack.variables)}"
                + (f"; constants: {', '.join(pack.constants)}" if pack.constants else ""))
+    for variable in pack.declared_variables:  # the pack's own, beside the built-in vocabulary
+        typer.echo(f"    {variable.name} ({variable.domain}): {variable.meaning}")
     typer.echo(f"  base: {pack.base}   size: {pack.size}   param_count: {render(pack.param_count)}")
     if pack.domain:
         typer.echo(f"  domain: {'; '.join(pack.domain)}")

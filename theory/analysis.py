@@ -74,7 +74,7 @@ def as_scaling(pack: Pack, scaling: Scaling | str | None, where: str = "--scalin
         scaling = pack.default_scaling or ""
         where = f"{pack.path}: defaults.scaling"
     if isinstance(scaling, str):
-        return parse_scaling(scaling, where, constants=pack.constants)
+        return parse_scaling(scaling, where, constants=pack.constants, variables=pack.variables)
     return scaling
 
 
@@ -104,7 +104,8 @@ def _analyse(pack: Pack, scaling: Scaling) -> Analysis:
 
     def reduce(expr: sp.Expr, where: str) -> Monomial:
         with bounded_work(f"{pack.path}: {where}", sources.get(where) or sp.sstr(expr)):
-            monomial = reduce_term(expr, scaling, pack.base, pack.size, pack.constants, f"{pack.path}: {where}")
+            monomial = reduce_term(expr, scaling, pack.base, pack.size, pack.constants, f"{pack.path}: {where}",
+                                   pack.variables)
             nonpositive = monomial.coefficient.is_extended_nonpositive
         if nonpositive:  # e.g. -d or log(1/N): not a size of anything
             raise InputError(f"{pack.path}: {where}: leading coefficient {sp.sstr(monomial.coefficient)} is not "

@@ -48,7 +48,7 @@ import sympy as sp
 from recallkit.theory.errors import InputError
 from recallkit.theory.schema import describe_character
 
-__all__ = ["bounded_work", "check_numbers", "compile_numeric", "MAX_DEPTH", "MAX_EVAL_EXPONENT",
+__all__ = ["bounded_work", "check_numbers", "compile_numeric", "FUNCTIONS", "MAX_DEPTH", "MAX_EVAL_EXPONENT",
            "MAX_EXPANDED_TERMS", "MAX_INT_EXPONENT", "MAX_LENGTH", "MAX_MAGNITUDE", "MAX_NUMBER_DIGITS",
            "MAX_POWER_BITS", "MAX_SYMBOLIC_SECONDS", "NumericExpression", "parse_expression",
            "parse_linear_constraints", "SECONDS_VARIABLE", "symbolic_seconds", "Token", "tokenize"]
@@ -74,6 +74,8 @@ _FUNCTION_ARITY = {
     "log": (1, 2), "sqrt": (1, 1), "exp": (1, 1), "floor": (1, 1), "ceil": (1, 1),
     "Min": (2, 16), "Max": (2, 16), "min": (2, 16), "max": (2, 16),
 }
+#: the function names the parser knows (a name a pack declares must not be one of them)
+FUNCTIONS = frozenset(_FUNCTION_ARITY)
 
 # ASCII only: \d would take any Unicode digit (a fullwidth 2) and \s a no-break space, both invisible in a
 # file that looks right; spaces, tabs and newlines (a TOML multi-line string) separate tokens

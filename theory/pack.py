@@ -1,8 +1,8 @@
 """Theorem packs: a theorem's signal and noise terms, read from TOML without executing anything.
 
 The file format is documented in docs/ARCHITECTURE.md ("theory: packs"). Every expression goes
-through :func:`theory.expr.parse_expression` with only the pack's declared variables and
-constants in scope. Every validation failure is one :class:`InputError` line naming the file and
+through :func:`theory.expr.parse_expression` with only the pack's variables (the built-in ones it lists in
+``[pack].variables`` and those it declares in ``[[variables]]``) and constants in scope. Every validation failure is one :class:`InputError` line naming the file and
 the field, e.g. ``my.toml: terms[1].role: expected 'signal' or 'noise', got 'nosie'``.
 """
 from __future__ import annotations
@@ -18,15 +18,16 @@ import sympy as sp
 
 from recallkit import registry
 from recallkit.theory.errors import InputError
-from recallkit.theory.expr import parse_expression, parse_linear_constraints
+from recallkit.theory.expr import FUNCTIONS, parse_expression, parse_linear_constraints
 from recallkit.theory.schema import (
     REQUIRED, Field, Rule, Section, check_value, converts, list_of, loads_toml, only_when, options, required_when,
     satisfies, table, text, validate,
 )
-from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol
+from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol, variable_symbol
 
-__all__ = ["BOUND_KINDS", "Corollary", "Fact", "list_packs", "load_pack", "LowerBound", "MAX_TERMS", "Pack",
-           "pack_from_dict", "PACKS_DIR", "PROVENANCES", "resolve_pack_path", "ROLES", "shipped_packs", "Term"]
+__all__ = ["BOUND_KINDS", "Corollary", "DOMAINS", "Fact", "list_packs", "load_pack", "LowerBound", "MAX_TERMS", "Pack",
+           "pack_from_dict", "PACKS_DIR", "PROVENANCES", "resolve_pack_path", "ROLES", "shipped_packs", "Term",
+           "Variable"]
 
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
@@ -37,6 +38,8 @@ PROVENANCES = ("paper-verbatim", "paper-reported", "anchor", "derived-here")
 # the gradient at initialisation under a stated noise), or the condition under which one named estimator fails,
 # which bounds nothing but that estimator
 BOUND_KINDS = ("lower-bound", "estimator-failure")
+# what values a declared variable takes: an experiment floors an integer one, as it does the built-in sizes
+DOMAINS = ("integer", "real")
 
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -107,6 +110,19 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Variable:
+    """An entry of ``[[variables]]``: a variable the pack states its law in beside the built-in ones (its symbol is
+    positive whatever its domain, as the built-in sizes' are, so that sympy may combine powers and split logs)."""
+
+    name: str
+    meaning: str
+    domain: str = "real"  # one of DOMAINS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "meaning": self.meaning, "domain": self.domain}
+
+
+@dataclass(frozen=True)
 class Corollary:
     """A hand-stated corollary: dominant noise term -> required param-count exponent (a cross-check)."""
 
@@ -120,6 +136,10 @@ class Pack:
     """A theorem: one signal term, noise terms, a parameter count and the variables it is stated in.
 
     Success condition: signal >= C * noise_i for every noise term i (C a constant).
+
+    ``variables``: name -> positive symbol of every variable the pack is stated in, the built-in ones it lists
+    in ``[pack].variables`` and then those it declares (``declared_variables``); a sequence of names given in
+    code is turned into that table.
     """
 
     name: str
@@ -127,7 +147,7 @@ class Pack:
     title: str
     reference: str
     description: str
-    variables: tuple[str, ...]
+    variables: Mapping[str, sp.Symbol]
     constants: tuple[str, ...]
     base: str
     size: str
@@ -140,6 +160,11 @@ class Pack:
     default_scaling: str | None = None
     default_axes: tuple[str, ...] | None = None
     default_box: dict[str, tuple[float, float]] = field(default_factory=dict)
+    declared_variables: tuple[Variable, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.variables, Mapping):  # names, as a Pack built in code gave them before
+            object.__setattr__(self, "variables", {name: variable_symbol(name) for name in self.variables})
 
     @property
     def signal(self) -> Term:
@@ -151,7 +176,7 @@ class Pack:
 
     def symbol_table(self) -> dict[str, sp.Symbol]:
         """Names an expression of this pack may use."""
-        table = {name: VARIABLES[name] for name in self.variables}
+        table = dict(self.variables)
         table.update({name: constant_symbol(name) for name in self.constants})
         return table
 
@@ -169,6 +194,9 @@ class Pack:
                 "exponents": {k: str(v) for k, v in self.corollary.exponents.items()}},
             "defaults": {"scaling": self.default_scaling, "axes": list(self.default_axes or []),
                          "box": {k: list(v) for k, v in self.default_box.items()}},
+            # only where there are some: the documents of packs that declare none stay as they were
+            **({"declared_variables": [v.to_dict() for v in self.declared_variables]}
+               if self.declared_variables else {}),
         }
 
 
@@ -236,30 +264,53 @@ def _read_pack(path: Path, label: str) -> Pack:
 def pack_from_dict(raw: dict[str, Any], label: str = "pack") -> Pack:
     """Validate a parsed TOML document against the pack's section tables and build the :class:`Pack` (``label``
     prefixes errors)."""
-    v = validate(raw, _FILE, label, prefix=f"{label}: ")
+    # [[variables]] is checked before [pack] (whose fields may name its variables), against [pack]'s constants as
+    # written: a name is a variable or a constant, not both
+    head = raw.get("pack") if isinstance(raw, dict) else None
+    constants = head.get("constants") if isinstance(head, dict) else None
+    context = {"pack_constants": constants if isinstance(constants, list) else []}
+    v = validate(raw, _FILE, label, prefix=f"{label}: ", context=context)
     head, defaults = v["pack"], v["defaults"] or {}
     return Pack(
         name=head["name"], path=label, title=head["title"], reference=head["reference"],
-        description=head["description"], variables=tuple(head["variables"]), constants=tuple(head["constants"]),
+        description=head["description"], variables=_symbols(head, constants=False),
+        constants=tuple(head["constants"]),
         base=head["base"], size=head["size"], param_count=head["param_count"], domain=tuple(head["domain"]),
         terms=v["terms"], lower_bounds=v["lower_bounds"], facts=v["facts"], corollary=v["corollary"],
         default_scaling=defaults.get("scaling"), default_axes=defaults.get("axes"),
-        default_box=defaults.get("box", {}))
+        default_box=defaults.get("box", {}), declared_variables=v["variables"])
 
 
 # -- the sections of a pack file, one declarative table each (see docs/ARCHITECTURE.md, "theory: packs") ------
-def _symbols(head: dict[str, Any]) -> dict[str, sp.Symbol]:
-    """The names an expression of the pack may use: its variables and constants."""
-    symbols = {name: VARIABLES[name] for name in head["variables"]}
-    symbols.update({name: constant_symbol(name) for name in head.get("constants", [])})
+def _symbols(head: dict[str, Any], constants: bool = True) -> dict[str, sp.Symbol]:
+    """The names an expression of the pack may use: its variables (built-in and declared) and constants."""
+    symbols = {name: variable_symbol(name) for name in head["variables"]}
+    if constants:
+        symbols.update({name: constant_symbol(name) for name in head.get("constants", [])})
     return symbols
 
 
 def _known_variables(value: list[str], at: str, context: Mapping[str, Any]) -> list[str]:
+    """The listed built-in variables, then the declared ones not listed: every variable of the pack, in order."""
+    declared = [variable.name for variable in context.get("declared", ())]
     for index, var in enumerate(value):
-        if var not in VARIABLES:
-            raise InputError(f"{at}[{index}]: unknown variable {var!r} (allowed: {', '.join(VARIABLES)})")
-    return list(value)
+        if var not in VARIABLES and var not in declared:
+            allowed = ", ".join([*VARIABLES, *declared])
+            raise InputError(f"{at}[{index}]: unknown variable {var!r} (allowed: {allowed}; declare a new one in "
+                             f"[[variables]])")
+    return list(value) + [name for name in declared if name not in value]
+
+
+def _new_variable(value: str, at: str, context: Mapping[str, Any]) -> str:
+    if value in VARIABLES:
+        raise InputError(f"{at}: {value!r} is a built-in variable (list it in pack.variables; declare only new names)")
+    if value in RESERVED_NAMES or value in FUNCTIONS:
+        raise InputError(f"{at}: {value!r} is reserved (an exponent of the scalings, a function or the size "
+                         f"exponent x); choose another name")
+    if value in context.get("pack_constants", ()):
+        raise InputError(f"{at}: {value!r} is a constant of this pack (pack.constants); a name is a variable or a "
+                         f"constant, not both")
+    return value
 
 
 def _new_constants(value: list[str], at: str, context: Mapping[str, Any]) -> list[str]:
@@ -300,6 +351,27 @@ _STRINGS = list_of(lambda v: isinstance(v, str), "a list of strings", nonempty=F
 _TABLES = list_of(lambda v: isinstance(v, dict), "", nonempty=False, message="{at}: expected an array of tables ([[...]])")
 _EXPRESSION = (_STRING, converts(lambda v, at, context: parse_expression(v, context["symbols"], at)))
 _PROVENANCE = (options(PROVENANCES),)
+_VARIABLE = Section("[[variables]]", (
+    Field("name", _IDENTIFIER + (converts(_new_variable),),
+          "identifier: not a built-in variable, exponent, function or constant", REQUIRED),
+    Field("meaning", (text("a non-empty string", message="{at}: expected {expected}, got {type} {got}",
+                           printable=True),), "what it stands for, in words", REQUIRED),
+    Field("domain", (options(DOMAINS),), "integer | real: the values an experiment gives it", "real"),
+), **_CHECKED)
+
+
+def _declared(value: list[dict], at: str, context: Mapping[str, Any]) -> tuple[Variable, ...]:
+    variables = tuple(Variable(**validate(entry, _VARIABLE, f"{at}[{index}]", context=context))
+                      for index, entry in enumerate(value))
+    _unique([variable.name for variable in variables], at)
+    return variables
+
+
+def _head(value: Any, at: str, context: Mapping[str, Any]) -> dict[str, Any]:
+    # the file's [[variables]] reach the head's fields as "declared" (the head has a field "variables" of its own)
+    return validate(value, _HEAD, at, context={"declared": context.get("variables", ())})
+
+
 _HEAD = Section("[pack]", (
     Field("name", _IDENTIFIER, "identifier of the pack", REQUIRED),
     Field("variables", (_STRINGS, converts(_known_variables)), "the sizes the theorem is stated in", REQUIRED),
@@ -412,7 +484,9 @@ def _corollary(value: Any, at: str, context: Mapping[str, Any]) -> Corollary:
 
 
 _FILE = Section("pack file", (
-    Field("pack", (table(message="{at}: expected a table [pack]"), _table_of(_HEAD)), "the theorem's head",
+    # first: the head and the terms may name the variables declared here
+    Field("variables", (_TABLES, converts(_declared)), "[[variables]]: the pack's own variables", ()),
+    Field("pack", (table(message="{at}: expected a table [pack]"), converts(_head)), "the theorem's head",
           REQUIRED),
     Field("terms", (converts(_terms),), "[[terms]]: one signal term and the noise terms", REQUIRED),
     Field("lower_bounds", (_TABLES, converts(_bounds)), "[[lower_bounds]] on the parameter count", ()),

@@ -22,7 +22,7 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.pack import Pack
 from recallkit.theory.predict import predict
 from recallkit.theory.scaling import Scaling, parse_scaling
-from recallkit.theory.symbols import VARIABLES, constant_symbol
+from recallkit.theory.symbols import constant_symbol, vocabulary
 
 __all__ = ["realised_prediction"]
 
@@ -61,7 +61,7 @@ def realised_prediction(pack: Pack, scaling: Scaling | str, rows: Sequence[Mappi
     None with fewer than 2 solvable rows.
     """
     if isinstance(scaling, str):
-        scaling = parse_scaling(scaling)
+        scaling = parse_scaling(scaling, variables=pack.variables)
     if terms is None:
         prediction = predict(pack, scaling)
         terms = [prediction.dominant, *prediction.tied_with]
@@ -94,11 +94,13 @@ class _NumericLine:
         if unknown:
             raise InputError(f"pack {pack.name}: no term named {', '.join(unknown)}")
         self.size = pack.size
-        size_symbol = VARIABLES[self.size]
+        # the built-in variables and the pack's declared ones (n = V**2 is a tied size like m = d**2)
+        known = vocabulary(pack.variables)
+        size_symbol = known[self.size]
         # a pack constant the line gives a value (``h=3``) is part of the line, as in the asymptotic prediction;
         # entries may refer to each other, so the values are substituted into each other first
         given = {constant_symbol(name): expr for name, expr in scaling.entries
-                 if name in pack.constants and name not in VARIABLES}
+                 if name in pack.constants and name not in known}
         for _ in range(len(given)):
             given = {symbol: expr.xreplace(given) for symbol, expr in given.items()}
 
@@ -106,15 +108,15 @@ class _NumericLine:
             return expr.xreplace(given) if given else expr
 
         tied = {name: with_constants(expr) for name, expr in scaling.as_dict().items()
-                if name in VARIABLES and size_symbol in with_constants(expr).free_symbols}
+                if name in known and size_symbol in with_constants(expr).free_symbols}
         self.variables = list(pack.variables)
-        symbols = [VARIABLES[v] for v in self.variables]
+        symbols = [known[v] for v in self.variables]
 
         def numeric(expr: sp.Expr):
             return sp.lambdify(symbols, with_constants(expr), "math")
 
         count = with_constants(pack.param_count)
-        unknown = sorted(s.name for s in count.free_symbols if s.name not in VARIABLES)
+        unknown = sorted(s.name for s in count.free_symbols if s.name not in known)
         if unknown:
             # the count is what the slope is of: with a symbol left in it there is no number to fit
             raise InputError(f"pack {pack.name}: param_count has constant {', '.join(unknown)} with no value on "

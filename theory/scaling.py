@@ -26,7 +26,8 @@ import sympy as sp
 
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import check_numbers, parse_expression
-from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, SIZE_EXPONENT, VARIABLES, constant_symbol
+from recallkit.theory.symbols import (EXPONENTS, RESERVED_NAMES, SIZE_EXPONENT, VARIABLES, constant_symbol,
+                                      variable_symbol, vocabulary)
 
 __all__ = ["free_exponents", "Monomial", "parse_scaling", "power_text", "reduce_term", "Scaling", "split_assignments",
            "substitute", "to_monomial"]
@@ -74,16 +75,19 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
-def parse_scaling(text: str, where: str = "--scaling", constants: Iterable[str] = ()) -> Scaling:
+def parse_scaling(text: str, where: str = "--scaling", constants: Iterable[str] = (),
+                  variables: Mapping[str, sp.Symbol] | None = None) -> Scaling:
     """Parse ``"N=V*log(V), L=V**c, m=d**2"``; right-hand sides use variables, exponents, ``constants``.
 
     The left-hand side is a model variable or a pack constant (e.g. ``h=2`` for a hop count).
-    An empty text is the empty scaling.
+    ``variables``: a pack's (``pack.variables``), whose declared ones (``n=V**2``) are then known beside the
+    built-in ones. An empty text is the empty scaling.
     """
     if not isinstance(text, str):
         raise InputError(f"{where}: expected a string like 'N=V**a, L=V**c', got {type(text).__name__}")
     constants = tuple(constants)
-    symbols: dict[str, sp.Basic] = dict(VARIABLES)
+    known = vocabulary(variables)
+    symbols: dict[str, sp.Basic] = dict(known)
     symbols.update(EXPONENTS)
     symbols.update({name: constant_symbol(name) for name in constants})
     entries: list[tuple[str, sp.Expr]] = []
@@ -92,11 +96,11 @@ def parse_scaling(text: str, where: str = "--scaling", constants: Iterable[str] 
     for index, (name, rhs) in enumerate(split_assignments(text, where)):
         if name in EXPONENTS or (name in RESERVED_NAMES and name not in VARIABLES):
             raise InputError(f"{where}: entry {index + 1}: {name!r} is not a variable that can be scaled "
-                             f"(variables: {', '.join(VARIABLES)})")
+                             f"(variables: {', '.join(known)})")
         if any(name == existing for existing, _ in entries):
             raise InputError(f"{where}: {name!r} is given twice")
         value = parse_expression(rhs, symbols, f"{where}: {name}")
-        if (VARIABLES.get(name) or constant_symbol(name)) in value.free_symbols:
+        if (known.get(name) or constant_symbol(name)) in value.free_symbols:
             raise InputError(f"{where}: {name} is defined in terms of itself")
         entries.append((name, value))
     return Scaling(text=text, entries=tuple(entries))
@@ -119,16 +123,18 @@ class Monomial:
 
 
 def substitute(expr: sp.Expr, scaling: Scaling, base: str, size: str | None, constants: Iterable[str] = (),
-               where: str = "term") -> sp.Expr:
-    """Apply the scaling (repeatedly, so entries may refer to each other) and set size = base**x."""
-    base_symbol = VARIABLES[base]
+               where: str = "term", variables: Mapping[str, sp.Symbol] | None = None) -> sp.Expr:
+    """Apply the scaling (repeatedly, so entries may refer to each other) and set size = base**x.
+    ``variables``: the pack's (see :func:`parse_scaling`); a declared one left free is named as a variable."""
+    known = vocabulary(variables)
+    base_symbol = variable_symbol(base, known)
     mapping: dict[sp.Symbol, sp.Expr] = {}
     for name, value in scaling.entries:
         if name == base:
             raise InputError(f"{where}: the scaling sets the base variable {base}; it must stay free")
         if name == size:
             raise InputError(f"{where}: the scaling sets the size variable {size}; it is solved for, not given")
-        mapping[VARIABLES.get(name) or constant_symbol(name)] = value
+        mapping[known.get(name) or constant_symbol(name)] = value
     check_numbers(expr, mapping, where)
     result = expr
     for _ in range(len(mapping) + 1):
@@ -139,10 +145,10 @@ def substitute(expr: sp.Expr, scaling: Scaling, base: str, size: str | None, con
     else:
         raise InputError(f"{where}: the scaling entries refer to each other in a cycle")
     if size is not None:
-        result = result.xreplace({VARIABLES[size]: base_symbol ** SIZE_EXPONENT})
+        result = result.xreplace({variable_symbol(size, known): base_symbol ** SIZE_EXPONENT})
     allowed_constants = {constant_symbol(name) for name in constants}
     for symbol in sorted(result.free_symbols, key=lambda s: s.name):
-        if symbol.name in VARIABLES and symbol != base_symbol:
+        if symbol.name in known and symbol != base_symbol:
             raise InputError(f"{where}: variable {symbol.name} has no scaling; add e.g. "
                              f"'{symbol.name}={base}**c' or '{symbol.name}=1' to the scaling")
         if symbol not in allowed_constants and symbol.name not in EXPONENTS and symbol not in (
@@ -151,9 +157,10 @@ def substitute(expr: sp.Expr, scaling: Scaling, base: str, size: str | None, con
     return result
 
 
-def to_monomial(expr: sp.Expr, base: str, where: str = "term") -> Monomial:
+def to_monomial(expr: sp.Expr, base: str, where: str = "term",
+                variables: Mapping[str, sp.Symbol] | None = None) -> Monomial:
     """Reduce an expression in the base variable to its leading-order monomial (see module doc)."""
-    return _decompose(expr, VARIABLES[base], where)
+    return _decompose(expr, variable_symbol(base, variables), where)
 
 
 def _decompose(expr: sp.Expr, base: sp.Symbol, where: str) -> Monomial:
@@ -193,9 +200,10 @@ def _decompose(expr: sp.Expr, base: sp.Symbol, where: str) -> Monomial:
 
 
 def reduce_term(expr: sp.Expr, scaling: Scaling, base: str, size: str | None, constants: Iterable[str] = (),
-                where: str = "term") -> Monomial:
+                where: str = "term", variables: Mapping[str, sp.Symbol] | None = None) -> Monomial:
     """substitute() then to_monomial(), with exponent and log power expanded."""
-    monomial = to_monomial(substitute(expr, scaling, base, size, constants, where), base, where)
+    monomial = to_monomial(substitute(expr, scaling, base, size, constants, where, variables), base, where,
+                           variables)
     for part in (monomial.exponent, monomial.log_power):
         leftover = sorted(s.name for s in part.free_symbols if s.name not in EXPONENTS and s != SIZE_EXPONENT)
         if leftover:

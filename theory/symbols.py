@@ -5,12 +5,18 @@ L sequence length, m MLP width, R number of relations, eta and gamma step sizes.
 Exponent variables (the scaling conventions): N = V**a, L = V**c, m = d**k, R = N**r, ...
 All are declared positive so that sympy may combine powers and split logs of products
 (log(V**a) = a*log(V) only holds for positive V).
+
+These are the built-in vocabulary every pack may use without declaring it. A pack may declare more variables of
+its own (``[[variables]]``, e.g. a sample count ``n``); their symbols are :func:`variable_symbol` of their name.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import sympy as sp
 
-__all__ = ["constant_symbol", "EXPONENTS", "RESERVED_NAMES", "SIZE_EXPONENT", "VARIABLES"]
+__all__ = ["constant_symbol", "EXPONENTS", "RESERVED_NAMES", "SIZE_EXPONENT", "VARIABLES", "variable_symbol",
+           "vocabulary"]
 
 
 V, N, d, L, m, R, eta, gamma = sp.symbols("V N d L m R eta gamma", positive=True)
@@ -34,3 +40,17 @@ RESERVED_NAMES = frozenset(VARIABLES) | frozenset(EXPONENTS) | {"x", "log", "sqr
 def constant_symbol(name: str) -> sp.Symbol:
     """A positive symbol for a pack-declared constant such as p (bits per parameter)."""
     return sp.Symbol(name, positive=True)
+
+
+def variable_symbol(name: str, variables: Mapping[str, sp.Symbol] | None = None) -> sp.Symbol:
+    """The symbol of variable ``name``: a pack's (``variables``, e.g. ``pack.variables``), else the built-in one,
+    else the positive symbol of that name, which is what a declared variable's symbol is: code that is handed only
+    a variable's name (``pack.base``) finds a declared one without the pack's table."""
+    if variables is not None and name in variables:
+        return variables[name]
+    return VARIABLES.get(name) or sp.Symbol(name, positive=True)
+
+
+def vocabulary(variables: Mapping[str, sp.Symbol] | None = None) -> dict[str, sp.Symbol]:
+    """The variables a scaling may name: the built-in ones and a pack's own (``variables``; None: none)."""
+    return {**VARIABLES, **variables} if variables else dict(VARIABLES)
