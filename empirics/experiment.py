@@ -20,7 +20,9 @@ Schema (every key below is checked; an unknown key is an error; each section is 
 
     [[lines]]                              # one or more lines through the scaling plane
     scaling = "N=V*log(V), L=V**0.5"       # assignments, evaluated in order, in base, size and earlier names
-                                           # ("" when the config needs none, e.g. the linear memory)
+                                           # ("" when the config needs none, e.g. the linear memory); a name
+                                           # is a size symbol or a variable the pack declares (n = V**2),
+                                           # which [fixed] may also set; the task's config must take it
     theory_scaling = "m=d"                 # optional: the line as the theory pack states it (default: scaling)
     label = "N~V log V, L~V^0.5"           # optional, for tables and plots (default: the scaling)
     model = "..."                          # optional per-line override of model / trainer / task
@@ -97,6 +99,7 @@ Integer-valued parameters (sizes, batch size, epochs, steps) are floored after e
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping
@@ -105,9 +108,11 @@ from pathlib import Path
 from typing import Any
 
 from recallkit import registry
-from recallkit.empirics.config import MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V, check_memory, planned_config
+from recallkit.empirics.config import (MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V, check_memory, planned_config,
+                                       task_spec)
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
+from recallkit.theory.pack import load_pack
 from recallkit.theory.scaling import split_assignments
 from recallkit.theory.schema import (
     REQUIRED, Field, Rule, Section, boolean, check_keys, check_value, converts, integer, loads_toml, number, options,
@@ -277,6 +282,7 @@ class Experiment:
     relative_thresholds: list[float] = field(default_factory=list)  # search.method = "curve" only
     claims: list[Claim] = field(default_factory=list)  # [[claims]]: comparative claims between fitted lines
     file_lines: list[str] = field(default_factory=list)  # every line label of the file (a preset may run fewer)
+    variables: dict[str, str] = field(default_factory=dict)  # the pack's declared variables: name -> domain
     # the run configs validated when the file was loaded (the corners of each line), by (line label, base value,
     # size, seed): the search takes these instead of validating the same config a second time
     checked_configs: dict[tuple[str, int, int, int], Any] = field(default_factory=dict, repr=False, compare=False)
@@ -317,18 +323,22 @@ class Experiment:
             self.base: int(base_value),
             self.size: int(size_value),
         }
+        at = f"{self.base}={base_value}, {self.size}={size_value}"
         for name, expr in line.assignments:
-            value = _integer(expr.evaluate(env))
-            _check_size(value, name, f"{self.path}: line {line.scaling!r}: {name} at {self.base}={base_value}, {self.size}={size_value}")
+            value = expr.evaluate(env)
+            value = value if self.variables.get(name) == "real" else _integer(value)
+            _check_size(value, name, f"{self.path}: line {line.scaling!r}: {name} at {at}")
+            _check_declared(value, name, self.variables, f"{self.path}: line {line.scaling!r}: {name} at {at}")
             env[name] = value
             config[name] = value
         for name, raw in {**self.fixed, **line.fixed}.items():
             if isinstance(raw, SafeExpression):
                 value = raw.evaluate(env)
-                value = _integer(value) if name in INTEGER_PARAMS else value
+                value = _integer(value) if name in INTEGER_PARAMS or self.variables.get(name) == "integer" else value
             else:
                 value = raw
-            if name in SIZE_SYMBOLS:
+            if name in SIZE_SYMBOLS or name in self.variables:
+                _check_declared(value, name, self.variables, f"{self.path}: fixed.{name} at {at}")
                 env[name] = value
             config[name] = value
         return config
@@ -383,6 +393,19 @@ def _check_size(value: Any, name: str, where: str) -> None:
             raise InputError(f"{where}: {value} is above the limit {SIZE_LIMITS[name]} for {name}")
 
 
+def _check_declared(value: Any, name: str, variables: Mapping[str, str], where: str) -> None:
+    """A value of a variable the pack declares: positive (its symbol is), and an integer where it is declared so."""
+    domain = variables.get(name)
+    if domain is None:
+        return
+    integral = isinstance(value, int) and not isinstance(value, bool)
+    if domain == "integer" and (not integral or value <= 0):
+        raise InputError(f"{where}: expected a positive integer, got {value!r}")
+    if domain == "real" and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                             or value <= 0):
+        raise InputError(f"{where}: expected a positive number, got {value!r}")
+
+
 def _number(value: Any, where: str, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(f"{where}: expected a number, got {value!r}")
@@ -429,11 +452,18 @@ def _fixed_table(table: Any, where: str, symbols: set[str]) -> dict[str, Any]:
     return out
 
 
-def _parse_scaling(text: str, base: str, size: str, where: str) -> list[tuple[str, SafeExpression]]:
+def _parse_scaling(text: str, base: str, size: str, where: str,
+                   declared: Mapping[str, str] | InputError = {}) -> list[tuple[str, SafeExpression]]:
+    """A line's assignments; ``declared``: the variables the pack declares (or why the pack could not be read)."""
     known = {base, size}
     assignments: list[tuple[str, SafeExpression]] = []
     for name, rhs in split_assignments(text, where):
-        if name not in SIZE_SYMBOLS:
+        if name not in SIZE_SYMBOLS and isinstance(declared, InputError):
+            raise declared  # the name may be one the pack declares: its reason it cannot say
+        if name not in SIZE_SYMBOLS and name not in declared:
+            if declared:
+                raise InputError(f"{where}: {name!r} is not a size symbol or a variable of the pack (expected one of "
+                                 f"{', '.join([*SIZE_SYMBOLS, *declared])})")
             raise InputError(f"{where}: {name!r} is not a size symbol (expected one of {', '.join(SIZE_SYMBOLS)})")
         if name in known:
             raise InputError(f"{where}: {name} is assigned twice or is the base/searched variable")
@@ -540,7 +570,8 @@ _LINE = Section("[[lines]]", (
 def _line(table: Any, where: str, context: Mapping[str, Any]) -> Line:
     v = validate(table, _LINE, where, context=context)
     return Line(scaling=v["scaling"], theory_scaling=v["theory_scaling"], label=v["label"],
-                assignments=_parse_scaling(v["scaling"], context["base"], context["size"], f"{where}.scaling"),
+                assignments=_parse_scaling(v["scaling"], context["base"], context["size"], f"{where}.scaling",
+                                           context.get("declared", {})),
                 overrides={k: v[k] for k in ("task", "model", "trainer") if v[k] is not None}, fixed=v["fixed"],
                 search_overrides=v["search"], reference_note=v["reference_note"], metric=v["metric"])
 
@@ -707,7 +738,9 @@ def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | Non
 
 def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs: int | None = None) -> Experiment:
     """Validate a parsed experiment file against its section tables and build it with ``preset`` applied."""
-    top = validate(raw, _TOP, shown, prefix=f"{shown}: ")
+    declared = _declared_variables(raw.get("pack") if isinstance(raw, dict) else None)
+    top = validate(raw, _TOP, shown, prefix=f"{shown}: ", context={"declared": declared})
+    declared = {} if isinstance(declared, InputError) else declared
     kind, base, size = top["kind"], top["base"], top["size"]
     chosen, pw = _preset(top["presets"], preset, shown, {"kind": kind, "base": base, "size": size})
     all_labels = [ln.label for ln in top["lines"]]
@@ -739,12 +772,50 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs:
         thresholds=thresholds, lines=lines, fixed={**top["fixed"], **chosen["fixed"]}, search=search,
         verdict=top["verdict"], preset=preset, base_values=base_values, seeds=[int(s) for s in chosen["seeds"]],
         sizes=chosen["sizes"], line_base_values=line_base_values, relative_thresholds=relative_thresholds,
-        file_lines=list(all_labels),
+        file_lines=list(all_labels), variables=declared,
     )
+    _check_task_keys(experiment, top, chosen, pw)
     if "claims" in raw:
         experiment.claims = parse_claims(raw["claims"], shown, raw, experiment.verdict.get("alpha"))
     _check_corners(experiment, max_runs)
     return experiment
+
+
+def _declared_variables(pack: Any) -> dict[str, str] | InputError:
+    """The variables the experiment's pack declares (name -> domain), which its lines and [fixed] may set; {}
+    without a pack. A pack that cannot be read gives its error, raised only where a line names a variable that is
+    not a size symbol: elsewhere the experiment reads as before, and the plan names the pack's error."""
+    if not isinstance(pack, str) or not pack:
+        return {}
+    try:
+        return {variable.name: variable.domain for variable in load_pack(pack).declared_variables}
+    except InputError as exc:
+        return exc
+
+
+def _check_task_keys(experiment: Experiment, top: dict[str, Any], chosen: dict[str, Any], pw: str) -> None:
+    """A declared variable that a line or [fixed] sets reaches the run config only where the task's config takes
+    that key: otherwise one line naming the field and the task's keys (not the run-config check's later message
+    about one corner of one line)."""
+    if not experiment.variables:
+        return
+    shown = experiment.path
+    for index, line in enumerate(top["lines"]):
+        task = line.overrides.get("task", experiment.task)
+        places = [(name, f"{shown}: lines[{index}].scaling") for name, _ in line.assignments]
+        places += [(name, f"{shown}: lines[{index}].fixed.{name}") for name in line.fixed]
+        places += [(name, f"{shown}: fixed.{name}") for name in top["fixed"]]
+        places += [(name, f"{pw}.fixed.{name}") for name in chosen["fixed"]]
+        for name, where in places:
+            if name not in experiment.variables:
+                continue
+            try:
+                keys = {f.name for f in dataclasses.fields(task_spec(task).config_class())} - {"model"}
+            except InputError:
+                return  # an unknown task: the run-config check names it
+            if name not in keys:
+                raise InputError(f"{where}: {name} is a variable of pack {load_pack(experiment.pack).name}, but task "
+                                 f"{task}'s config has no key {name!r} (its keys: {', '.join(sorted(keys))})")
 
 
 def _preset(presets: dict, preset: str, shown: str, context: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -31,7 +31,7 @@ from recallkit.empirics.experiment import (Experiment, Line, experiment_from_dic
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import Pack
 from recallkit.theory.realised import realised_prediction
-from recallkit.theory.symbols import VARIABLES
+from recallkit.theory.symbols import variable_symbol
 
 __all__ = ["Plan", "plan", "plan_of", "runner_of", "realised_rows"]
 
@@ -114,7 +114,8 @@ def _predictions(experiment: Experiment, pack: Pack | None) -> dict[str, dict[st
     for line in experiment.lines:
         try:
             # theory_scaling: the line as the pack states it (a linear memory's config has no m; the pack's m = d)
-            out[line.label] = theory.predict(pack, theory.parse_scaling(line.theory_scaling or line.scaling)).to_dict()
+            out[line.label] = theory.predict(pack, theory.parse_scaling(line.theory_scaling or line.scaling,
+                                                                        variables=pack.variables)).to_dict()
         except InputError as exc:
             out[line.label] = {"error": str(exc)}
     return out
@@ -147,8 +148,9 @@ def _exponents(experiment: Experiment, prediction: Mapping[str, Any] | None) -> 
 def realised_rows(experiment: Experiment, pack: Pack, line: Line) -> list[dict[str, Any]]:
     """The grid the preset runs on one line, as the pack's variables: one row per base value, with the run
     config (``_config``) that row's models use at the smallest searched size, for finite-size forms."""
-    scaling = theory.parse_scaling(line.theory_scaling or line.scaling)
-    tied = {name for name, expr in scaling.as_dict().items() if VARIABLES[pack.size] in expr.free_symbols}
+    scaling = theory.parse_scaling(line.theory_scaling or line.scaling, variables=pack.variables)
+    tied = {name for name, expr in scaling.as_dict().items() if variable_symbol(pack.size, pack.variables)
+            in expr.free_symbols}
     rows = []
     for value in experiment.base_values:
         config = experiment.build_config(line, value, experiment.search.min, experiment.seeds[0])
@@ -164,7 +166,7 @@ def _realised(experiment: Experiment, pack: Pack | None) -> dict[str, dict[str, 
     out: dict[str, dict[str, Any]] = {}
     for line in experiment.lines:
         try:
-            scaling = theory.parse_scaling(line.theory_scaling or line.scaling)
+            scaling = theory.parse_scaling(line.theory_scaling or line.scaling, variables=pack.variables)
             plain = [{k: v for k, v in row.items() if not k.startswith("_")}
                      for row in realised_rows(experiment, pack, line)]
             out[line.label] = realised_prediction(pack, scaling, plain)
