@@ -35,7 +35,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 # theory loads its expression parser (sympy, about 0.3 s) on first use: --help and plain numbers never need it
 from recallkit import registry, theory
