@@ -333,7 +333,7 @@ def _mean_metrics(runs: list[ProbeRun], skip: set[str]) -> dict[str, float]:
 def _finite_size(plan: Any, line: Any, runs: list[ProbeRun], hook: Any) -> dict[str, Any] | None:
     """The realised prediction with each term in the system's finite-size form at the runs' measured metrics."""
     experiment, pack = plan.experiment, plan.pack
-    scaling = theory.parse_scaling(line.theory_scaling or line.scaling)
+    scaling = theory.parse_scaling(line.theory_scaling or line.scaling, variables=pack.variables)
     rows = realised_rows(experiment, pack, line)
     for row, value in zip(rows, experiment.base_values):
         mine = [r for r in runs if r.line == line.label and r.base_value == value]

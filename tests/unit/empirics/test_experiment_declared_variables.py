@@ -150,3 +150,12 @@ def test_a_declared_variable_must_be_positive(tmp_path, samples_task):
 def test_the_plan_reads_a_theory_scaling_in_declared_variables(tmp_path, samples_task):
     planned = plan(experiment(tmp_path, theory_scaling="alpha=1/4, n=V**(8*alpha)"))
     assert planned.predictions["line"].get("slope_exact") == "3/2", planned.predictions["line"]
+
+
+def test_the_finite_size_form_reads_a_theory_scaling_in_declared_variables(tmp_path, samples_task):
+    from recallkit.compare.assertions import _finite_size
+
+    planned = plan(experiment(tmp_path, theory_scaling="alpha=1/4, n=V**(8*alpha)"))
+    line = planned.experiment.lines[0]
+    finite = _finite_size(planned, line, [], lambda pack, term, row, measured: None if term is None else 1.0)
+    assert finite is not None and finite["slope"] == pytest.approx(planned.realised["line"]["slope"])
