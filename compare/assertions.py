@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from recallkit import registry, theory
+from recallkit.compare.fit_cache import cached_fits
 from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
 from recallkit.compare.results import FitOptions, FitResult, PointLike, as_points, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
@@ -421,6 +422,7 @@ def fit_experiment(
     alpha: float | None = None,
     thresholds: Iterable[float | str] | None = None,
     predicted: float | Mapping[str, Any] | None = None,
+    cache: Any = None,
 ) -> ExperimentFits:
     """Fit and judge what the results store holds for ``experiment`` (an ``empirics.plan.Plan``, a loaded
     experiment, a path or a shipped name); nothing is trained here (``recallkit.sweep_and_fit`` runs the
@@ -431,7 +433,8 @@ def fit_experiment(
     ``predicted`` replaces the theory pack's prediction: one slope for every line, or a mapping
     line label -> slope or prediction dict (for theories that are not packs, or to test a wrong one).
     ``thresholds`` keeps only those checks: a number is an absolute threshold, ``"0.5 x ceiling"`` (the report's
-    label) a relative one.
+    label) a relative one. ``cache``: a ``compare.fit_cache.DiskCache`` the fits are kept in, under a hash of
+    every input they are computed from (an unchanged report reuses them; any changed input fits again).
     """
     plan = experiment if isinstance(experiment, Plan) else plan_of(
         experiment if isinstance(experiment, Experiment) else load_experiment(experiment, preset=preset))
@@ -450,8 +453,10 @@ def fit_experiment(
     predictions = predictions_for(plan) if predicted is None else _given_predictions(loaded, predicted)
     slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
     realised = realised_predictions(plan, sweep) if predicted is None else {}
-    fits = fit_boundary_points(sweep.points, slopes, experiment=loaded.name, kind=loaded.kind, base=loaded.base,
-                               delta=delta, alpha=alpha, thresholds=thresholds, realised=realised)
+    options = dict(experiment=loaded.name, kind=loaded.kind, base=loaded.base, delta=delta, alpha=alpha,
+                   thresholds=thresholds, realised=realised)
+    fits = cached_fits(cache, [sweep.points, slopes, options, DEFAULT_N_BOOTSTRAP, DEFAULT_BOOTSTRAP_SEED],
+                       lambda: fit_boundary_points(sweep.points, slopes, **options))
     _untested_lines(loaded, fits, predictions, predicted is None, delta, alpha)
     summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
                "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),

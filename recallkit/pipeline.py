@@ -16,7 +16,9 @@ message is printed), so a long run is never lost to one bad file.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import json
 import sys
 import time
 from pathlib import Path
@@ -26,6 +28,7 @@ from tqdm import tqdm
 
 from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
+from recallkit.compare.fit_cache import DiskCache, Uncacheable, cache_key
 from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import fixed_threads, make_executor, usable_cores
@@ -38,6 +41,7 @@ from recallkit.own_steps import OwnSteps
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.reports.output_folder import writing_report
+from recallkit.reports.page_cache import cache_root
 from recallkit.reports.style import source_date  # the one reading of SOURCE_DATE_EPOCH, as the PDF's dates
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
@@ -56,16 +60,17 @@ def default_experiments() -> list[Path]:
 
 # ----------------------------------------------------------------------------- experiment steps
 def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path: Path, run: bool = True,
-                  fitted_runs: dict | None = None) -> dict:
+                  fitted_runs: dict | None = None, caches: Path | None = None) -> dict:
     """The summary entry of a planned search experiment: sweep (``run=False``: replay the store, train nothing),
     fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts,
     and its comparative claims (``claims``, ``compare.claims``). ``fitted_runs``: experiment name ->
     (loaded experiment, fits) of this report so far; this one is added, and a claim's side in another
     experiment is judged from it (or, for one not in the report, from the stored runs). The heatmap cells
-    and boundary points are the search's own records, kept with the fits: nothing is replayed."""
+    and boundary points are the search's own records, kept with the fits: nothing is replayed. ``caches``: the
+    folder the fits and the pack's pieces are kept in under a hash of their inputs (None: computed)."""
     loaded = planned.experiment
     fitted = sweep_and_fit(planned, store=store_path, preset=settings.preset, run=run, executor=executor,
-                           progress=run, log=settings.log)
+                           progress=run, log=settings.log, cache=caches and DiskCache(caches / "fits"))
     print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}"
           + (f" / missing {fitted.sweep['missing']}" if fitted.sweep.get("missing") else ""), file=settings.log)
     sweep = fitted.sweep_result
@@ -78,7 +83,7 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
             "boundary_points": [p.to_dict() for p in sweep.points if p.line == line.label],
         })
     scalings = [(line.label, line.theory_scaling or line.scaling) for line in loaded.lines]
-    pieces = pack_pieces(planned.pack, scalings)
+    pieces = _pack_pieces(planned.pack, scalings, caches and DiskCache(caches / "pieces"))
     notes = pieces.pop("notes", [])
     pieces.pop("lower_bounds", None)
     entry = experiment_entry(fitted.to_dict(), title=loaded.name, lines=lines,
@@ -104,6 +109,25 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
         # the system's own verdicts (e.g. log against power for a d_min search)
         registry.load_object(system.search_judge)(entry, loaded, sweep)
     return entry
+
+
+def _pack_pieces(pack, scalings: list[tuple[str, str]], cache: DiskCache | None) -> dict:
+    """``theory.summary.pack_pieces`` (its phase diagram is exact symbolic work, about 0.2 s a pack), kept in
+    ``cache`` under the pack's full content (its repr: every field, each expression as written) and the lines."""
+    if cache is None or pack is None:
+        return pack_pieces(pack, scalings)
+    try:
+        key = cache_key("pack pieces", [repr(pack), scalings])
+    except Uncacheable:
+        return pack_pieces(pack, scalings)
+    found = cache.get(key)
+    if isinstance(found, dict):
+        return found
+    pieces = pack_pieces(pack, scalings)
+    with contextlib.suppress(ValueError, TypeError):
+        if json.loads(json.dumps(pieces, allow_nan=False)) == pieces:  # only what JSON gives back as it was
+            cache.put(key, pieces)
+    return pieces
 
 
 def judge_loaded_claims(loaded, fitted, store_path, preset: str, fitted_runs: dict | None = None,
@@ -190,7 +214,7 @@ def run_report(settings: ReportSettings) -> Path:
             failed = True
             try:
                 entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
-                                                        failures)
+                                                        failures, _derived_cache(settings))
                 failed = False
             finally:
                 own.close(failed=failed)
@@ -210,6 +234,14 @@ def run_report(settings: ReportSettings) -> Path:
                 pdf = builder.finish(summary, stats=stats)
     print(stats["line"], file=settings.log)
     return pdf
+
+
+def _derived_cache(settings: ReportSettings) -> Path | None:
+    """Where fits and packs' pieces are kept under a hash of their inputs: beside the pages in the page cache
+    (``reports.page_cache``: its folder, its switch ``off``, its size bound); ``--redraw`` trusts no cache."""
+    if settings.redraw:
+        return None
+    return cache_root()
 
 
 def report_store(settings: ReportSettings) -> Path:
@@ -266,7 +298,8 @@ def steps_for(settings: ReportSettings, plans: list[Plan]) -> list[str]:
 
 
 def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettings, executor, store_path: Path,
-                     own: OwnSteps, builder: ReportBuilder, failures: list[str]) -> tuple[list[dict], dict]:
+                     own: OwnSteps, builder: ReportBuilder, failures: list[str], caches: Path | None = None
+                     ) -> tuple[list[dict], dict]:
     """Each experiment's entry, in order (a runner experiment's and each report step's from ``own``), handed
     to ``builder`` as it comes; and the fits so far by experiment name (claims may compare two experiments)."""
     entries: list[dict] = []
@@ -281,7 +314,8 @@ def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettin
         bar.set_postfix_str(planned.path.stem)
         try:
             if planned.is_search:
-                entries.append(_search_entry(planned, settings, executor, store_path, fitted_runs=fitted_runs))
+                entries.append(_search_entry(planned, settings, executor, store_path, fitted_runs=fitted_runs,
+                                             caches=caches))
             else:
                 entries.append(own.result(planned.path))
         except RecallkitError as exc:
