@@ -90,6 +90,10 @@ def _linear_in_x(expr: sp.Expr, where: str) -> tuple[sp.Expr, sp.Expr]:
 def analyse(pack: Pack, scaling: Scaling | str | None = None) -> Analysis:
     """Reduce every term under ``scaling`` and solve each noise term's condition for the size exponent (under the
     symbolic-work budget: a runaway names the term it was working on)."""
+    if not pack.terms:  # a pack of laws only: nothing to solve for (theory.laws reads its laws)
+        raise InputError(f"{pack.path}: states no success condition ([[terms]]), only laws "
+                         f"({', '.join(law.name for law in pack.laws)}); 'recallkit theory predict' gives their "
+                         f"exponents")
     scaling = as_scaling(pack, scaling)
     with bounded_work(f"{pack.path}: scaling", str(scaling)):
         return _analyse(pack, scaling)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,9 @@ from recallkit.theory.schema import (
 )
 from recallkit.theory.symbols import EXPONENTS, RESERVED_NAMES, VARIABLES, constant_symbol, variable_symbol
 
-__all__ = ["BOUND_KINDS", "Corollary", "DOMAINS", "Fact", "list_packs", "load_pack", "LowerBound", "MAX_TERMS", "Pack",
-           "pack_from_dict", "PACKS_DIR", "PROVENANCES", "resolve_pack_path", "ROLES", "shipped_packs", "Term",
-           "Variable"]
+__all__ = ["BOUND_KINDS", "COMBINES", "Corollary", "DOMAINS", "Fact", "Law", "LawTerm", "list_packs", "load_pack",
+           "LowerBound", "MAX_TERMS", "Pack", "pack_from_dict", "PACKS_DIR", "PROVENANCES", "resolve_pack_path", "ROLES",
+           "shipped_packs", "Term", "Variable"]
 
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
@@ -40,6 +40,8 @@ PROVENANCES = ("paper-verbatim", "paper-reported", "anchor", "derived-here")
 BOUND_KINDS = ("lower-bound", "estimator-failure")
 # what values a declared variable takes: an experiment floors an integer one, as it does the built-in sizes
 DOMAINS = ("integer", "real")
+# how a law's terms make up its metric: their sum or their maximum (asymptotically alike: the largest term dominates)
+COMBINES = ("sum", "max")
 
 _IDENTIFIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -123,6 +125,39 @@ class Variable:
 
 
 @dataclass(frozen=True)
+class LawTerm:
+    """One term of a law: a power law (a product of powers of the pack's variables and constants, with log factors)."""
+
+    name: str
+    expr: sp.Expr
+    provenance: str      # one of PROVENANCES
+    reference: str = ""
+    note: str = ""
+    source: str = ""     # the expression text as written in the pack
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "expr": str(self.expr), "latex": sp.latex(self.expr), "source": self.source,
+                "provenance": self.provenance, "reference": self.reference, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Law:
+    """An entry of ``[[laws]]``: a measured quantity ``metric`` stated as the sum (or max) of power-law terms, e.g.
+    error ~ d^-(alpha-1) + n^-beta. It states how the metric scales, not a condition for success."""
+
+    name: str
+    metric: str
+    terms: tuple[LawTerm, ...]
+    combine: str = "sum"  # one of COMBINES
+    reference: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "metric": self.metric, "combine": self.combine, "reference": self.reference,
+                "note": self.note, "terms": [term.to_dict() for term in self.terms]}
+
+
+@dataclass(frozen=True)
 class Corollary:
     """A hand-stated corollary: dominant noise term -> required param-count exponent (a cross-check)."""
 
@@ -135,7 +170,9 @@ class Corollary:
 class Pack:
     """A theorem: one signal term, noise terms, a parameter count and the variables it is stated in.
 
-    Success condition: signal >= C * noise_i for every noise term i (C a constant).
+    Success condition: signal >= C * noise_i for every noise term i (C a constant). A pack may state laws
+    (``laws``) beside the condition or instead of it; one with laws only has no terms, and its ``base``, ``size``
+    and ``param_count`` are "", "" and None unless it gives them.
 
     ``variables``: name -> positive symbol of every variable the pack is stated in, the built-in ones it lists
     in ``[pack].variables`` and then those it declares (``declared_variables``); a sequence of names given in
@@ -151,7 +188,7 @@ class Pack:
     constants: tuple[str, ...]
     base: str
     size: str
-    param_count: sp.Expr
+    param_count: sp.Expr | None
     domain: tuple[str, ...]
     terms: tuple[Term, ...]
     lower_bounds: tuple[LowerBound, ...] = ()
@@ -161,6 +198,7 @@ class Pack:
     default_axes: tuple[str, ...] | None = None
     default_box: dict[str, tuple[float, float]] = field(default_factory=dict)
     declared_variables: tuple[Variable, ...] = ()
+    laws: tuple[Law, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.variables, Mapping):  # names, as a Pack built in code gave them before
@@ -185,7 +223,8 @@ class Pack:
             "name": self.name, "path": self.path, "title": self.title, "reference": self.reference,
             "description": self.description, "variables": list(self.variables),
             "constants": list(self.constants), "base": self.base, "size": self.size,
-            "param_count": str(self.param_count), "param_count_latex": sp.latex(self.param_count),
+            "param_count": None if self.param_count is None else str(self.param_count),
+            "param_count_latex": None if self.param_count is None else sp.latex(self.param_count),
             "domain": list(self.domain), "terms": [term.to_dict() for term in self.terms],
             "lower_bounds": [bound.to_dict() for bound in self.lower_bounds],
             "facts": [fact.to_dict() for fact in self.facts],
@@ -197,6 +236,7 @@ class Pack:
             # only where there are some: the documents of packs that declare none stay as they were
             **({"declared_variables": [v.to_dict() for v in self.declared_variables]}
                if self.declared_variables else {}),
+            **({"laws": [law.to_dict() for law in self.laws]} if self.laws else {}),
         }
 
 
@@ -268,8 +308,11 @@ def pack_from_dict(raw: dict[str, Any], label: str = "pack") -> Pack:
     # written: a name is a variable or a constant, not both
     head = raw.get("pack") if isinstance(raw, dict) else None
     constants = head.get("constants") if isinstance(head, dict) else None
-    context = {"pack_constants": constants if isinstance(constants, list) else []}
-    v = validate(raw, _FILE, label, prefix=f"{label}: ", context=context)
+    # a pack stating laws only has no condition, so neither [[terms]] nor what solving one needs (base, size,
+    # param_count) is owed; a pack with a condition is read exactly as before
+    laws_only = isinstance(raw, dict) and "laws" in raw and "terms" not in raw
+    context = {"pack_constants": constants if isinstance(constants, list) else [], "laws_only": laws_only}
+    v = validate(raw, _LAWS_ONLY_FILE if laws_only else _FILE, label, prefix=f"{label}: ", context=context)
     head, defaults = v["pack"], v["defaults"] or {}
     return Pack(
         name=head["name"], path=label, title=head["title"], reference=head["reference"],
@@ -278,7 +321,7 @@ def pack_from_dict(raw: dict[str, Any], label: str = "pack") -> Pack:
         base=head["base"], size=head["size"], param_count=head["param_count"], domain=tuple(head["domain"]),
         terms=v["terms"], lower_bounds=v["lower_bounds"], facts=v["facts"], corollary=v["corollary"],
         default_scaling=defaults.get("scaling"), default_axes=defaults.get("axes"),
-        default_box=defaults.get("box", {}), declared_variables=v["variables"])
+        default_box=defaults.get("box", {}), declared_variables=v["variables"], laws=v["laws"])
 
 
 # -- the sections of a pack file, one declarative table each (see docs/ARCHITECTURE.md, "theory: packs") ------
@@ -369,7 +412,8 @@ def _declared(value: list[dict], at: str, context: Mapping[str, Any]) -> tuple[V
 
 def _head(value: Any, at: str, context: Mapping[str, Any]) -> dict[str, Any]:
     # the file's [[variables]] reach the head's fields as "declared" (the head has a field "variables" of its own)
-    return validate(value, _HEAD, at, context={"declared": context.get("variables", ())})
+    return validate(value, _LAWS_ONLY_HEAD if context.get("laws_only") else _HEAD, at,
+                    context={"declared": context.get("variables", ())})
 
 
 _HEAD = Section("[pack]", (
@@ -385,6 +429,9 @@ _HEAD = Section("[pack]", (
     Field("reference", (_STRING,), "where the theorem is stated", ""),
     Field("description", (_STRING,), "free text", ""),
 ), not_table="{where}: expected a table [pack]", **_CHECKED)
+_LAWS_ONLY_HEAD = replace(_HEAD, fields=tuple(
+    replace(f, default={"base": "", "size": "", "param_count": None}[f.name])
+    if f.name in ("base", "size", "param_count") else f for f in _HEAD.fields))
 _TERM = Section("[[terms]]", (
     Field("name", _IDENTIFIER, "identifier, unique among the terms", REQUIRED),
     Field("role", (options(ROLES, "'signal' or 'noise'"),), "signal | noise", REQUIRED),
@@ -414,6 +461,43 @@ _FACT = Section("[[facts]]", (
     Field("provenance", _PROVENANCE, "one of PROVENANCES", REQUIRED),
     Field("reference", (_STRING,), "where it is stated", ""),
 ), **_CHECKED)
+
+
+_LAW_TERM = Section("[[laws.terms]]", (
+    Field("name", _IDENTIFIER, "identifier, unique among the law's terms", REQUIRED),
+    Field("expr", _EXPRESSION, "the term, a product of powers (and logs) of variables and constants", REQUIRED),
+    Field("provenance", _PROVENANCE, "one of PROVENANCES", REQUIRED),
+    Field("reference", (_STRING,), "where it is stated", ""),
+    Field("note", (_STRING,), "free text", ""),
+), **_CHECKED)
+
+
+def _law_terms(value: Any, at: str, context: Mapping[str, Any]) -> tuple[LawTerm, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(entry, dict) for entry in value):
+        raise InputError(f"{at}: expected a non-empty array of [[laws.terms]] tables")
+    if len(value) > MAX_TERMS:  # the same region computation as the condition's terms, so the same limit
+        raise InputError(f"{at}: {len(value)} terms, at most {MAX_TERMS} are allowed")
+    terms = tuple(LawTerm(**validate(entry, _LAW_TERM, f"{at}[{index}]", context=context), source=entry["expr"])
+                  for index, entry in enumerate(value))
+    _unique([term.name for term in terms], at)
+    return terms
+
+
+_LAW = Section("[[laws]]", (
+    Field("name", _IDENTIFIER, "identifier, unique among the laws", REQUIRED),
+    Field("metric", (_NAMED,), "the measured quantity the law states, e.g. 'error'", REQUIRED),
+    Field("combine", (options(COMBINES),), "sum | max: how the terms make up the metric", "sum"),
+    Field("reference", (_STRING,), "where it is stated", ""),
+    Field("note", (_STRING,), "free text", ""),
+    Field("terms", (converts(_law_terms),), "[[laws.terms]]: the power-law terms", REQUIRED),
+), **_CHECKED)
+
+
+def _laws(value: list[dict], at: str, context: Mapping[str, Any]) -> tuple[Law, ...]:
+    symbols = {"symbols": _symbols(context["pack"])}
+    laws = tuple(Law(**validate(entry, _LAW, f"{at}[{index}]", context=symbols)) for index, entry in enumerate(value))
+    _unique([law.name for law in laws], at)
+    return laws
 
 
 def _box(value: dict, at: str, context: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
@@ -488,12 +572,17 @@ _FILE = Section("pack file", (
     Field("variables", (_TABLES, converts(_declared)), "[[variables]]: the pack's own variables", ()),
     Field("pack", (table(message="{at}: expected a table [pack]"), converts(_head)), "the theorem's head",
           REQUIRED),
+    Field("laws", (_TABLES, converts(_laws)), "[[laws]]: metrics stated as sums (or maxima) of power laws", ()),
     Field("terms", (converts(_terms),), "[[terms]]: one signal term and the noise terms", REQUIRED),
     Field("lower_bounds", (_TABLES, converts(_bounds)), "[[lower_bounds]] on the parameter count", ()),
     Field("facts", (_TABLES, converts(_facts)), "[[facts]]: statements kept as text", ()),
     Field("defaults", (_table_of(_DEFAULTS),), "[defaults]: scaling, axes and box of the default figure"),
     Field("corollary", (converts(_corollary),), "[corollary]: dominant noise term -> exponent (a cross-check)"),
 ), **_CHECKED)
+
+
+_LAWS_ONLY_FILE = replace(_FILE, fields=tuple(replace(f, default=()) if f.name == "terms" else f
+                                               for f in _FILE.fields))
 
 
 # -- small validators (each raises a one-line InputError naming the field) ---------------------

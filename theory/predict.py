@@ -16,6 +16,7 @@ import sympy as sp
 from recallkit.theory.analysis import analyse, float_or_none
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import bounded_work
+from recallkit.theory.laws import law_exponents
 from recallkit.theory.pack import Pack
 from recallkit.theory.scaling import Scaling, free_exponents
 
@@ -40,6 +41,9 @@ class Prediction:
     infeasible: list[str] = field(default_factory=list)
     # the lower bound over a class that is largest on this line, with the gap to it (None: the pack has none)
     strongest_bound: dict[str, Any] | None = None
+    # each law of the pack along the same line (theory.laws.law_exponents); a law the line does not determine (it
+    # leaves two of its variables free) has an "error" instead
+    laws: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +57,8 @@ class Prediction:
             "size_log_power_float": float_or_none(self.size_log_power),
             "thresholds": self.thresholds, "lower_bounds": self.lower_bounds, "infeasible": self.infeasible,
             "strongest_bound": self.strongest_bound,
+            # only where there are some: the documents of packs without laws stay as they were
+            **({"laws": self.laws} if self.laws else {}),
         }
 
 
@@ -107,4 +113,15 @@ def _predict(pack: Pack, scaling: Scaling | str | None) -> Prediction:
         pack=pack.name, scaling=str(analysis.scaling), base=pack.base, size=pack.size,
         param_count=sp.sstr(pack.param_count), dominant=top.name, tied_with=tied, slope=slope,
         log_power=log_power, size_exponent=top.size_exponent, size_log_power=top.size_log_power,
-        thresholds=thresholds, lower_bounds=bounds, infeasible=infeasible, strongest_bound=strongest)
+        thresholds=thresholds, lower_bounds=bounds, infeasible=infeasible, strongest_bound=strongest,
+        laws=_laws(pack, analysis.scaling))
+
+
+def _laws(pack: Pack, scaling: Scaling) -> list[dict[str, Any]]:
+    laws = []
+    for law in pack.laws:
+        try:
+            laws.append(law_exponents(pack, law, scaling))
+        except InputError as exc:  # the condition's prediction stands; the law says why it has none on this line
+            laws.append({"law": law.name, "metric": law.metric, "combine": law.combine, "error": str(exc)})
+    return laws

@@ -30,8 +30,8 @@ from recallkit.theory.pack import LowerBound, Pack
 from recallkit.theory.scaling import Scaling, free_exponents
 from recallkit.theory.symbols import EXPONENTS
 
-__all__ = ["clip", "compute_regions", "DEFAULT_BOX", "exponent_latex", "HalfSpace", "linear_halfspace", "measure",
-           "parse_box", "Point", "Region", "RegionDiagram"]
+__all__ = ["clip", "compute_regions", "DEFAULT_BOX", "dominance_regions", "exponent_domain", "exponent_latex",
+           "HalfSpace", "linear_halfspace", "measure", "parse_box", "Point", "Region", "RegionDiagram"]
 
 
 DEFAULT_BOX = (Fraction(0), Fraction(2))
@@ -428,20 +428,9 @@ def _region(pack: Pack, analysis: Analysis, axis_symbols: list[sp.Symbol], domai
             representatives: list[tuple], top, tied: list[str]) -> Region | None:
     """Where ``top`` binds: the domain clipped by ``x(top) >= x(other)`` for every other representative; None
     where that leaves no area (no length, on one axis)."""
-    halves, texts = [], []
-    for other, _ in representatives:
-        if other is top:
-            continue
-        text, half = _boundary(pack, axis_symbols, domain_polygon, top, other)
-        texts.append(f"{text}  [x({top.name}) >= x({other.name})]")
-        halves.append(half)
-    polygon = _region_polygon(domain_polygon, halves)
-    if measure(polygon) == 0:
+    polygon, texts = _dominated(pack, axis_symbols, domain_polygon, representatives, top, "x")
+    if not polygon:
         return None
-    # list only the comparisons that bound the region (a redundant one touches it in < 2 vertices)
-    needed = 1 if len(axis_symbols) == 1 else 2
-    texts = [text for text, half in zip(texts, halves)
-             if sum(half.value(vertex) == 0 for vertex in polygon) >= needed]
     exponent, log_power = analysis.required(top.name)
     region = Region(top.name, tied, texts, polygon, exponent, log_power, top.size_exponent, top.size_log_power,
                     _lower_bound_gaps(pack, analysis, exponent, log_power))
@@ -450,6 +439,58 @@ def _region(pack: Pack, analysis: Analysis, axis_symbols: list[sp.Symbol], domai
     except InputError as exc:  # two bounds crossing on a curve: the gaps to each bound above still stand
         region.strongest_bound_note = f"strongest lower bound not determined: {exc}"
     return region
+
+
+def _dominated(pack: Pack, axis_symbols: list[sp.Symbol], domain_polygon: list[Point], representatives: list[tuple],
+               top, label: str) -> tuple[list[Point], list[str]]:
+    """The domain clipped by ``label(top) >= label(other)`` for every other representative, with the comparisons
+    that bound it; ([], []) where that leaves no area (no length, on one axis)."""
+    halves, texts = [], []
+    for other, _ in representatives:
+        if other is top:
+            continue
+        text, half = _boundary(pack, axis_symbols, domain_polygon, top, other)
+        texts.append(f"{text}  [{label}({top.name}) >= {label}({other.name})]")
+        halves.append(half)
+    polygon = _region_polygon(domain_polygon, halves)
+    if measure(polygon) == 0:
+        return [], []
+    # list only the comparisons that bound the region (a redundant one touches it in < 2 vertices)
+    needed = 1 if len(axis_symbols) == 1 else 2
+    return polygon, [text for text, half in zip(texts, halves)
+                     if sum(half.value(vertex) == 0 for vertex in polygon) >= needed]
+
+
+def exponent_domain(pack: Pack, axes: Sequence[str] | str | None, box: dict[str, Sequence[float]] | None = None,
+                    domain: Sequence[str] = ()) -> tuple[tuple[str, ...], list[tuple[Fraction, Fraction]],
+                                                         list[Point], list[str], list[str]]:
+    """The window of one or two free exponents as :func:`compute_regions` draws it, without a condition's
+    feasibility: (axes, box intervals, the domain's polygon, the domain's constraint texts, notes)."""
+    axes = _axes(pack, axes)
+    axis_symbols = [EXPONENTS[axis] for axis in axes]
+    notes: list[str] = []
+    intervals = _box(pack, axes, box)
+    halves, texts = _domain_halves(pack, domain, axis_symbols, notes)
+    polygon = _region_polygon(_box_polygon(intervals), halves)
+    if measure(polygon) == 0:
+        raise InputError(f"the domain ({'; '.join(texts) or 'box'}) is empty inside the box "
+                         f"{[[str(v) for v in pair] for pair in intervals]}")
+    return axes, intervals, polygon, texts, notes
+
+
+def dominance_regions(pack: Pack, items: Sequence, axes: Sequence[str], domain_polygon: list[Point],
+                      label: str = "E") -> list[tuple[Any, list[str], list[Point], list[str]]]:
+    """Where each of ``items`` is the largest: the region solver of the noise terms, for any terms whose growth
+    is ``base**size_exponent * log(base)**size_log_power`` (a law's terms: their exponent in the base). One
+    (item, names tied with it, polygon, bounding comparisons) per item that dominates somewhere in the domain."""
+    axis_symbols = [EXPONENTS[axis] for axis in axes]
+    representatives = _representatives(list(items), axis_symbols, domain_polygon)
+    found = []
+    for top, tied in representatives:
+        polygon, texts = _dominated(pack, axis_symbols, domain_polygon, representatives, top, label)
+        if polygon:
+            found.append((top, tied, polygon, texts))
+    return found
 
 
 def _gap(bound: LowerBound, monomial, exponent: sp.Expr, log_power: sp.Expr) -> dict[str, str]:

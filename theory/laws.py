@@ -1,0 +1,182 @@
+"""A pack's laws along a scaling: which term of a metric dominates where, and the metric's exponents there.
+
+A law (``[[laws]]`` in a pack) states a measured quantity as the sum, or the maximum, of power-law terms in the
+pack's variables, e.g. error ~ d^-1 + n^-(1/2). Along a scaling (``n=d**a``) every variable but one is set; that one
+is the base, and each term reduces to ``coef * base**E_i * log(base)**P_i`` (theory.scaling). Asymptotically the
+sum and the maximum alike follow the term with the largest ``E_i`` (ties broken by ``P_i``), so the regions of the
+scaling's free exponents where each term dominates are those of the noise terms' region solver
+(:func:`theory.regions.dominance_regions`), with ``E_i`` in place of the size exponent.
+
+In each region the metric scales like its dominant term: ``base**E`` along the line, and against each variable v of
+the law (the others held fixed) with the dominant term's own exponent in v. That per-variable exponent is what a
+measurement of the metric against one variable tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import sympy as sp
+
+from recallkit.theory.analysis import as_scaling, float_or_none
+from recallkit.theory.errors import InputError
+from recallkit.theory.expr import bounded_work
+from recallkit.theory.pack import Law, Pack
+from recallkit.theory.regions import dominance_regions, exponent_domain, exponent_latex
+from recallkit.theory.scaling import Monomial, Scaling, free_exponents, reduce_term, to_monomial
+from recallkit.theory.symbols import EXPONENTS, constant_symbol, vocabulary
+
+__all__ = ["law_exponents", "predict_laws"]
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """A law term as the region solver reads a term: its name and its growth in the base."""
+
+    name: str
+    size_exponent: sp.Expr
+    size_log_power: sp.Expr
+
+
+def predict_laws(pack: Pack, scaling: Scaling | str | None = None, axes: Sequence[str] | str | None = None,
+                 box: dict[str, Sequence[float]] | None = None, domain: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """:func:`law_exponents` of every law of ``pack`` (an empty list for a pack without laws)."""
+    return [law_exponents(pack, law, scaling, axes, box, domain) for law in pack.laws]
+
+
+def law_exponents(pack: Pack, law: Law | str, scaling: Scaling | str | None = None,
+                  axes: Sequence[str] | str | None = None, box: dict[str, Sequence[float]] | None = None,
+                  domain: Sequence[str] = ()) -> dict[str, Any]:
+    """The theory of one law along ``scaling`` (default: the pack's), as a JSON-able dict.
+
+    ``terms``: each term's exponent and log power in the base, and its exponents against each variable of the law.
+    ``regions``: one per term that dominates somewhere in the window of the free exponents (``axes``: the free
+    exponents by default; ``box`` and ``domain`` as for theory.compute_regions), with its vertices, the comparisons
+    that bound it, and the metric's exponent along the line and against each variable there. A fully specified
+    line has one region with no vertices.
+    """
+    law = _find(pack, law)
+    scaling = as_scaling(pack, scaling)
+    index = pack.laws.index(law)
+    with bounded_work(f"{pack.path}: laws[{index}]", str(scaling)):
+        return _law_exponents(pack, law, index, scaling, axes, box, domain)
+
+
+def _find(pack: Pack, law: Law | str) -> Law:
+    if isinstance(law, Law):
+        return law
+    for candidate in pack.laws:
+        if candidate.name == law:
+            return candidate
+    names = ", ".join(candidate.name for candidate in pack.laws) or "none"
+    raise InputError(f"law {law!r}: not a law of pack {pack.name} (its laws: {names})")
+
+
+def _law_exponents(pack: Pack, law: Law, index: int, scaling: Scaling, axes: Sequence[str] | str | None,
+                   box: dict[str, Sequence[float]] | None, domain: Sequence[str]) -> dict[str, Any]:
+    where = f"{pack.path}: laws[{index}]"
+    base = _base(pack, law, scaling, where)
+    along = {term.name: _reduce(pack, term.expr, scaling, base, f"{where}.terms[{i}].expr")
+             for i, term in enumerate(law.terms)}
+    variables, against, notes = _against(pack, law, where)
+    free = sorted(free_exponents(along))
+    document: dict[str, Any] = {
+        "law": law.name, "metric": law.metric, "combine": law.combine, "pack": pack.name, "scaling": str(scaling),
+        "base": base, "variables": variables,
+        "terms": [{"name": term.name, "expr": sp.sstr(term.expr), "provenance": term.provenance,
+                   "reference": term.reference, **_power(along[term.name]), "variables": against[term.name]}
+                  for term in law.terms],
+    }
+    ranked = [_Ranked(name, monomial.exponent, monomial.log_power) for name, monomial in along.items()]
+    if not free and axes is None:
+        top = max(ranked, key=lambda t: (t.size_exponent, t.size_log_power))
+        tied = [t.name for t in ranked if t is not top and (t.size_exponent, t.size_log_power) == (
+            top.size_exponent, top.size_log_power)]
+        document.update(axes=[], axis_labels=[], box=[], domain=[],
+                        regions=[_region(law, top, tied, [], [], along, against)], notes=notes)
+        return document
+    if axes is None:
+        if len(free) > 2:
+            raise InputError(f"--scaling: free exponents {', '.join(free)} in {scaling.text!r}: law {law.name} "
+                             f"draws regions over one or two; fix the others")
+        axes = free
+    axes, intervals, polygon, texts, window_notes = exponent_domain(pack, axes, box, domain)
+    missing = sorted(set(free) - set(axes))
+    if missing:
+        raise InputError(f"--axes: exponent(s) {', '.join(missing)} are free in the scaling but not axes; "
+                         f"fix them in --scaling or choose them as axes")
+    regions = [_region(law, top, tied, polygon, inequalities, along, against)
+               for top, tied, polygon, inequalities in dominance_regions(pack, ranked, axes, polygon)]
+    document.update(axes=list(axes), axis_labels=[_axis_label(scaling, axis) for axis in axes],
+                    box=[[str(low), str(high)] for low, high in intervals], domain=texts, regions=regions,
+                    notes=notes + window_notes)
+    return document
+
+
+def _base(pack: Pack, law: Law, scaling: Scaling, where: str) -> str:
+    """The one variable of the law that the scaling leaves free."""
+    known = vocabulary(pack.variables)
+    mapping = {known.get(name) or constant_symbol(name): value for name, value in scaling.entries}
+    left: list[str] = []
+    for term in law.terms:
+        expr = term.expr
+        for _ in range(len(mapping) + 1):  # entries may name each other; a cycle is refused by reduce_term
+            expr = expr.xreplace(mapping)
+        left.extend(symbol.name for symbol in sorted(expr.free_symbols, key=lambda s: s.name)
+                    if symbol.name in known and symbol.name not in left)
+    if not left:
+        raise InputError(f"{where}: the scaling {str(scaling)!r} sets every variable of law {law.name}; leave one "
+                         f"free as the base")
+    if len(left) > 1:
+        raise InputError(f"{where}: variables {', '.join(left)} of law {law.name} are all left free by the scaling "
+                         f"{str(scaling)!r}; scale all but one, e.g. '{left[1]}={left[0]}**a'")
+    return left[0]
+
+
+def _reduce(pack: Pack, expr: sp.Expr, scaling: Scaling, base: str, where: str) -> Monomial:
+    monomial = reduce_term(expr, scaling, base, None, pack.constants, where, pack.variables)
+    if monomial.coefficient.is_extended_nonpositive:
+        raise InputError(f"{where}: leading coefficient {sp.sstr(monomial.coefficient)} is not positive under the "
+                         f"scaling; a law's terms must be positive quantities")
+    return monomial
+
+
+def _against(pack: Pack, law: Law, where: str) -> tuple[list[str], dict[str, dict[str, dict[str, str]]], list[str]]:
+    """The law's variables, each term's exponent and log power against each of them (the others held fixed), and
+    notes on a variable left out because it sits in an exponent (e.g. alpha in d**-alpha): no power law in it."""
+    used = set().union(*(term.expr.free_symbols for term in law.terms))
+    names = [name for name, symbol in pack.variables.items() if symbol in used]
+    variables, notes = [], []
+    against: dict[str, dict[str, dict[str, str]]] = {term.name: {} for term in law.terms}
+    for name in names:
+        try:
+            powers = {term.name: to_monomial(term.expr, name, where, pack.variables) for term in law.terms}
+        except InputError:
+            notes.append(f"law {law.name}: {name} appears in an exponent; no exponent against it is given")
+            continue
+        variables.append(name)
+        for term_name, monomial in powers.items():
+            against[term_name][name] = {"exponent": sp.sstr(sp.expand(monomial.exponent)),
+                                        "log_power": sp.sstr(sp.expand(monomial.log_power))}
+    return variables, against, notes
+
+
+def _power(monomial: Monomial) -> dict[str, Any]:
+    return {"exponent": sp.sstr(monomial.exponent), "exponent_latex": exponent_latex(monomial.exponent),
+            "exponent_float": float_or_none(monomial.exponent),
+            "log_power": sp.sstr(monomial.log_power), "log_power_latex": exponent_latex(monomial.log_power),
+            "log_power_float": float_or_none(monomial.log_power)}
+
+
+def _region(law: Law, top: _Ranked, tied: list[str], polygon: list, inequalities: list[str],
+            along: dict[str, Monomial], against: dict[str, dict[str, dict[str, str]]]) -> dict[str, Any]:
+    """Where ``top`` dominates, the metric scales as it does: along the line and against each variable."""
+    return {"dominant": top.name, "tied_with": list(tied), "inequalities": list(inequalities),
+            "vertices": [[str(v) for v in vertex] for vertex in polygon],
+            "vertices_float": [[float(v) for v in vertex] for vertex in polygon],
+            **_power(along[top.name]), "variables": against[top.name]}
+
+
+def _axis_label(scaling: Scaling, axis: str) -> str:
+    meaning = scaling.meaning_of(axis) if axis in EXPONENTS else None
+    return f"{axis}  ({meaning})" if meaning else axis
