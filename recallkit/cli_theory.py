@@ -79,12 +79,14 @@ def show_command(
                + (f"; constants: {', '.join(pack.constants)}" if pack.constants else ""))
     for variable in pack.declared_variables:  # the pack's own, beside the built-in vocabulary
         typer.echo(f"    {variable.name} ({variable.domain}): {variable.meaning}")
-    typer.echo(f"  base: {pack.base}   size: {pack.size}   param_count: {render(pack.param_count)}")
+    if pack.terms:  # a pack of laws only has no condition, nor a size to solve it for
+        typer.echo(f"  base: {pack.base}   size: {pack.size}   param_count: {render(pack.param_count)}")
     if pack.domain:
         typer.echo(f"  domain: {'; '.join(pack.domain)}")
-    typer.echo("  success: signal >= C * noise for every noise term")
-    typer.echo("terms:")
-    width = max(len(term.name) for term in pack.terms)
+    if pack.terms:
+        typer.echo("  success: signal >= C * noise for every noise term")
+        typer.echo("terms:")
+    width = max((len(term.name) for term in pack.terms), default=0)
     for term in pack.terms:
         typer.echo(f"  {term.name:<{width}}  {term.role:<6}  {render(term.expr):<28}  [{term.provenance}]")
         if term.reference:
@@ -106,12 +108,56 @@ def show_command(
                 typer.echo(f"    ref: {bound.reference}")
             if bound.note:
                 typer.echo(f"    note: {bound.note}")
+    for law in pack.laws:
+        _echo_law(law, render)
     if pack.facts:
         typer.echo("facts:")
         for fact in pack.facts:
             typer.echo(f"  - [{fact.provenance}] {fact.text}")
     if pack.default_scaling is not None:
         typer.echo(f"defaults: --scaling \"{pack.default_scaling}\" --axes {','.join(pack.default_axes or [])}")
+
+
+def _echo_law(law, render) -> None:
+    typer.echo(f"law {law.name}: {law.metric} ~ {law.combine} of")
+    if law.reference:
+        typer.echo(f"  ref: {law.reference}")
+    if law.note:
+        typer.echo(f"  note: {law.note}")
+    width = max(len(term.name) for term in law.terms)
+    for term in law.terms:
+        typer.echo(f"  {term.name:<{width}}  {render(term.expr):<28}  [{term.provenance}]")
+        if term.reference:
+            typer.echo(f"  {'':<{width}}  ref: {term.reference}")
+        if term.note:
+            typer.echo(f"  {'':<{width}}  note: {term.note}")
+
+
+def _law_text(law: dict) -> list[str]:
+    """A law along a line: per region its dominant term, the metric's power of the base, and its exponent against
+    each variable of the law (the others fixed), which is what a measurement against that variable tests."""
+    if "error" in law:
+        return [f"law {law['law']} ({law['metric']}): no exponents along this line: {law['error']}"]
+    base, axes = law["base"], law["axes"]
+    lines = [f"law {law['law']} ({law['metric']}, {law['combine']}) along {law['scaling']}, base {base}:"]
+    for region in law["regions"]:
+        tied = f" (tied with {', '.join(region['tied_with'])})" if region["tied_with"] else ""
+        if len(axes) == 1:
+            (low,), (high,) = region["vertices"][0], region["vertices"][-1]
+            lines.append(f"  region {region['dominant']}{tied}, {axes[0]} in [{low}, {high}]:")
+        elif axes:
+            lines.append(f"  region {region['dominant']}{tied}, vertices "
+                         + ", ".join("(" + ", ".join(v) + ")" for v in region["vertices"]) + ":")
+        else:
+            lines.append(f"  dominant term {region['dominant']}{tied}:")
+        against = ", ".join(f"{name}: {power['exponent']}"
+                            + ("" if power["log_power"] == "0" else f" (log power {power['log_power']})")
+                            for name, power in region["variables"].items())
+        lines.append(f"    {law['metric']} ~ {theory.power_text(base, region['exponent'], region['log_power'])}"
+                     f"   against {against}")
+        lines.extend(f"    where {inequality}" for inequality in region["inequalities"])
+    lines.extend(f"  note: {note}" for note in law["notes"])
+    return lines
 
 
 def _gap_text(base: str, gap: dict) -> str:
@@ -261,8 +307,16 @@ def predict_command(
     scaling: str = typer.Option(..., "--scaling", help="A fully specified line, e.g. 'N=V*log(V), L=V**0.5, m=d**2'."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (Prediction.to_dict)."),
 ) -> None:
-    """Predicted slope of log(parameter count) against log(base) along a line, with the binding term."""
+    """Predicted slope of log(parameter count) against log(base) along a line, with the binding term; and each law's
+    dominant term and exponents (a pack of laws only takes a scaling with free exponents too: one region each)."""
     pack = theory.load_pack(pack_name)
+    if not pack.terms:
+        document = {"pack": pack.name, "scaling": scaling, "laws": theory.predict_laws(pack, scaling)}
+        if json_output:
+            _echo_json(document)
+        else:
+            typer.echo("\n".join(line for law in document["laws"] for line in _law_text(law)))
+        return
     document = theory.predict(pack, scaling).to_dict()
     if json_output:
         _echo_json(document)
@@ -283,6 +337,8 @@ def predict_command(
                    f"{theory.power_text(base, strongest['gap_exponent'], strongest['gap_log_power'])}")
     for name in document["infeasible"]:
         typer.echo(f"  warning: term {name} beats the signal at every size along this line", err=True)
+    for law in document.get("laws", ()):
+        typer.echo("\n".join(_law_text(law)))
 
 
 def register(app: typer.Typer) -> None:
