@@ -88,11 +88,7 @@ def show_command(
         typer.echo("terms:")
     width = max((len(term.name) for term in pack.terms), default=0)
     for term in pack.terms:
-        typer.echo(f"  {term.name:<{width}}  {term.role:<6}  {render(term.expr):<28}  [{term.provenance}]")
-        if term.reference:
-            typer.echo(f"  {'':<{width}}  ref: {term.reference}")
-        if term.note:
-            typer.echo(f"  {'':<{width}}  note: {term.note}")
+        _echo_term(f"{term.name:<{width}}  {term.role:<6}  {render(term.expr):<28}", term, width)
     lower = [bound for bound in pack.lower_bounds if bound.is_lower_bound]
     failures = [bound for bound in pack.lower_bounds if not bound.is_lower_bound]
     if lower:
@@ -126,11 +122,15 @@ def _echo_law(law, render) -> None:
         typer.echo(f"  note: {law.note}")
     width = max(len(term.name) for term in law.terms)
     for term in law.terms:
-        typer.echo(f"  {term.name:<{width}}  {render(term.expr):<28}  [{term.provenance}]")
-        if term.reference:
-            typer.echo(f"  {'':<{width}}  ref: {term.reference}")
-        if term.note:
-            typer.echo(f"  {'':<{width}}  note: {term.note}")
+        _echo_term(f"{term.name:<{width}}  {render(term.expr):<28}", term, width)
+
+
+def _echo_term(head: str, term, width: int) -> None:
+    """A written term's line (``head``, then its provenance) and its reference and note under it."""
+    typer.echo(f"  {head}  [{term.provenance}]")
+    for label, text in (("ref", term.reference), ("note", term.note)):
+        if text:
+            typer.echo(f"  {'':<{width}}  {label}: {text}")
 
 
 def _law_text(law: dict) -> list[str]:

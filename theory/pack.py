@@ -50,11 +50,11 @@ _COROLLARY_RESERVED = {"scaling", "axes"}
 
 
 @dataclass(frozen=True)
-class Term:
-    """One named term of a theorem: its role in the success condition and where it comes from."""
+class LawTerm:
+    """One term of a law: a power law (a product of powers of the pack's variables and constants, with log factors).
+    What every written term of a pack carries; a condition's :class:`Term` adds its role."""
 
     name: str
-    role: str            # "signal" | "noise"
     expr: sp.Expr
     provenance: str      # one of PROVENANCES
     reference: str = ""
@@ -62,9 +62,21 @@ class Term:
     source: str = ""     # the expression text as written in the pack
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "role": self.role, "expr": str(self.expr), "latex": sp.latex(self.expr),
-                "source": self.source, "provenance": self.provenance, "reference": self.reference,
-                "note": self.note}
+        return self._written()
+
+    def _written(self, **after_name: Any) -> dict[str, Any]:
+        return {"name": self.name, **after_name, "expr": str(self.expr), "latex": sp.latex(self.expr),
+                "source": self.source, "provenance": self.provenance, "reference": self.reference, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Term(LawTerm):
+    """One named term of a theorem: its role in the success condition and where it comes from."""
+
+    role: str = field(kw_only=True)  # "signal" | "noise"
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._written(role=self.role)
 
 
 @dataclass(frozen=True)
@@ -123,21 +135,6 @@ class Variable:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "meaning": self.meaning, "domain": self.domain}
 
-
-@dataclass(frozen=True)
-class LawTerm:
-    """One term of a law: a power law (a product of powers of the pack's variables and constants, with log factors)."""
-
-    name: str
-    expr: sp.Expr
-    provenance: str      # one of PROVENANCES
-    reference: str = ""
-    note: str = ""
-    source: str = ""     # the expression text as written in the pack
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "expr": str(self.expr), "latex": sp.latex(self.expr), "source": self.source,
-                "provenance": self.provenance, "reference": self.reference, "note": self.note}
 
 
 @dataclass(frozen=True)

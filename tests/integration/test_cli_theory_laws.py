@@ -4,23 +4,20 @@ stderr, exit 2."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
 
+from tests.pack_texts import theory_command
 from tests.unit.theory.test_laws import LAW_PACK
 
 pytestmark = pytest.mark.integration
-RECALLKIT = shutil.which("recallkit")
 
 __all__: list[str] = []
 
 
 def run(tmp_path, args: list[str], text: str = LAW_PACK) -> subprocess.CompletedProcess:
-    assert RECALLKIT, "the recallkit command is not installed"
-    (tmp_path / "toy.toml").write_text(text, encoding="utf-8")
-    return subprocess.run([RECALLKIT, "theory", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return theory_command(tmp_path, "toy.toml", text, args)
 
 
 def test_show_lists_the_laws_and_their_terms_with_provenance(tmp_path):

@@ -3,23 +3,20 @@ domain and meaning, ``predict`` and ``regions`` use them, and a bad declaration 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
 
+from tests.pack_texts import theory_command
 from tests.unit.theory.test_declared_variables import SAMPLES_PACK
 
 pytestmark = pytest.mark.integration
-RECALLKIT = shutil.which("recallkit")
 
 __all__: list[str] = []
 
 
 def run(tmp_path, args: list[str], text: str = SAMPLES_PACK) -> subprocess.CompletedProcess:
-    assert RECALLKIT, "the recallkit command is not installed"
-    (tmp_path / "samples.toml").write_text(text, encoding="utf-8")
-    return subprocess.run([RECALLKIT, "theory", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return theory_command(tmp_path, "samples.toml", text, args)
 
 
 def test_show_lists_the_declared_variables_with_domain_and_meaning(tmp_path):

@@ -11,7 +11,7 @@ import sympy as sp
 from recallkit import theory
 from recallkit.theory.errors import InputError
 from recallkit.theory.symbols import VARIABLES, V, d
-from tests.pack_texts import MINIMAL_PACK
+from tests.pack_texts import MINIMAL_PACK, SIGNAL_AND_CROSSTALK, pack_load_error, write_pack
 
 __all__: list[str] = []
 
@@ -36,18 +36,7 @@ SAMPLES_PACK = textwrap.dedent(
     name = "alpha"
     meaning = "exponent of the input distribution's power law"
 
-    [[terms]]
-    name = "signal"
-    role = "signal"
-    expr = "d**2"
-    provenance = "derived-here"
-
-    [[terms]]
-    name = "crosstalk"
-    role = "noise"
-    expr = "V*log(V)"
-    provenance = "derived-here"
-
+    """ + SIGNAL_AND_CROSSTALK.format(crosstalk="V*log(V)") + """
     [[terms]]
     name = "finite_sample"
     role = "noise"
@@ -69,18 +58,11 @@ SAMPLES_PACK = textwrap.dedent(
 
 
 def write(tmp_path, text: str):
-    path = tmp_path / "samples.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_pack(tmp_path, text, "samples.toml")
 
 
 def load_error(tmp_path, text: str) -> str:
-    path = write(tmp_path, text)
-    with pytest.raises(InputError) as info:
-        theory.load_pack(path)
-    message = str(info.value)
-    assert "\n" not in message and message.startswith(str(path)), message
-    return message
+    return pack_load_error(tmp_path, text, "samples.toml")
 
 
 def with_declaration(declaration: str, text: str = SAMPLES_PACK) -> str:

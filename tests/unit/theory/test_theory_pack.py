@@ -7,25 +7,13 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.symbols import N, d, m
 
 from recallkit import theory
-from tests.pack_texts import MINIMAL_PACK
+from tests.pack_texts import MINIMAL_PACK, pack_load_error, write_pack
 
 GOOD = MINIMAL_PACK
 
 
-def write(tmp_path, text: str):
-    path = tmp_path / "mine.toml"
-    path.write_text(text)
-    return path
-
-
-def load_error(tmp_path, text: str) -> str:
-    path = write(tmp_path, text)
-    with pytest.raises(InputError) as info:
-        theory.load_pack(path)
-    message = str(info.value)
-    assert "\n" not in message, message
-    assert message.startswith(str(path)), message
-    return message
+write = write_pack
+load_error = pack_load_error
 
 
 def test_shipped_packs_load_with_provenance():
