@@ -37,7 +37,7 @@ from recallkit.compare.verdicts import Verdict
 from recallkit.empirics.provenance import code_version
 
 __all__ = ["DiskCache", "Uncacheable", "cache_key", "cached_fits", "canonical", "decode_fits", "encode_fits",
-           "source_fingerprint"]
+           "json_exact", "namespace_roots", "source_fingerprint"]
 
 SCHEMA = "recallkit.result-cache/1"
 _TMP_PREFIX = ".tmp-"  # as reports.page_cache names its temporary files, so that its prune removes stale ones
@@ -52,19 +52,35 @@ class Uncacheable(TypeError):
     """A value holds a type the cache does not store exactly: it is computed, not cached."""
 
 
-@functools.lru_cache(maxsize=1)
-def source_fingerprint() -> str:
-    """SHA-256 over every ``.py`` file of the installed ``recallkit`` namespace (stages, systems, orchestration),
-    by path and bytes. Kept for the process (keyed by nothing: the code a process runs is the code it imported)."""
-    digest = hashlib.sha256()
-    seen: set[Path] = set()
+def namespace_roots() -> list[Path]:
+    """The folders of the installed ``recallkit`` namespace's packages."""
+    roots: list[Path] = []
     for name in _NAMESPACE:
         spec = importlib.util.find_spec(name)
-        for root in [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []:
-            for path in sorted(root.rglob("*.py")):
-                if path not in seen:
-                    seen.add(path)
-                    digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
+        roots += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    return roots
+
+
+def json_exact(value: Any) -> bool:
+    """Whether ``value`` comes back from JSON exactly as it is (no tuples, no non-string keys, no numpy types)."""
+    try:
+        return canonical(json.loads(json.dumps(value))) == canonical(value)
+    except (Uncacheable, TypeError, ValueError):
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def source_fingerprint() -> str:
+    """SHA-256 over every ``.py`` and ``.toml`` file (code, shipped packs and experiments) of the installed
+    ``recallkit`` namespace (stages, systems, orchestration), by path and bytes. Kept for the process (keyed by
+    nothing: the code a process runs is the code it imported)."""
+    digest = hashlib.sha256()
+    seen: set[Path] = set()
+    for root in namespace_roots():
+        for path in sorted([*root.rglob("*.py"), *root.rglob("*.toml")]):
+            if path not in seen:
+                seen.add(path)
+                digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -189,7 +205,7 @@ class DiskCache:
 
     def put(self, key: str, document: Any) -> bool:
         """Store ``document`` under ``key`` atomically; False (nothing stored) if it cannot be written."""
-        body = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
+        body = json.dumps(document, separators=(",", ":")).encode()
         header = json.dumps({"schema": SCHEMA, "key": key, "sha256": hashlib.sha256(body).hexdigest()}).encode()
         try:
             Path(self.folder).mkdir(parents=True, exist_ok=True)

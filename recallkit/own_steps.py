@@ -1,19 +1,29 @@
 """The main job's runner experiments and systems' report steps, trained in one worker process beside the
-searches (:class:`OwnSteps`) or in the main process."""
+searches (:class:`OwnSteps`) or in the main process.
+
+A step's entry is a function of the store's content, the code and its settings: with a :class:`StepCache` an entry
+computed while the store did not change (nothing trained or added, by this report or another) is kept under a hash
+of the store's bytes, the step, its file, the settings and the code, so the next report on the same store takes
+it (and its log lines) without starting the worker process or importing torch there. Only steps of the recallkit
+namespace are kept: their code and data files are what ``compare.fit_cache.source_fingerprint`` hashes.
+"""
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import multiprocessing
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from recallkit import registry
+from recallkit.compare.fit_cache import DiskCache, cache_key, json_exact, namespace_roots
 from recallkit.empirics.executors import worker_init, worker_init_args
 from recallkit.report_settings import ReportSettings, StepContext
 from recallkit.theory.errors import RecallkitError
 
-__all__ = ["OwnSteps", "call_own_step"]
+__all__ = ["OwnSteps", "StepCache", "call_own_step", "shipped_step", "store_digest"]
 
 
 def call_own_step(ref: str, path: Path | None, context: StepContext) -> dict | None:
@@ -39,47 +49,133 @@ def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, s
     return "entry", entry, log.getvalue()
 
 
+def store_digest(store_path: Path) -> str | None:
+    """SHA-256 of the store's bytes (with its write-ahead log): equal digests, equal content. None if unreadable."""
+    digest = hashlib.sha256()
+    try:
+        for path in (Path(store_path), Path(f"{store_path}-wal")):
+            if path.exists() or path == Path(store_path):
+                digest.update(path.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def shipped_step(ref: str, path: Path | None) -> bool:
+    """Whether a step's code and file are the recallkit namespace's (what the cache key's source hash covers)."""
+    if not ref.startswith("recallkit."):
+        return False
+    if path is None:
+        return True
+    resolved = Path(path).resolve()
+    return any(resolved.is_relative_to(root.resolve()) for root in namespace_roots())
+
+
+@dataclasses.dataclass
+class StepCache:
+    """Where entries are kept (``cache``) and the store's digest when the report began (``store``); ``cacheable``
+    says which steps may be kept (by default those of the recallkit namespace)."""
+
+    cache: DiskCache
+    store: str
+    cacheable: Callable[[str, Path | None], bool] = shipped_step
+
+    def key(self, ref: str, path: Path | None, settings: ReportSettings) -> str | None:
+        if not self.cacheable(ref, path):
+            return None
+        own = {f.name: str(getattr(settings, f.name)) for f in dataclasses.fields(settings)
+               if f.name not in _NOT_READ_BY_STEPS}
+        try:
+            text = Path(path).read_bytes().hex() if path is not None else None
+        except OSError:
+            return None
+        return cache_key("own step", [ref, str(path), text, own, self.store])
+
+
+# settings a step's entry does not depend on: where the report goes, how pages are drawn, where its log goes,
+# how many search workers run, and the store's path (its content is in the key)
+_NOT_READ_BY_STEPS = frozenset({"out_dir", "png", "jobs", "workers", "redraw", "log", "store", "experiments"})
+
+
+class _Tee(io.TextIOBase):
+    """The report's log, and a copy of what was written to it."""
+
+    def __init__(self, log):
+        self.log, self.copy = log, io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)
+        return self.log.write(text)
+
+    def flush(self) -> None:
+        self.log.flush()
+
+
 class OwnSteps:
     """The main job's runner experiments and system report steps: trained in one worker process beside the
     searches when the local executor has more than one worker on the CPU (they train one model at a time, and
     the searches leave cores idle between rounds), else in this process when asked for. Results come back in
     the order asked for, whatever the order they finish in."""
 
-    def __init__(self, settings: ReportSettings, store_path: Path, context: StepContext, background: bool):
+    def __init__(self, settings: ReportSettings, store_path: Path, context: StepContext, background: bool,
+                 cache: StepCache | None = None):
         self.settings, self.store_path, self.context = settings, store_path, context
+        self._background, self._cache = background, cache
         self._pool = None
         self._pending: dict[Any, Any] = {}
-        if background:
-            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=worker_init,
-                                                                   initargs=worker_init_args())
+        self._keys: dict[Any, str | None] = {}  # step -> its cache key
+        self._fresh: dict[str, dict] = {}  # cache key -> {"entry", "log"} computed by this report
 
     def start(self, key: Any, ref: str, path: Path | None) -> None:
-        """Queue one step (nothing happens yet without a worker process)."""
-        if self._pool is None:
+        """Queue one step (nothing happens yet without a worker process); a step the cache holds is not run, and
+        the worker process is started by the first step that is not."""
+        self._keys[key] = found_key = self._cache.key(ref, path, self.settings) if self._cache else None
+        found = self._cache.cache.get(found_key) if found_key else None
+        if isinstance(found, dict) and "entry" in found and isinstance(found.get("log"), str):
+            self._pending[key] = found
+            return
+        if not self._background:
             self._pending[key] = (ref, path)
             return
+        if self._pool is None:
+            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=worker_init,
+                                                                   initargs=worker_init_args())
         child_settings = replace(self.settings, log=None)
         self._pending[key] = self._pool.apply_async(_own_step_in_worker, (ref, path, child_settings, self.store_path))
 
     def result(self, key: Any) -> dict | None:
         """The step's entry; its log lines go to the report's log. A RecallkitError is raised here."""
-        job = self._pending.pop(key)
-        if self._pool is None:
-            return call_own_step(*job, self.context)
-        kind, value, text = job.get()
-        if text:
-            self.settings.log.write(text)
-        if kind == "error":
-            raise RecallkitError(value)
-        return value
+        job, found_key = self._pending.pop(key), self._keys.pop(key)
+        if isinstance(job, dict):  # from the cache
+            self.settings.log.write(job["log"])
+            return job["entry"]
+        if isinstance(job, tuple):
+            tee = _Tee(self.settings.log)
+            entry = call_own_step(*job, replace(self.context, settings=replace(self.settings, log=tee)))
+            text = tee.copy.getvalue()
+        else:
+            kind, entry, text = job.get()
+            if text:
+                self.settings.log.write(text)
+            if kind == "error":
+                raise RecallkitError(entry)
+        if found_key:
+            self._fresh[found_key] = {"entry": entry, "log": text}
+        return entry
 
     def close(self, failed: bool = False) -> None:
-        """Stop the worker: at once after an error or Ctrl-C (what it had stored stays stored), else when done."""
-        if self._pool is None:
-            return
-        if failed:
-            self._pool.terminate()
-        else:
-            self._pool.close()
-        self._pool.join()
-        self._pool = None
+        """Stop the worker: at once after an error or Ctrl-C (what it had stored stays stored), else when done; keep
+        the entries computed while the store stayed as it was."""
+        if self._pool is not None:
+            if failed:
+                self._pool.terminate()
+            else:
+                self._pool.close()
+            self._pool.join()
+            self._pool = None
+        if not failed and self._fresh and store_digest(self.store_path) == self._cache.store:
+            # nothing was written to the store since the report began, so each entry is the store's as it is
+            for found_key, doc in self._fresh.items():
+                if json_exact(doc):
+                    self._cache.cache.put(found_key, doc)
+        self._fresh.clear()

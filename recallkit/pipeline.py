@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from tqdm import tqdm
 
 from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
-from recallkit.compare.fit_cache import DiskCache, Uncacheable, cache_key
+from recallkit.compare.fit_cache import DiskCache, Uncacheable, cache_key, json_exact
 from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import fixed_threads, make_executor, usable_cores
@@ -37,7 +36,7 @@ from recallkit.empirics.numerics import math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
-from recallkit.own_steps import OwnSteps
+from recallkit.own_steps import OwnSteps, StepCache, store_digest
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.reports.output_folder import writing_report
@@ -125,7 +124,7 @@ def _pack_pieces(pack, scalings: list[tuple[str, str]], cache: DiskCache | None)
         return found
     pieces = pack_pieces(pack, scalings)
     with contextlib.suppress(ValueError, TypeError):
-        if json.loads(json.dumps(pieces, allow_nan=False)) == pieces:  # only what JSON gives back as it was
+        if json_exact(pieces):  # only what JSON gives back as it was
             cache.put(key, pieces)
     return pieces
 
@@ -203,7 +202,9 @@ def run_report(settings: ReportSettings) -> Path:
         steps = steps_for(settings, plans)
         background = (settings.executor == "local" and workers > 1 and resolve_device(settings.device).type == "cpu"
                       and (any(not planned.is_search for planned in plans) or bool(steps)))
-        own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background)
+        caches = _derived_cache(settings)
+        own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background,
+                       _step_cache(caches, store_path))
         started = time.perf_counter()
         # each experiment's pages are drawn (in worker processes) while the next experiment is computed
         # a full disk or a file that cannot be written, while the report is written: one line, the previous
@@ -214,7 +215,7 @@ def run_report(settings: ReportSettings) -> Path:
             failed = True
             try:
                 entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
-                                                        failures, _derived_cache(settings))
+                                                        failures, caches)
                 failed = False
             finally:
                 own.close(failed=failed)
@@ -242,6 +243,12 @@ def _derived_cache(settings: ReportSettings) -> Path | None:
     if settings.redraw:
         return None
     return cache_root()
+
+
+def _step_cache(caches: Path | None, store_path: Path) -> StepCache | None:
+    """The systems' steps' entries, kept under the store's digest as the report begins (``recallkit.own_steps``)."""
+    digest = store_digest(store_path) if caches is not None else None
+    return StepCache(DiskCache(caches / "steps"), digest) if digest is not None else None
 
 
 def report_store(settings: ReportSettings) -> Path:

@@ -8,8 +8,8 @@ joined PDF is kept the same way under its join key (``reports.join_cache.join_ke
 
 Where: ``$RECALLKIT_CACHE``, else ``$XDG_CACHE_HOME/recallkit``, else ``~/.cache/recallkit``;
 ``RECALLKIT_CACHE=off`` turns it off (nothing read, nothing written). Entries live in ``pages/`` and
-``joined/`` under it (and the main job's fits and packs' pieces in ``fits/`` and ``pieces/``, see
-``compare.fit_cache``, bounded with them).
+``joined/`` under it (and the main job's fits, packs' pieces and systems' steps' entries in ``fits/``,
+``pieces/`` and ``steps/``, see ``compare.fit_cache`` and ``recallkit.own_steps``, bounded with them).
 
 An entry is its files (``KEY.pdf``, ``KEY.png`` when the page was drawn with ``--png``) and a marker
 ``KEY.json`` holding the SHA-256 of each file. Every file is written to a temporary file in the same folder
@@ -44,9 +44,10 @@ OFF = "off"
 _TMP_PREFIX = ".tmp-"
 _STALE_TMP_S = 3600.0  # a temporary file this old belongs to a writer that was killed, not a running one
 _MARKER = ".json"
-# every folder under the cache the prune bounds: pages, joined reports, and the main job's fits and packs' pieces
+# every folder under the cache the prune bounds: pages, joined reports, and the main job's fits, packs' pieces and
+# systems' steps' entries
 # (``compare.fit_cache``: one file KEY.json each, which counts as its own marker here)
-KINDS = ("pages", "joined", "fits", "pieces")
+KINDS = ("pages", "joined", "fits", "pieces", "steps")
 
 
 def cache_root() -> Path | None:
