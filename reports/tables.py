@@ -14,7 +14,7 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression  # the whitelist parser of the theory stage
 from recallkit.theory.symbols import EXPONENTS, VARIABLES
 
-__all__ = ["slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain",
+__all__ = ["rows_that_fit", "slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain",
            "slope_rows", "claim_table", "claim_cells"]
 
 
@@ -203,6 +203,20 @@ def draw_table(ax, header: Sequence[str], cells: Sequence[Sequence[str]], widths
             cell.get_text().set_fontweight("bold")
         elif cell_colours and cell_colours[row - 1][col]:
             cell.set_facecolor(cell_colours[row - 1][col])
+
+
+def rows_that_fit(height_in: float, header: Sequence[str], cells: Sequence[Sequence[str]], fontsize: float = 8.5,
+                  wrap: Sequence[int] | None = None) -> int:
+    """How many of ``cells``' rows :func:`draw_table` draws inside an axes ``height_in`` inches tall (rows grow to
+    their tallest wrapped cell), so that a page shows whole rows and says how many it left out."""
+    line_in = (fontsize + 3) / 72
+    used = line_in * (max(str(h).count("\n") + 1 for h in header) + 0.3)
+    for n, row in enumerate(cells):
+        texts = [fill(str(v), w) if wrap and w else str(v) for v, w in zip(row, wrap or [0] * len(row))]
+        used += line_in * (max(t.count("\n") + 1 for t in texts) + 0.3)
+        if used > height_in:
+            return n
+    return len(cells)
 
 
 _CLAIM_HEADER = ["#", "claim", "side A", "side B", "thr.", "difference\nA - B", "one-sided\ninterval", "p",

@@ -45,8 +45,8 @@ def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             ("device", f"{prov.get('device', 'unknown')}, {prov.get('threads', '?')} thread(s)"),
             ("torch", prov.get("torch_version", "n/a")),
             ("preset", prov.get("preset", "n/a")),
-            ("config hashes", f"{n_hashes} over {len(hashes)} experiments: first of each in the table below, "
-                              "all in summary.json (provenance.config_hashes)" if n_hashes else "none recorded"),
+            ("config hashes", f"{n_hashes} over {len(hashes)} experiments: first of each below, all in "
+                              "summary.json (provenance.config_hashes)" if n_hashes else "none recorded"),
         ]
         # The run's wall time and how much came from the store stay in summary.json (run_wall_time_s,
         # notes): the PDF shows only what the stored results determine, so a re-run is byte-identical.
@@ -76,12 +76,19 @@ def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
                           str(o["consistent"]), str(o["inconsistent"]), str(o["inconclusive"]), o["config_hashes"]])
             colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
                                          for v in ("consistent", "inconsistent", "inconclusive")] + [None])
-        ax = fig.add_axes((0.03, 0.04 + fail_h, 0.94, y - 0.04 - fail_h))
-        tables.draw_table(ax, header, cells, [0.03, 0.17, 0.09, 0.27, 0.05, 0.08, 0.08, 0.08, 0.15], fontsize=8,
-                          cell_colours=colours, wrap=[0, 27, 0, 43, 0, 0, 0, 0, 0])
-        if len(overview) > max_rows:
-            ax.text(0.0, 0.0, f"... {len(overview) - max_rows} more experiments in the sections that follow",
-                    transform=ax.transAxes, fontsize=9)
+        wrap = [0, 27, 0, 43, 0, 0, 0, 0, 0]
+        ax = fig.add_axes((0.03, 0.07 + fail_h, 0.94, y - 0.07 - fail_h))
+        # whole rows only: as many as the page holds (a row grows to its tallest cell), the rest named under it
+        shown = tables.rows_that_fit(ax.get_position().height * fig.get_figheight(), header, cells, 8, wrap)
+        tables.draw_table(ax, header, cells[:shown], [0.03, 0.17, 0.09, 0.27, 0.05, 0.08, 0.08, 0.08, 0.15],
+                          fontsize=8, cell_colours=colours[:shown], wrap=wrap)
+        if len(overview) > shown:
+            rest = overview[shown:]
+            fig.text(0.04, 0.055 + fail_h, fill(
+                f"... and {len(rest)} more experiment{'s' if len(rest) > 1 else ''} in the sections that follow: "
+                + ", ".join(f"{o['index']}. {o['name']} ({o['checks']} check{'s' if o['checks'] != 1 else ''})"
+                            for o in rest) + "; their verdicts are in the summary of verdicts", 165),
+                fontsize=8, va="top")
         if fail_text:
             fig.text(0.04, 0.03 + fail_h, f"{len(failures)} experiment(s) failed and are not in this report:",
                      fontsize=10, fontweight="bold", va="top", color=PALETTE["vermillion"])

@@ -581,3 +581,33 @@ def test_runner_entry_with_its_own_page_kind_gets_no_generic_fit_pages_or_rows(t
     stems = [p.stem for p in experiment_pages(entry, 1, [entry])]
     assert any(s.endswith("toy-law") for s in stems)
     assert not [s for s in stems if "-fits" in s or s.endswith("-capacity")]
+
+
+def test_title_page_shows_whole_rows_and_names_the_experiments_it_left_out():
+    """Seventeen experiments (the main job's count) hold more rows than the page: the table draws the rows that
+    fit whole, and the line under it names every other experiment (the table used to run off the page)."""
+    from matplotlib.table import Table
+    from matplotlib.text import Text
+
+    from tests.systems.geometric_recall.test_reports_geometric import assert_text_inside
+
+    base = geometric_summary()
+    many = [dict(base["experiments"][0], name=f"experiment_{k:02d}", title=f"experiment_{k:02d}") for k in range(17)]
+    s = dict(base, experiments=many, failures=[])
+    rows = summary_entries(s)
+    fig = title_page(s, rows)
+    (table,) = fig.findobj(Table)
+    shown = max(row for row, _ in table.get_celld())  # body rows (row 0 is the header)
+    assert 0 < shown < 17
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
+    if renderer is None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for cell in table.get_celld().values():  # every drawn row lies on the page
+        box = cell.get_window_extent(renderer).transformed(fig.transFigure.inverted())
+        assert box.y0 >= 0.0, box
+    text = " ".join(t.get_text() for t in fig.findobj(Text)).replace("\n", " ")
+    assert f"and {17 - shown} more experiments" in text and "experiment_16" in text
+    assert_text_inside(fig)
