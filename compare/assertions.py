@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from recallkit import registry, theory
-from recallkit.compare.fit_cache import cached_fits
+from recallkit.compare.fit_cache import cached_document, cached_fits
 from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
 from recallkit.compare.results import FitOptions, FitResult, PointLike, as_points, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
@@ -452,7 +452,7 @@ def fit_experiment(
         provenance = _run_provenance(results_store, loaded.name)
     predictions = predictions_for(plan) if predicted is None else _given_predictions(loaded, predicted)
     slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
-    realised = realised_predictions(plan, sweep) if predicted is None else {}
+    realised = _realised(plan, sweep, cache) if predicted is None else {}
     options = dict(experiment=loaded.name, kind=loaded.kind, base=loaded.base, delta=delta, alpha=alpha,
                    thresholds=thresholds, realised=realised)
     fits = cached_fits(cache, [sweep.points, slopes, options, DEFAULT_N_BOOTSTRAP, DEFAULT_BOOTSTRAP_SEED],
@@ -467,6 +467,17 @@ def fit_experiment(
             predictions[label]["realised"] = found
     return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
                           summary, sweep_result=sweep, plan=plan)
+
+
+def _realised(plan: Plan, sweep: Any, cache: Any) -> dict[str, Any]:
+    """:func:`realised_predictions`, kept in ``cache`` under all it reads: the experiment and the pack as written
+    (their reprs), the plan's realised grid, the runs' metrics; only where the pack's finite-size form (a system's
+    code, which may import torch) is recallkit's own, whose source the key holds."""
+    system = registry.system_of_pack(plan.experiment.pack) if plan.pack is not None else None
+    if system is not None and system.finite_size and not system.finite_size.startswith("recallkit."):
+        cache = None
+    inputs = [repr(plan.experiment), repr(plan.pack), plan.realised, list(getattr(sweep, "runs", None) or [])]
+    return cached_document(cache, "realised predictions", inputs, lambda: realised_predictions(plan, sweep))
 
 
 def _checked_thresholds(loaded: Experiment, thresholds: Iterable[float | str] | None) -> list[tuple[float, bool]] | None:

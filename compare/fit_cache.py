@@ -27,7 +27,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from recallkit.compare.results import FitResult
 from recallkit.compare.verdicts import Verdict
 from recallkit.empirics.provenance import code_version
 
-__all__ = ["DiskCache", "Uncacheable", "cache_key", "cached_fits", "canonical", "decode_fits", "encode_fits",
+__all__ = ["DiskCache", "Uncacheable", "cache_key", "cached_document", "cached_fits", "canonical", "decode_fits", "encode_fits",
            "json_exact", "namespace_roots", "source_fingerprint"]
 
 SCHEMA = "recallkit.result-cache/1"
@@ -107,7 +107,7 @@ def canonical(value: Any) -> Any:
     if kind in (list, tuple):
         items = [canonical(v) for v in value]
         return items if kind is list else {"tuple": items}
-    if isinstance(value, dict):  # a mapping's order is the order its JSON is written in
+    if isinstance(value, Mapping):  # a mapping's order is the order its JSON is written in
         return {"dict": [[canonical(k), canonical(v)] for k, v in value.items()], "type": kind.__name__}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"dataclass": f"{kind.__module__}.{kind.__qualname__}",
@@ -222,6 +222,27 @@ class DiskCache:
                 os.unlink(tmp)
             return False
         return True
+
+
+def cached_document(cache: DiskCache | None, what: str, inputs: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``'s plain JSON document, or the one stored under the key of ``what`` and ``inputs`` (every input
+    ``compute`` reads; a text that names an object's memory address cannot be one). A document JSON would not give
+    back exactly (tuples, non-string keys, numpy numbers) is computed every time."""
+    if cache is None:
+        return compute()
+    try:
+        if " at 0x" in json.dumps(canonical(inputs)):
+            raise Uncacheable("an input names an object's address")
+        key = cache_key(what, inputs)
+    except Uncacheable:
+        return compute()
+    document = cache.get(key)
+    if isinstance(document, dict) and "value" in document:
+        return document["value"]
+    value = compute()
+    if json_exact(value):
+        cache.put(key, {"value": value})
+    return value
 
 
 def cached_fits(cache: DiskCache | None, inputs: Any, compute: Callable[[], list[FitResult]]) -> list[FitResult]:

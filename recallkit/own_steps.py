@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from recallkit import registry
 from recallkit.compare.fit_cache import DiskCache, cache_key, json_exact, namespace_roots
-from recallkit.empirics.executors import worker_init, worker_init_args
+from recallkit.empirics.executors import fixed_threads, worker_init, worker_init_args
 from recallkit.report_settings import ReportSettings, StepContext
 from recallkit.theory.errors import RecallkitError
 
@@ -151,7 +151,8 @@ class OwnSteps:
             return job["entry"]
         if isinstance(job, tuple):
             tee = _Tee(self.settings.log)
-            entry = call_own_step(*job, replace(self.context, settings=replace(self.settings, log=tee)))
+            with fixed_threads(self.settings.threads or None):  # as the worker process and the executors do
+                entry = call_own_step(*job, replace(self.context, settings=replace(self.settings, log=tee)))
             text = tee.copy.getvalue()
         else:
             kind, entry, text = job.get()

@@ -16,8 +16,12 @@ message is printed), so a long run is never lost to one bad file.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import datetime as _dt
+import functools
+import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,9 +34,9 @@ from recallkit.assertions import sweep_and_fit
 from recallkit.compare.fit_cache import DiskCache, Uncacheable, cache_key, json_exact
 from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.empirics.device import resolve_device
-from recallkit.empirics.executors import fixed_threads, make_executor, usable_cores
+from recallkit.empirics.executors import make_executor, usable_cores
 from recallkit.empirics.experiment import resolve_experiment
-from recallkit.empirics.numerics import math_path
+from recallkit.empirics.numerics import MKL_ENV, math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
@@ -176,63 +180,157 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
 
 
 # ----------------------------------------------------------------------------- the job
-def _provenance(settings: ReportSettings, entries: list[dict]) -> dict:
-    import torch
-
+def _provenance(settings: ReportSettings, entries: list[dict], caches: Path | None = None) -> dict:
     now = source_date() or _dt.datetime.now(_dt.timezone.utc)
+    torch = sys.modules.get("torch")
+    build = _torch_build() if torch is None else None
+    if torch is None and (build is None or not settings.threads):
+        import torch  # about 1 s (and as much again at exit): only where torch's own answers are needed
     return {
         "code_version": code_version(), "recallkit_version": __version__,
         "date": now.isoformat(timespec="seconds"),
-        "device": str(resolve_device(settings.device)), "threads": torch.get_num_threads(),
-        "math_path": math_path(), "torch_version": torch.__version__, "preset": settings.preset,
-        "config_hashes": {e["name"]: e.get("config_hashes", []) for e in entries},
+        # every model of the job trains on settings.threads (the executors and the steps fix it), else on torch's own
+        "device": _device(settings), "threads": settings.threads or torch.get_num_threads(),
+        "math_path": _math_path(caches), "torch_version": str(torch.__version__ if torch else build["__version__"]),
+        "preset": settings.preset, "config_hashes": {e["name"]: e.get("config_hashes", []) for e in entries},
     }
+
+
+def _executor(settings: ReportSettings, workers: int):
+    """The report's executor; the local one on the CPU made when a search first trains (:class:`_DeferredExecutor`).
+    Arguments that could be refused are given to ``make_executor`` now, so a bad flag is one line before anything
+    runs."""
+    make = functools.partial(make_executor, settings.executor, device=settings.device, threads=settings.threads,
+                             scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
+    if (settings.executor == "local" and settings.scheduler is None and settings.dask_local is None
+            and type(workers) is int and workers >= 1 and _device(settings) == "cpu"):
+        return _DeferredExecutor(make, workers)
+    return make()
+
+
+class _DeferredExecutor:
+    """The local executor on the CPU, made on first use: making it with several workers asks torch whether the
+    device is a GPU (about 1 s to import torch, as much again at exit), which a report that trains nothing never
+    needs. ``describe`` is the local executor's own answer on the CPU, which needs no executor."""
+
+    def __init__(self, make, workers: int):
+        self._make, self._workers, self._made = make, workers, None
+
+    def _executor(self):
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def run(self, configs):
+        return self._executor().run(configs)
+
+    def describe(self) -> str:
+        if self._made is not None:
+            return self._made.describe()
+        return "local" if self._workers == 1 else f"local ({self._workers} processes)"
+
+    def close(self) -> None:
+        if self._made is not None:
+            self._made.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._executor(), name)
+
+
+def _torch_build() -> dict | None:
+    """torch's ``torch/version.py`` (``__version__``, ``git_version``, ``cuda``, ``hip``) read without importing
+    torch, or None when it cannot be read so (then torch is imported and asked)."""
+    spec = importlib.util.find_spec("torch")
+    try:
+        tree = ast.parse((Path(spec.submodule_search_locations[0]) / "version.py").read_text(encoding="utf-8"))
+    except (AttributeError, TypeError, IndexError, OSError, SyntaxError, ValueError):
+        return None
+    found = {}
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        if isinstance(target, ast.Name) and node.value is not None:
+            with contextlib.suppress(ValueError, TypeError, SyntaxError):
+                found[target.id] = ast.literal_eval(node.value)
+    return found if {"__version__", "git_version", "cuda", "hip"} <= set(found) else None
+
+
+def _device(settings: ReportSettings) -> str:
+    """The device the report runs on, as ``resolve_device`` names it; without importing torch where the answer
+    does not need it: ``cpu`` asked for, or the default on a torch built without CUDA and ROCm (it sees no GPU)."""
+    if settings.device == "cpu":
+        return "cpu"
+    if settings.device in (None, "auto") and "torch" not in sys.modules:
+        build = _torch_build()
+        if build is not None and build["cuda"] is None and build["hip"] is None:
+            return "cpu"
+    return str(resolve_device(settings.device))
+
+
+def _math_path(caches: Path | None) -> str:
+    """``empirics.numerics.math_path()``; in a process that never imported torch, kept in ``caches`` under all it
+    reads: torch's build, the CPU (vendor, model, flags) and the variables that choose the code path (torch was
+    not imported before recallkit pinned MKL, or it would be in this process)."""
+    build = _torch_build() if "torch" not in sys.modules and caches is not None else None
+    if build is None:
+        return math_path()
+    try:
+        cpu = [line for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
+               if line.split(":")[0].strip() in ("vendor_id", "model name", "flags")][:3]
+    except OSError:
+        return math_path()
+    cache = DiskCache(caches / "environment")
+    key = cache_key("math path", [build, cpu, {name: os.environ.get(name) for name in (MKL_ENV, "ATEN_CPU_CAPABILITY")}])
+    found = cache.get(key)
+    if isinstance(found, str):
+        return found
+    path = math_path()
+    cache.put(key, path)
+    return path
 
 
 def run_report(settings: ReportSettings) -> Path:
     """Run every experiment, write ``summary.json``, the figures and ``recallkit-report.pdf``."""
-    with fixed_threads(settings.threads or None):
-        store_path = report_store(settings)
-        failures: list[str] = []
-        plans = _checked_plans(settings, store_path, failures)
-        workers = (settings.workers if settings.workers is not None
-                   else usable_cores() if settings.executor == "local" else 1)
-        executor = make_executor(settings.executor, device=settings.device, threads=settings.threads,
-                                 scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
-        steps = steps_for(settings, plans)
-        background = (settings.executor == "local" and workers > 1 and resolve_device(settings.device).type == "cpu"
-                      and (any(not planned.is_search for planned in plans) or bool(steps)))
-        caches = _derived_cache(settings)
-        own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background,
-                       _step_cache(caches, store_path))
-        started = time.perf_counter()
-        # each experiment's pages are drawn (in worker processes) while the next experiment is computed
-        # a full disk or a file that cannot be written, while the report is written: one line, the previous
-        # report kept (its OSErrors only: one from training is not about --out)
+    store_path = report_store(settings)
+    failures: list[str] = []
+    plans = _checked_plans(settings, store_path, failures)
+    workers = (settings.workers if settings.workers is not None
+               else usable_cores() if settings.executor == "local" else 1)
+    executor = _executor(settings, workers)
+    steps = steps_for(settings, plans)
+    background = (settings.executor == "local" and workers > 1 and _device(settings).split(":")[0] == "cpu"
+                  and (any(not planned.is_search for planned in plans) or bool(steps)))
+    caches = _derived_cache(settings)
+    own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background,
+                   _step_cache(caches, store_path))
+    started = time.perf_counter()
+    # each experiment's pages are drawn (in worker processes) while the next experiment is computed
+    # a full disk or a file that cannot be written, while the report is written: one line, the previous
+    # report kept (its OSErrors only: one from training is not about --out)
+    with writing_report(Path(settings.out_dir)):
+        builder = ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw)
+    with builder:
+        failed = True
+        try:
+            entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
+                                                    failures, caches)
+            failed = False
+        finally:
+            own.close(failed=failed)
+            executor.close()
+        _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
+        summary = {
+            "schema": "recallkit.summary/1",
+            "title": "recallkit report",
+            "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
+            "provenance": _provenance(settings, entries, caches),
+            "experiments": entries,
+            "failures": failures,
+            "run_wall_time_s": round(time.perf_counter() - started, 1),
+        }
+        stats: dict = {}
         with writing_report(Path(settings.out_dir)):
-            builder = ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw)
-        with builder:
-            failed = True
-            try:
-                entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
-                                                        failures, caches)
-                failed = False
-            finally:
-                own.close(failed=failed)
-                executor.close()
-            _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
-            summary = {
-                "schema": "recallkit.summary/1",
-                "title": "recallkit report",
-                "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
-                "provenance": _provenance(settings, entries),
-                "experiments": entries,
-                "failures": failures,
-                "run_wall_time_s": round(time.perf_counter() - started, 1),
-            }
-            stats: dict = {}
-            with writing_report(Path(settings.out_dir)):
-                pdf = builder.finish(summary, stats=stats)
+            pdf = builder.finish(summary, stats=stats)
     print(stats["line"], file=settings.log)
     return pdf
 
