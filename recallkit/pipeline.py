@@ -268,10 +268,10 @@ def _device(settings: ReportSettings) -> str:
 
 
 def _math_path(caches: Path | None) -> str:
-    """``empirics.numerics.math_path()``; in a process that never imported torch, kept in ``caches`` under all it
-    reads: torch's build, the CPU (vendor, model, flags) and the variables that choose the code path (torch was
-    not imported before recallkit pinned MKL, or it would be in this process)."""
-    build = _torch_build() if "torch" not in sys.modules and caches is not None else None
+    """``empirics.numerics.math_path()``, kept in ``caches`` under all it reads: torch's build, the CPU (vendor,
+    model, flags) and the variables that choose the code path; read back only by a process that has not imported
+    torch (so torch was not imported before recallkit pinned MKL), and never kept when it says MKL is unpinned."""
+    build = _torch_build() if caches is not None else None
     if build is None:
         return math_path()
     try:
@@ -281,11 +281,12 @@ def _math_path(caches: Path | None) -> str:
         return math_path()
     cache = DiskCache(caches / "environment")
     key = cache_key("math path", [build, cpu, {name: os.environ.get(name) for name in (MKL_ENV, "ATEN_CPU_CAPABILITY")}])
-    found = cache.get(key)
+    found = cache.get(key) if "torch" not in sys.modules else None
     if isinstance(found, str):
         return found
     path = math_path()
-    cache.put(key, path)
+    if not path.endswith("MKL unpinned"):  # that one may also say torch was imported before recallkit pinned MKL
+        cache.put(key, path)
     return path
 
 
