@@ -84,14 +84,16 @@ def source_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _library_versions() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def _library_versions() -> tuple[str, ...]:
+    """The numerical libraries' versions (kept for the process: they are the ones it imported)."""
     found = []
     for name in _LIBRARIES:
         try:
             found.append(f"{name} {importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
             found.append(f"{name} absent")
-    return found
+    return tuple(found)
 
 
 def canonical(value: Any) -> Any:
@@ -117,9 +119,12 @@ def canonical(value: Any) -> Any:
 
 def cache_key(what: str, inputs: Any) -> str:
     """The key of a result named ``what`` computed from ``inputs`` by this code (source, code version, libraries)."""
-    text = json.dumps([SCHEMA, what, source_fingerprint(), code_version(), _library_versions(), canonical(inputs)],
-                      separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _key_of(what, json.dumps(canonical(inputs), separators=(",", ":"), allow_nan=False))
+
+
+def _key_of(what: str, inputs_text: str) -> str:
+    head = json.dumps([SCHEMA, what, source_fingerprint(), code_version(), list(_library_versions())])
+    return hashlib.sha256(f"{head}\n{inputs_text}".encode()).hexdigest()
 
 
 # ----------------------------------------------------------------------------- fits as plain documents
@@ -231,11 +236,12 @@ def cached_document(cache: DiskCache | None, what: str, inputs: Any, compute: Ca
     if cache is None:
         return compute()
     try:
-        if " at 0x" in json.dumps(canonical(inputs)):
-            raise Uncacheable("an input names an object's address")
-        key = cache_key(what, inputs)
+        text = json.dumps(canonical(inputs), separators=(",", ":"), allow_nan=False)
     except Uncacheable:
         return compute()
+    if " at 0x" in text:  # an object's address: never the same twice, and not what the object holds
+        return compute()
+    key = _key_of(what, text)
     document = cache.get(key)
     if isinstance(document, dict) and "value" in document:
         return document["value"]
