@@ -27,7 +27,9 @@ class ReportSettings:
     png: bool = False  # also each page as PNG under figures/
     jobs: int | None = None  # processes drawing pages (None: one per free core)
     workers: int | None = None  # local executor: processes training (None: one per usable core)
-    redraw: bool = False  # draw every page even when the previous report in out_dir has it unchanged
+    # draw every page even when the previous report in out_dir has it unchanged, and read no cache (fits, packs'
+    # phase diagrams, systems' steps and the math path are computed again, and not kept)
+    redraw: bool = False
     log: TextIO = field(default=sys.stderr)
 
 
