@@ -68,6 +68,7 @@ task = "{task}"
 model = "linear"
 trainer = "adam"
 thresholds = [0.5]
+search = {{ min = 4, max = 64 }}
 
 [[lines]]
 scaling = "{scaling}"
@@ -78,10 +79,6 @@ label = "line"
 lr = 0.1
 steps = 8
 {fixed}
-
-[search]
-min = 4
-max = 64
 
 [presets.quick]
 V = [4, 8]
