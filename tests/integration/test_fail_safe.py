@@ -100,7 +100,7 @@ def test_a_bad_experiment_file_is_a_failure_and_the_report_goes_on(tmp_path):
 def test_an_expression_that_fails_mid_sweep_keeps_the_rows_and_names_the_point(tmp_path):
     """lr is fine at the search's corners (N = 2 and 4096) but zero at N = 9, which the search reaches after
     some rounds: one line naming the line and the point, exit 2, every earlier row kept."""
-    from tests.integration.test_report_pipeline import CAPACITY
+    from tests.experiment_texts import TINY_LINEAR_MEMORY as CAPACITY
 
     (tmp_path / "mid.toml").write_text(CAPACITY.replace("lr = 0.1", 'lr = "0.001*(N-9)**2"'))
     result = run(["sweep", "mid.toml", "--store", "s.db"], tmp_path)

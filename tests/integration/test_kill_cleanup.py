@@ -19,15 +19,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.experiment_texts import TINY_LINEAR_MEMORY
+
 pytestmark = pytest.mark.integration
 
 RECALLKIT = shutil.which("recallkit")
 ENV = {**os.environ, "MPLBACKEND": "Agg", "RECALLKIT_CACHE": "off"}
-TINY = Path(__file__).with_name("test_report_pipeline.py")
 
 
 def _slow_experiment(folder: Path) -> Path:
-    text = re.search(r'CAPACITY = """(.*?)"""', TINY.read_text(), re.S).group(1)
+    text = TINY_LINEAR_MEMORY
     text = re.sub(r"(?m)^steps = \d+$", "steps = 1000000", text)
     text = re.sub(r"(?m)^early_stop = .*\n", "", text)
     assert "steps = 1000000" in text and "early_stop" not in text

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.experiment_texts import TINY_LINEAR_MEMORY
+
 pytestmark = pytest.mark.integration
 
 RECALLKIT = shutil.which("recallkit")
 ENV = {**os.environ, "MPLBACKEND": "Agg", "RECALLKIT_CACHE": "off"}
-TINY = Path(__file__).with_name("test_report_pipeline.py")
 
 
 def _namespace_available() -> bool:
@@ -60,7 +61,7 @@ def _one_line(stderr: str) -> str:
 def earlier(tmp_path_factory):
     """A folder with a results store and a complete report in ``out``."""
     root = tmp_path_factory.mktemp("out_faults")
-    (root / "tiny.toml").write_text(re.search(r'CAPACITY = """(.*?)"""', TINY.read_text(), re.S).group(1))
+    (root / "tiny.toml").write_text(TINY_LINEAR_MEMORY)
     done = subprocess.run(_report("out") + ["--workers", "1"], cwd=root, env=ENV, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -14,19 +14,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from recallkit.empirics.store import ResultStore
 from recallkit.theory.errors import InputError
+
+from tests.experiment_texts import TINY_LINEAR_MEMORY
 
 pytestmark = pytest.mark.integration
 
 RECALLKIT = shutil.which("recallkit")
 ENV = {**os.environ, "MPLBACKEND": "Agg"}
-TINY = Path(__file__).with_name("test_report_pipeline.py")
 
 
 def _tiny_experiment(folder: Path) -> Path:
-    text = re.search(r'CAPACITY = """(.*?)"""', TINY.read_text(), re.S).group(1)
+    text = TINY_LINEAR_MEMORY
     path = folder / "tiny.toml"
     path.write_text(text)
     return path

@@ -15,19 +15,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from recallkit.empirics.store import ResultStore
+
+from tests.experiment_texts import TINY_LINEAR_MEMORY
 
 pytestmark = pytest.mark.integration
 
 RECALLKIT = shutil.which("recallkit")
 ENV = {**os.environ, "MPLBACKEND": "Agg"}
-TINY = Path(__file__).with_name("test_report_pipeline.py")
 STORED = 33  # runs the tiny experiment's quick preset trains
 
 
 def _tiny_experiment(folder: Path, seeds: str = "[0, 1]") -> Path:
-    text = re.search(r'CAPACITY = """(.*?)"""', TINY.read_text(), re.S).group(1)
+    text = TINY_LINEAR_MEMORY
     path = folder / ("tiny.toml" if seeds == "[0, 1]" else "tiny_other_seeds.toml")
     path.write_text(text.replace("seeds = [0, 1]", f"seeds = {seeds}"))
     return path
