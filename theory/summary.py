@@ -69,21 +69,32 @@ def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[li
     """Where each experiment line (label, scaling such as "N=V**1.5, L=V**0.5") sits on a phase diagram:
     ``[{"label", "point": [exponent per axis]}]``, and a note for each line that cannot be placed."""
     axes = list(diagram.axes)
-    # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c".
+    variables = getattr(pack, "variables", None) or None
+    # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c", and the axes
+    # that are a (declared) variable itself, e.g. "alpha=a": there the line's value is the point, not an exponent.
     axis_variable: dict[str, str] = {}
-    for variable, expr in parse_scaling(diagram.scaling).entries:
+    direct: set[str] = set()
+    for variable, expr in parse_scaling(diagram.scaling, variables=variables).entries:
         for symbol in expr.free_symbols:
             if symbol.name in axes:
                 axis_variable[symbol.name] = variable
+                if expr == symbol:
+                    direct.add(symbol.name)
     phase_lines, notes = [], []
     for label, scaling_text in line_scalings:
         try:
-            line = dict(parse_scaling(scaling_text).entries)
+            line = dict(parse_scaling(scaling_text, variables=variables).entries)
             point = []
             for axis in axes:
                 expr = line.get(axis_variable.get(axis, ""))
                 if expr is None:
                     raise InputError(f"line {label!r} does not set the variable behind axis {axis}")
+                if axis in direct:
+                    if not expr.is_number:
+                        raise InputError(f"line {label!r} sets {axis_variable[axis]} = {expr}, not a number, and "
+                                         f"axis {axis} is that variable itself")
+                    point.append(float(expr))
+                    continue
                 exponent = to_monomial(expr, pack.base).exponent
                 point.append(float(exponent))
             phase_lines.append({"label": label, "point": point})

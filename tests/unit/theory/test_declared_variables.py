@@ -183,3 +183,16 @@ def test_a_pack_without_declarations_keeps_the_built_in_variables():
     assert dict(pack.variables) == {name: VARIABLES[name] for name in ("V", "N", "L", "d")}
     assert pack.declared_variables == ()
     assert "declared_variables" not in pack.to_dict()
+
+
+def test_a_line_sits_on_the_phase_diagram_at_its_declared_variables_value(tmp_path):
+    """An axis that is a declared variable itself (alpha = a), not an exponent of the base: a line with alpha = 1/4
+    sits at a = 1/4 (it was placed at 0, the exponent of the constant 1/4 in V)."""
+    from recallkit.theory.summary import line_points
+
+    pack = theory.load_pack(write(tmp_path, SAMPLES_PACK))
+    diagram = theory.compute_regions(pack)
+    assert (diagram.scaling, tuple(diagram.axes)) == ("n=V**2, alpha=a", ("a",))
+    lines, notes = line_points(pack, diagram, [("quarter", "n=V**2, alpha=1/4"), ("free", "n=V**2, alpha=V")])
+    assert lines == [{"label": "quarter", "point": [0.25]}]
+    assert len(notes) == 1 and notes[0].startswith("line 'free' not drawn on the phase diagram")
