@@ -26,6 +26,7 @@ def _report(folder: Path, out: str, cache: str) -> dict:
     return summary
 
 
+@pytest.mark.slow  # four real reports (about 27 s); by default the fit cache's and the steps' cache's own tests guard
 def test_a_cached_report_is_the_report_and_follows_the_store(tmp_path):
     (tmp_path / "tiny_linear_memory.toml").write_text(TINY_LINEAR_MEMORY)
     cache = str(tmp_path / "cache")

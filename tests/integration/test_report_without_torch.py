@@ -43,6 +43,7 @@ def test_the_provenance_is_torchs_own_without_importing_torch(tmp_path):
     assert _provenance(tmp_path, device="cpu") == again
 
 
+@pytest.mark.slow  # five fresh interpreters (about 12 s); the default run keeps the cache key's unit tests
 def test_another_math_library_branch_is_asked_again(tmp_path):
     _provenance(tmp_path)
     compatible = _provenance(tmp_path, MKL_CBWR="COMPATIBLE")
