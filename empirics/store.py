@@ -231,6 +231,21 @@ class ResultStore:
         return True
 
     # ------------------------------------------------------------------ reading
+    def get_or_compute(self, experiment: str, config: dict, key: str, compute: Any, code_version: str,
+                       torch_version: str | None = None) -> tuple[dict, float | None]:
+        """One stored document keyed like a trained model (a runner experiment's result, a system's check): the
+        stored metrics of ``key`` when there are some, else ``compute()`` (a JSON-able dict) stored under ``config``
+        and read back, so this run gives exactly what a rerun will. Returns (metrics, seconds ``compute`` took, or
+        None when reused)."""
+        stored = self.get([key]).get(key)
+        if stored is not None:
+            return stored["metrics"], None
+        started = time.perf_counter()
+        metrics = json.loads(json.dumps(compute(), default=json_default))
+        wall = time.perf_counter() - started
+        self.add(experiment, [config], [key], [metrics], code_version, torch_version)
+        return self.get([key])[key]["metrics"], wall
+
     def get(self, hashes: Iterable[str]) -> dict[str, dict]:
         """Stored rows for the given config hashes (missing ones are absent), as dicts."""
         hashes = list(dict.fromkeys(hashes))

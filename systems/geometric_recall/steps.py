@@ -25,22 +25,17 @@ def geometric_entry(path: Path, context: Any) -> dict:
     # the row's config is the experiment's settings; its hash is the key, as for trained models
     config = {"geometric": spec["settings"], "kind": spec["kind"], "preset": settings.preset, "name": spec["name"]}
     key = store_key(config, prefix="geo-")
+    def run() -> dict:
+        started = time.perf_counter()
+        result = json.loads(json.dumps(run_geometric_experiment(path, settings.preset, device=settings.device or "cpu"),
+                                       default=json_default))
+        return {**result, "wall_time_s": time.perf_counter() - started, "device": settings.device or "cpu",
+                "threads": torch.get_num_threads()}
+
     with ResultStore(store_path) as store:
-        cached = store.get([key]).get(key)
-        if cached is not None:
-            result = cached["metrics"]
-            print(f"{spec['name']}: reused 1 / computed 0", file=settings.log)
-        else:
-            started = time.perf_counter()
-            result = run_geometric_experiment(path, settings.preset, device=settings.device or "cpu")
-            wall = time.perf_counter() - started
-            metrics = json.loads(json.dumps(result, default=json_default))
-            metrics.update({"wall_time_s": wall, "device": settings.device or "cpu",
-                            "threads": torch.get_num_threads()})
-            store.add(spec["name"], [config], [key], [metrics], code_version(), torch.__version__)
-            # read back what the store holds (keys sorted), so this run draws exactly what a rerun will
-            result = store.get([key])[key]["metrics"]
-            print(f"{spec['name']}: reused 0 / computed 1 ({wall:.1f} s)", file=settings.log)
+        result, wall = store.get_or_compute(spec["name"], config, key, run, code_version(), torch.__version__)
+    print(f"{spec['name']}: reused 1 / computed 0" if wall is None
+          else f"{spec['name']}: reused 0 / computed 1 ({wall:.1f} s)", file=settings.log)
     return geometric_summary_entry(spec, result, key)
 
 

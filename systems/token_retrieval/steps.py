@@ -3,12 +3,11 @@ check of the gradient-access lower bound."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from recallkit.empirics.config import store_key
 from recallkit.empirics.provenance import code_version
-from recallkit.empirics.store import ResultStore, json_default
+from recallkit.empirics.store import ResultStore
 from recallkit.systems.token_retrieval.gradient_access import check
 from recallkit.systems.token_retrieval.judge import run_probe
 from recallkit.theory.errors import RecallkitError
@@ -45,16 +44,9 @@ def gradient_access_entry(context: Any) -> dict | None:
     config = {"check": "gradient_access", "settings": json.loads(json.dumps(GRADIENT_ACCESS_CHECK, default=list))}
     key = store_key(config, prefix="ga-")
     with ResultStore(context.store_path) as store:
-        stored = store.get([key]).get(key)
-        if stored is None:
-            started = time.perf_counter()
-            result = json.loads(json.dumps(check(**GRADIENT_ACCESS_CHECK), default=json_default))
-            wall = time.perf_counter() - started
-            store.add(name, [config], [key], [result], code_version(), None)
-            stored = store.get([key])[key]  # what a rerun reads back: this run draws exactly that
-            print(f"{name}: reused 0 / computed 1 ({wall:.1f} s)", file=context.log)
-        else:
-            print(f"{name}: reused 1 / computed 0", file=context.log)
+        result, wall = store.get_or_compute(name, config, key, lambda: check(**GRADIENT_ACCESS_CHECK), code_version())
+    print(f"{name}: reused 1 / computed 0" if wall is None else f"{name}: reused 0 / computed 1 ({wall:.1f} s)",
+          file=context.log)
     return {"name": name, "kind": "gradient_access",
             "title": "Token retrieval: the gradient-access lower bound against decoders of the noisy first gradient",
-            "check": stored["metrics"], "config_hashes": [key]}
+            "check": result, "config_hashes": [key]}

@@ -134,3 +134,17 @@ def test_readonly_on_missing_store(tmp_path):
     with pytest.raises(InputError, match="no results store here"):
         ResultStore(tmp_path / "none.db", readonly=True)
     assert not (tmp_path / "none.db").exists()
+
+
+def test_get_or_compute_stores_a_document_once_and_reads_it_back(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"b": (1, 2), "a": 0.5}
+
+    with ResultStore(tmp_path / "s.db") as store:
+        first, wall = store.get_or_compute("check", {"check": "x"}, "ck-1", compute, "0.1.0")
+        again, reused = store.get_or_compute("check", {"check": "x"}, "ck-1", compute, "0.1.0")
+    assert calls == [1] and wall is not None and wall >= 0 and reused is None
+    assert first == again == {"a": 0.5, "b": [1, 2]}  # what the store holds, as a rerun reads it
