@@ -34,15 +34,13 @@ import numpy as np
 from recallkit.compare.fits import BootstrapInfo, ConstantFit, SlopeFit
 from recallkit.compare.results import FitResult
 from recallkit.compare.verdicts import Verdict
-from recallkit.empirics.provenance import code_version
+from recallkit.empirics.provenance import code_version, namespace_digest, namespace_roots
 
 __all__ = ["DiskCache", "Uncacheable", "cache_key", "cached_document", "cached_fits", "canonical", "decode_fits", "encode_fits",
-           "json_exact", "namespace_roots", "source_fingerprint"]
+           "json_exact", "namespace_digest", "namespace_roots", "source_fingerprint"]
 
 SCHEMA = "recallkit.result-cache/1"
 _TMP_PREFIX = ".tmp-"  # as reports.page_cache names its temporary files, so that its prune removes stale ones
-_NAMESPACE = ("recallkit", "recallkit.theory", "recallkit.empirics", "recallkit.compare", "recallkit.reports",
-              "recallkit.systems")
 _LIBRARIES = ("numpy", "scipy", "statsmodels", "sympy")
 # the only types a cached fit is made of; anything else is not cached
 _CLASSES = {cls.__name__: cls for cls in (FitResult, SlopeFit, ConstantFit, BootstrapInfo, Verdict)}
@@ -50,15 +48,6 @@ _CLASSES = {cls.__name__: cls for cls in (FitResult, SlopeFit, ConstantFit, Boot
 
 class Uncacheable(TypeError):
     """A value holds a type the cache does not store exactly: it is computed, not cached."""
-
-
-def namespace_roots() -> list[Path]:
-    """The folders of the installed ``recallkit`` namespace's packages."""
-    roots: list[Path] = []
-    for name in _NAMESPACE:
-        spec = importlib.util.find_spec(name)
-        roots += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    return roots
 
 
 def json_exact(value: Any) -> bool:
@@ -72,16 +61,9 @@ def json_exact(value: Any) -> bool:
 @functools.lru_cache(maxsize=1)
 def source_fingerprint() -> str:
     """SHA-256 over every ``.py`` and ``.toml`` file (code, shipped packs and experiments) of the installed
-    ``recallkit`` namespace (stages, systems, orchestration), by path and bytes. Kept for the process (keyed by
-    nothing: the code a process runs is the code it imported)."""
-    digest = hashlib.sha256()
-    seen: set[Path] = set()
-    for root in namespace_roots():
-        for path in sorted([*root.rglob("*.py"), *root.rglob("*.toml")]):
-            if path not in seen:
-                seen.add(path)
-                digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    ``recallkit`` namespace, by path and bytes. Kept for the process (keyed by nothing: the code a process runs is
+    the code it imported)."""
+    return namespace_digest(("*.py", "*.toml"))
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from recallkit import registry
-from recallkit.compare.fit_cache import DiskCache, cache_key, json_exact, namespace_roots
+from recallkit.compare.fit_cache import DiskCache, cache_key, json_exact
 from recallkit.empirics.executors import fixed_threads, worker_init, worker_init_args
+from recallkit.empirics.provenance import namespace_roots
 from recallkit.report_settings import ReportSettings, StepContext
 from recallkit.theory.errors import RecallkitError
 

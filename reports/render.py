@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import importlib.util
 import json
 import multiprocessing
 import os
@@ -36,6 +35,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from recallkit.empirics.executors import usable_cores, worker_init, worker_init_args
+from recallkit.empirics.provenance import namespace_digest
 from recallkit.reports.page_cache import PageCache
 from recallkit.reports.style import CREATOR, png_metadata, style_context
 from recallkit.theory.errors import InputError, RecallkitError
@@ -93,20 +93,7 @@ def code_fingerprint() -> str:
     orchestration) and the matplotlib version: what a page's drawing can depend on besides its data."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        digest = hashlib.sha256(f"matplotlib {matplotlib.__version__}\n".encode())
-        roots = []
-        for name in ("recallkit", "recallkit.theory", "recallkit.empirics", "recallkit.compare",
-                     "recallkit.reports", "recallkit.systems"):
-            spec = importlib.util.find_spec(name)
-            roots += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-        seen = set()
-        for root in roots:
-            for path in sorted(root.rglob("*.py")):
-                if path in seen:
-                    continue
-                seen.add(path)
-                digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
-        _FINGERPRINT = digest.hexdigest()
+        _FINGERPRINT = namespace_digest(("*.py",), f"matplotlib {matplotlib.__version__}\n".encode())
     return _FINGERPRINT
 
 
