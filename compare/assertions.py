@@ -217,7 +217,12 @@ def fit_boundary_points(
         asymptotic = (slope, log_power)
         extra: dict[str, Any] = {"threshold_relative": relative}
         if slope is not None and not capacity:
-            slope, log_power = _prefer_realised(slope, log_power, (realised or {}).get(line) or {}, extra)
+            found = (realised or {}).get(line) or {}
+            own = (found.get("finite_size_by_check") or {}).get(check_id(threshold, relative)) if threshold else None
+            if own is not None:  # the finite-size form at this check's own level (e.g. the argmax's accuracy)
+                found = {**found, "finite_size": own}
+                extra["finite_size_at"] = "the check's own level"
+            slope, log_power = _prefer_realised(slope, log_power, found, extra)
         options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
                              delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
                              bootstrap_seed=bootstrap_seed)
@@ -314,6 +319,10 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
         try:
             if hook is not None:
                 entry["finite_size"] = _finite_size(plan, line, runs, hook)
+                by_check = {check_id(*key): _finite_size(plan, line, runs, hook, targets)
+                            for key, targets in _check_targets(sweep, line.label).items()}
+                if entry["finite_size"] is not None and any(by_check.values()):
+                    entry["finite_size_by_check"] = by_check
         except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
             entry = {"error": str(exc)}
         out[line.label] = entry
@@ -331,14 +340,39 @@ def _mean_metrics(runs: list[ProbeRun], skip: set[str]) -> dict[str, float]:
     return {key: sum(values) / len(values) for key, values in sums.items()}
 
 
-def _finite_size(plan: Any, line: Any, runs: list[ProbeRun], hook: Any) -> dict[str, Any] | None:
-    """The realised prediction with each term in the system's finite-size form at the runs' measured metrics."""
+def check_id(threshold: float, relative: bool) -> str:
+    """A check's key among a line's per-check predictions (JSON keys are strings): "0.1" or "0.25 x ceiling"."""
+    return f"{float(threshold):g} x ceiling" if relative else f"{float(threshold):g}"
+
+
+def _check_targets(sweep: Any, line: str) -> dict[tuple[float, bool], dict[Any, float]]:
+    """Per check (threshold, relative) of a line, the metric's value its boundary reaches at each base value: the
+    threshold, or for a relative one that fraction of the instance's measured ceiling (curve points carry it as
+    ``threshold_value``). Empty without a sweep's curve points."""
+    out: dict[tuple[float, bool], dict[Any, float]] = {}
+    for point in getattr(sweep, "points", None) or []:
+        value = getattr(point, "threshold_value", None)
+        if point.line == line and point.threshold is not None and value is not None and point.seed is None:
+            out.setdefault((float(point.threshold), bool(point.relative)), {})[point.base_value] = float(value)
+    return out
+
+
+def _finite_size(plan: Any, line: Any, runs: list[ProbeRun], hook: Any,
+                 targets: Mapping[Any, float] | None = None) -> dict[str, Any] | None:
+    """The realised prediction with each term in the system's finite-size form at the runs' measured metrics; with
+    ``targets`` (base value -> the metric's value one check's boundary reaches there), the hook also gets that value
+    as ``target`` and the experiment's metric as ``target_metric``, so a form that depends on the level reached
+    (token retrieval's argmax cost) is taken at the check's own level. None if a base value has no target."""
     experiment, pack = plan.experiment, plan.pack
     scaling = theory.parse_scaling(line.theory_scaling or line.scaling, variables=pack.variables)
     rows = realised_rows(experiment, pack, line)
     for row, value in zip(rows, experiment.base_values):
         mine = [r for r in runs if r.line == line.label and r.base_value == value]
         row["_measured"] = _mean_metrics(mine, skip={"line", "seed", experiment.base, experiment.size})
+        if targets is not None:
+            if value not in targets:
+                return None
+            row["_measured"].update(target=targets[value], target_metric=line.metric or experiment.metric)
 
     def plain(row: dict) -> dict:
         return {k: v for k, v in row.items() if not k.startswith("_")}
@@ -476,7 +510,9 @@ def _realised(plan: Plan, sweep: Any, cache: Any) -> dict[str, Any]:
     system = registry.system_of_pack(plan.experiment.pack) if plan.pack is not None else None
     if system is not None and system.finite_size and not system.finite_size.startswith("recallkit."):
         cache = None
-    inputs = [repr(plan.experiment), repr(plan.pack), plan.realised, list(getattr(sweep, "runs", None) or [])]
+    inputs = [repr(plan.experiment), repr(plan.pack), plan.realised, list(getattr(sweep, "runs", None) or []),
+              {f"{line.label} {check_id(*key)}": targets for line in plan.experiment.lines
+               for key, targets in _check_targets(sweep, line.label).items()}]
     return cached_document(cache, "realised predictions", inputs, lambda: realised_predictions(plan, sweep))
 
 

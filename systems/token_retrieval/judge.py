@@ -193,6 +193,13 @@ def load_probe_grid(source: str = "token_retrieval", pack: str | None = None, pr
         features=spec["features"], delta=verdict["delta"], alpha=verdict["alpha"])
 
 
+def probe_grid_packs(source: str = "token_retrieval") -> tuple[str, ...]:
+    """The packs a probe file has grids for, in its order."""
+    path = PROBE_FILES.get(source, Path(source))
+    packs = loads_toml(path.read_text(encoding="utf-8"), str(path)).get("packs") if path.is_file() else None
+    return tuple(packs) if isinstance(packs, dict) else ()
+
+
 # ----------------------------------------------------------------------------- predictions
 def term_exponents(expr: sp.Expr, variables: Iterable[str]) -> tuple[dict[str, sp.Rational], sp.Rational]:
     """A pack term as coef * prod(v ** e_v) * log(V) ** P -> ({v: e_v}, P): e_v = d log term / d log v
@@ -383,10 +390,12 @@ def step_two_gap(L: int, measured: Mapping[str, Any]) -> tuple[float, str]:
 _ARGMAX_GRID = np.linspace(-10.0, 10.0, 4001)
 _ARGMAX_WEIGHTS = np.exp(-0.5 * _ARGMAX_GRID ** 2) / math.sqrt(2 * math.pi)
 
-# The accuracy at which a pack's finite-size prediction takes the extreme-value cost of the argmax (DERIVATION.md
-# §11), for the packs that take it: the report's hook is called per line, not per threshold, so one accuracy serves
-# every check of a line. 0.1 is the attention-only experiment's lowest absolute threshold (tr_fig2_attention_only).
-# The MLP packs' checks are mostly fractions of a ceiling a few times above chance, where no one accuracy fits.
+# The packs whose finite-size prediction takes the extreme-value cost of the argmax (DERIVATION.md §11), with the
+# accuracy a line's prediction takes it at when no check's own level is given (the line's drawn prediction): compare
+# calls the hook again per check with the accuracy that check's boundary reaches at each V (``target``: the
+# threshold, or a fraction of that V's measured ceiling), and the check's verdict is taken against that. 0.1 is the
+# attention-only experiment's lowest absolute threshold (tr_fig2_attention_only). The MLP packs do not take it yet:
+# their checks are fractions of a ceiling a few times above chance, where the Gaussian argmax is not derived.
 ARGMAX_ACCURACY = {"token_retrieval_attn": 0.1}
 
 
@@ -429,6 +438,8 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
     kappa_prime, source = step_two_gap(L, measured)
     if accuracy is _DEFAULT:
         accuracy = ARGMAX_ACCURACY.get(pack)
+        if accuracy is not None and measured.get("target_metric") == "accuracy" and measured.get("target") is not None:
+            accuracy = float(measured["target"])  # one check's own level (compare hands it per check)
     if term is None:
         constants = {"L": L, "kappa_prime": kappa_prime, "A": finite_normalisers(L, kappa_prime)["A_test"],
                      "source": source}

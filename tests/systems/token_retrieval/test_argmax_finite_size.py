@@ -170,3 +170,31 @@ def test_an_accuracy_at_or_below_chance_has_no_finite_size_form():
     assert finite_size_factor("token_retrieval_attn", "grad_noise", {"V": 8, "N": 22, "L": 2}, measured) is None
     assert finite_size_factor("token_retrieval_attn", "signal", {"V": 8, "N": 22, "L": 2}, measured) > 0
     assert "argmax_snr" not in finite_size_factor("token_retrieval_attn", None, {"V": 8, "N": 22, "L": 2}, measured)
+
+
+def test_the_verdict_is_taken_at_each_checks_own_accuracy():
+    """compare hands the finite-size hook each check's own level (the threshold, or that fraction of each V's
+    ceiling), so a check's tested prediction is the one derived for it: the report tested every check of a line
+    against the argmax at accuracy 0.1 (1.901 for 0.25 x ceiling, whose accuracies are 0.043-0.075)."""
+    from types import SimpleNamespace
+
+    from recallkit.compare.assertions import fit_boundary_points, realised_predictions
+
+    plan = plan_of(load_experiment("tr_fig2_attention_only", preset="quick"))
+    label = "N=V**1.5, L=V**0.5"
+    values = plan.experiment.base_values
+    runs = [SimpleNamespace(line=label, base_value=v, measured={"attention_mass": a})
+            for v, a in zip(values, MEASURED_ATTENTION[label])]
+    points = [SimpleNamespace(line=label, threshold=t, relative=rel, seed=None, base_value=v,
+                              threshold_value=t * CEILINGS[str(v)] if rel else t)
+              for t, rel in ((0.1, False), (0.15, False), (0.25, True)) for v in values]
+    found = realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
+    assert found["finite_size"]["slope"] == pytest.approx(1.901, abs=0.002)  # the line's own, drawn prediction
+    by_check = {key: value["slope"] for key, value in found["finite_size_by_check"].items()}
+    assert by_check == pytest.approx({"0.1": 1.901, "0.15": 1.800, "0.25 x ceiling": 2.354}, abs=0.002)
+    # and the fit of a check is judged against its own: a boundary point set for the 0.15 check
+    boundary = [{"line": label, "threshold": 0.15, "seed": s, "V": v, "d": 10 * v ** 0.9, "param_count": 100 * v ** 1.8}
+                for v in values for s in (0, 1, 2)]
+    result = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}}, realised={label: found})[0]
+    assert result.to_dict()["predicted_slope"] == pytest.approx(1.800, abs=0.002)
+    assert result.extra["finite_size_at"] == "the check's own level"
