@@ -24,6 +24,7 @@ import importlib.util
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -295,6 +296,7 @@ def run_report(settings: ReportSettings) -> Path:
     store_path = report_store(settings)
     failures: list[str] = []
     plans = _checked_plans(settings, store_path, failures)
+    settings = with_packs(settings, plans)
     workers = (settings.workers if settings.workers is not None
                else usable_cores() if settings.executor == "local" else 1)
     executor = _executor(settings, workers)
@@ -387,6 +389,14 @@ def _checked_plans(settings: ReportSettings, store_path: Path, failures: list[st
         except RecallkitError as exc:
             _failed(failures, path.name, exc, settings.log)
     return plans
+
+
+def with_packs(settings: ReportSettings, plans: list[Plan]) -> ReportSettings:
+    """``settings`` with ``packs``: those the named experiments' searches test, in order (the main job names none)."""
+    if not settings.experiments:
+        return settings
+    return replace(settings, packs=tuple(dict.fromkeys(
+        planned.experiment.pack for planned in plans if planned.is_search and planned.experiment.pack)))
 
 
 def steps_for(settings: ReportSettings, plans: list[Plan]) -> list[str]:

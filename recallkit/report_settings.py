@@ -31,6 +31,9 @@ class ReportSettings:
     # phase diagrams, systems' steps and the math path are computed again, and not kept)
     redraw: bool = False
     log: TextIO = field(default=sys.stderr)
+    # the packs the named experiments' searches test, in their order, set once they are planned (empty for the main
+    # job): a system's step may follow them (token retrieval's term probes take the probe grid of that pack)
+    packs: tuple[str, ...] = ()
 
 
 @dataclass

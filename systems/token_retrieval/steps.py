@@ -9,22 +9,34 @@ from recallkit.empirics.config import store_key
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore
 from recallkit.systems.token_retrieval.gradient_access import check
-from recallkit.systems.token_retrieval.judge import run_probe
+from recallkit.systems.token_retrieval.judge import DEFAULT_PACK, probe_grid_packs, run_probe
 from recallkit.theory.errors import RecallkitError
 
 
+def probe_pack(packs: tuple[str, ...]) -> str:
+    """The pack whose probe grid a report takes: the first of the report's packs (``ReportSettings.packs``, those of
+    its named experiments) that the probe file has a grid for, else the default one (the main job's, unchanged)."""
+    gridded = probe_grid_packs()
+    return next((pack for pack in packs if pack in gridded), DEFAULT_PACK["token_retrieval"])
+
+
 def term_probe_entry(context: Any) -> dict | None:
-    """The term-probe summary entry (kind ``probes``), reusing probe rows from the store."""
+    """The term-probe summary entry (kind ``probes``), reusing probe rows from the store: the probe grid of the pack
+    the report's experiments test (a report of Fig 2 alone probes the attention-only terms), at the report's preset."""
     if not context.settings.probes:
         return None
+    pack = probe_pack(context.settings.packs)
     try:
         with ResultStore(context.store_path) as store:
-            doc = run_probe("token_retrieval", preset=context.settings.preset, store=store,
+            doc = run_probe("token_retrieval", pack=pack, preset=context.settings.preset, store=store,
                             code_version=code_version())
     except RecallkitError as exc:
         print(f"error: term probes: {exc} (continuing)", file=context.log)
         return None
-    return {"name": "token_retrieval_probes", "kind": "term_probes", "title": "Token retrieval: term-by-term probes",
+    if pack == DEFAULT_PACK["token_retrieval"]:
+        return {"name": "token_retrieval_probes", "kind": "term_probes",
+                "title": "Token retrieval: term-by-term probes", "probes": doc}
+    return {"name": f"{pack}_probes", "kind": "term_probes", "title": f"Token retrieval: term-by-term probes ({pack})",
             "probes": doc}
 
 

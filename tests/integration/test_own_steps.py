@@ -1,6 +1,7 @@
 """The main job's runner experiments and report steps in a worker process beside the searches
 (``recallkit.own_steps.OwnSteps``): results in the order asked for, log lines forwarded, a step's bad input a failure
 of that step, and Ctrl-C or an error stops the worker at once instead of waiting for its work."""
+import io
 import os
 import sys
 import textwrap
@@ -80,3 +81,23 @@ def test_a_report_runs_only_the_steps_of_its_experiments_systems(tmp_path):
     fig2 = [plan("tr_fig2_attention_only")]
     assert steps_for(ReportSettings(experiments=[Path("tr_fig2_attention_only")]), fig2) == [probes, gradient_access]
     assert probes in steps_for(ReportSettings(experiments=[]), memory)
+
+
+def test_a_report_of_fig2_alone_probes_the_attention_only_terms(tmp_path, monkeypatch):
+    """A report of the attention-only Fig 2 probed the attention-MLP pack's terms (the main job's grid), not the
+    terms of the model it trains; the main job keeps its grid."""
+    from recallkit.empirics.plan import plan
+    from recallkit.pipeline import ReportSettings, with_packs
+    from recallkit.report_settings import StepContext
+    from recallkit.systems.token_retrieval import steps
+
+    fig2 = [plan("tr_fig2_attention_only")]
+    named = with_packs(ReportSettings(experiments=[Path("tr_fig2_attention_only")], log=io.StringIO()), fig2)
+    assert named.packs == ("token_retrieval_attn",)
+    assert with_packs(ReportSettings(experiments=[]), fig2).packs == ()
+    asked = []
+    monkeypatch.setattr(steps, "run_probe", lambda source, pack, preset, **_: asked.append((pack, preset)) or {})
+    entry = steps.term_probe_entry(StepContext(named, tmp_path / "store.db"))
+    assert asked == [("token_retrieval_attn", "quick")] and entry["name"] == "token_retrieval_attn_probes"
+    main = steps.term_probe_entry(StepContext(ReportSettings(experiments=[], log=io.StringIO()), tmp_path / "s.db"))
+    assert asked[-1] == ("token_retrieval", "quick") and main["name"] == "token_retrieval_probes"
