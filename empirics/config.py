@@ -45,7 +45,7 @@ from recallkit.theory.errors import InputError, RecallkitError
 __all__ = ["AdamConfig", "allocator_retention_bytes", "check_memory", "check_model", "config_hash", "evaluate",
            "evaluations", "EXPRESSION_SYMBOLS", "FLOAT_BYTES", "HEAP_BUFFER_MAX", "HEAP_RETAINED_BUFFERS",
            "ITEM_CHUNK_ELEMENTS", "items_per_chunk", "MAX_D", "MAX_L", "MAX_M", "MAX_N", "MAX_R", "MAX_V",
-           "memory_available", "memory_free", "ModelTooLarge", "parameter_state_bytes", "parse_config",
+           "memory_available", "memory_free", "model_flops", "ModelTooLarge", "parameter_state_bytes", "parse_config",
            "ParsedConfig", "planned_config", "positive_int", "RunConfig", "shape_key", "store_key", "task_spec",
            "THREE_STEP_PARAMETER_COPIES", "ThreeStepConfig", "TRAIN_CHUNK_ELEMENTS", "trainer_spec", "TRAINERS",
            "trainers", "training_passes", "TwoStepThenFitConfig"]
@@ -320,6 +320,19 @@ def trainers() -> dict[str, Trainer]:
                                          f"(a shipped trainer)")
         found[name] = trainer
     return found
+
+
+def model_flops(trainer: str, task_config, trainer_config) -> float | None:
+    """The FLOPs of one model's training and evaluation: its trainer's cost model where the trainer has one
+    (``Trainer.cost``), else its task's ``train_flops``; None when neither counts them (a plug-in task without a
+    FLOP model, or a system trainer the task cannot count)."""
+    counter = trainer_spec(trainer).cost_function()
+    try:
+        if counter is not None:
+            return float(counter(task_config, trainer_config))
+        return float(task_config.train_flops(trainer_config))
+    except (AttributeError, TypeError):
+        return None
 
 
 def trainer_spec(trainer: str) -> Trainer:

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 from recallkit.empirics.config import (ThreeStepConfig, TwoStepThenFitConfig, check_memory, memory_available,
-                                       memory_free, parse_config)
+                                       memory_free, model_flops, parse_config)
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
@@ -142,16 +142,18 @@ def max_cost_allowed(max_cost: str | float | None = None) -> float:
 @dataclass(frozen=True)
 class Estimate:
     """Work priced before it runs: how many runs, their FLOPs and the estimated seconds on ``device``
-    ("CPU" or "GPU": the hours are that device's)."""
+    ("CPU" or "GPU": the hours are that device's). ``unpriced``: the trainers of runs that no cost model counts
+    (neither the trainer's nor the task's), priced at the per-run overhead only."""
 
     runs: int = 0
     flops: float = 0.0
     seconds: float = 0.0
     device: str = "CPU"
+    unpriced: tuple[str, ...] = ()
 
     def __add__(self, other: "Estimate") -> "Estimate":
         return Estimate(self.runs + other.runs, self.flops + other.flops, self.seconds + other.seconds,
-                        other.device if other.runs else self.device)
+                        other.device if other.runs else self.device, tuple(sorted({*self.unpriced, *other.unpriced})))
 
     def time_text(self) -> str:
         """``"3.2 CPU-hours"``, ``"12.5 CPU-minutes"`` or ``"40 CPU-seconds"``."""
@@ -165,7 +167,12 @@ class Estimate:
         """``"3.2 CPU-hours (4.1e15 FLOP) for 40 runs"``."""
         mantissa, _, exponent = f"{self.flops:.1e}".partition("e")
         flops = f"{self.flops:.0f}" if self.flops < 1000 else f"{mantissa}e{int(exponent)}"
-        return f"{self.time_text()} ({flops} FLOP) for {self.runs:,} run{'' if self.runs == 1 else 's'}"
+        text = f"{self.time_text()} ({flops} FLOP) for {self.runs:,} run{'' if self.runs == 1 else 's'}"
+        if self.unpriced:
+            which = ", ".join(self.unpriced)
+            text += (f"; trainer{'s' if len(self.unpriced) > 1 else ''} {which} ha{'ve' if len(self.unpriced) > 1 else 's'}"
+                     f" no cost model (each run is priced at the per-run overhead only)")
+        return text
 
 
 def _device_kind(device) -> str:
@@ -201,33 +208,38 @@ def _optimizer_steps(task_config, trainer_config) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _model_cost(task_config, trainer_config, device_kind: str) -> tuple[float, float]:
-    """(FLOPs, seconds) of one model; seeds share it (task and trainer configs are frozen, hashable)."""
-    try:
-        flops = float(task_config.train_flops(trainer_config))
-    except (AttributeError, TypeError):  # a plug-in task without a FLOP model, or a trainer it cannot count
-        flops = 0.0
+def _model_cost(trainer: str, task_config, trainer_config, device_kind: str) -> tuple[float, float, bool]:
+    """(FLOPs, seconds, whether a cost model counted the FLOPs) of one model; seeds share it (task and trainer
+    configs are frozen, hashable)."""
+    flops = model_flops(trainer, task_config, trainer_config)  # None: nothing counts them
     steps = _optimizer_steps(task_config, trainer_config)
-    return flops, flops / rate_flops(trainer_config, device_kind) + steps * STEP_SECONDS + MODEL_SECONDS
+    seconds = (flops or 0.0) / rate_flops(trainer_config, device_kind) + steps * STEP_SECONDS + MODEL_SECONDS
+    return flops or 0.0, seconds, flops is not None
 
 
-def _cost_of(config, device_kind: str) -> tuple[float, float]:
+def _cost_of(config, device_kind: str) -> tuple[float, float, bool]:
     parsed = parse_config(config)
     try:
-        return _model_cost(parsed.task_config, parsed.trainer_config, device_kind)
+        return _model_cost(parsed.trainer, parsed.task_config, parsed.trainer_config, device_kind)
     except TypeError:  # an unhashable plug-in config: priced without the cache
-        return _model_cost.__wrapped__(parsed.task_config, parsed.trainer_config, device_kind)
+        return _model_cost.__wrapped__(parsed.trainer, parsed.task_config, parsed.trainer_config, device_kind)
+
+
+def _priced(config, device_kind: str, runs: int = 1) -> Estimate:
+    """``runs`` runs of ``config``'s cost (seeds do not change it)."""
+    flops, seconds, counted = _cost_of(config, device_kind)
+    unpriced = () if counted else (parse_config(config).trainer,)
+    return Estimate(runs, flops * runs, seconds * runs, device_kind, unpriced)
 
 
 def estimate(configs: Iterable, device=None) -> Estimate:
     """The price of training ``configs`` (dicts, ParsedConfigs or RunConfigs) on ``device`` (a torch device,
     "cpu", "cuda:N" or None for the CPU)."""
     kind = _device_kind(device)
-    runs, flops, seconds = 0, 0.0, 0.0
+    total = Estimate(device=kind)
     for config in configs:
-        f, s = _cost_of(config, kind)
-        runs, flops, seconds = runs + 1, flops + f, seconds + s
-    return Estimate(runs, flops, seconds, kind)
+        total = total + _priced(config, kind)
+    return total
 
 
 def plan_estimate(planned, device=None) -> Estimate | None:
@@ -242,9 +254,7 @@ def plan_estimate(planned, device=None) -> Estimate | None:
     for line_index, line in enumerate(exp.lines):
         for base_value in exp.values_of(line_index):
             for size in exp.sizes:
-                flops, seconds = _cost_of(exp.build_config(line, base_value, size, exp.seeds[0]), kind)
-                seeds = len(exp.seeds)
-                total = total + Estimate(seeds, flops * seeds, seconds * seeds, kind)
+                total = total + _priced(exp.build_config(line, base_value, size, exp.seeds[0]), kind, len(exp.seeds))
     return total
 
 

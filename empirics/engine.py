@@ -133,7 +133,7 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
     results = []
     for k, cfg in enumerate(cfgs):
         row = {name: float(values[k]) for name, values in host.items()}
-        row["steps_run"] = int(row["steps_run"])
+        row["steps_run"] = int(row.get("steps_run", 0))  # a closed-form trainer takes none and may not say so
         row.update(shared)
         row["param_count"] = cfg.task_config.param_count
         row["trainable_params"] = cfg.task_config.trainable_params

@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Callable, Iterator, Sequence
 
-from recallkit.empirics.config import parse_config, shape_key
+from recallkit.empirics.config import model_flops, parse_config, shape_key
 from recallkit.empirics.cost import PricedExecutor
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
@@ -137,13 +137,15 @@ def usable_cores() -> int:
 
 
 def _config_costs(configs: Sequence[dict]) -> list[float]:
-    """Each config's FLOPs (its task's FLOP model), for balancing and ordering the work; 1 each if any is
+    """Each config's FLOPs (its trainer's or its task's FLOP model), for balancing and ordering the work; 1 each if any is
     unparsable (it fails in the runner, with the runner's message)."""
     try:
         parsed = [parse_config(cfg) for cfg in configs]
-        return [float(p.task_config.train_flops(p.trainer_config)) for p in parsed]
+        flops = [model_flops(p.trainer, p.task_config, p.trainer_config) for p in parsed]
     except Exception:
         return [1.0] * len(configs)
+    # one config that no cost model counts makes the others' FLOPs incomparable with it: all count alike
+    return [1.0] * len(configs) if None in flops else [float(f) for f in flops]
 
 
 def split_work(configs: Sequence[dict], workers: int) -> list[list[int]]:

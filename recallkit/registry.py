@@ -94,6 +94,12 @@ class Trainer:
     and ``extra_metrics`` per-model tensors [M] stored beside the metrics; it must hold ``steps_run``.
     ``per_model``: the config keys that may differ between the models of one chunk (the train function
     reads them from each config); configs that differ in any other key train in different chunks.
+    A closed-form trainer takes no steps: its config needs no ``steps`` key and ``extra_metrics`` may leave
+    ``steps_run`` out (stored as 0).
+    ``cost``: None, or the function (or ``"module:function"``) ``(task_config, trainer_config) -> FLOPs`` of one
+    model's training and evaluation, which prices its runs (``--max-cost``) and balances workers in place of the
+    task's ``train_flops``. Without either, the cost check says the trainer has no cost model and prices its
+    runs at the per-run overhead only; it does not refuse them for that.
     A task takes the trainer once its ``Task.trainers`` lists its name.
     """
 
@@ -101,12 +107,16 @@ class Trainer:
     config: type | str
     train: Callable | str
     per_model: tuple[str, ...] = ()
+    cost: Callable | str | None = None
 
     def config_class(self) -> type:
         return load_object(self.config)
 
     def train_function(self) -> Callable:
         return load_object(self.train)
+
+    def cost_function(self) -> Callable | None:
+        return None if self.cost is None else load_object(self.cost)
 
 
 @dataclass(frozen=True)
