@@ -1,6 +1,6 @@
 """``recallkit theory list|show|regions|bounds|predict``: the symbolic theory engine on the command line.
 
-PACK is a shipped pack name (``recallkit theory list``) or a path to your own TOML file.
+PACK is a registered pack's name (``recallkit theory list``) or a path to your own TOML file (:data:`PACK_HELP`).
 ``--json`` prints exactly one JSON document on stdout. matplotlib is imported only when a figure
 is written (``regions --out``).
 """
@@ -16,14 +16,22 @@ import typer
 from recallkit import theory
 from recallkit.theory.errors import InputError
 
-__all__ = ["bounds_command", "list_command", "predict_command", "regions_command", "register", "show_command"]
+__all__ = ["bounds_command", "list_command", "PACK_HELP", "predict_command", "regions_command", "register",
+           "show_command"]
+
+# A plugin's root holds its package folder, named like its pack: the name must still mean the registered pack
+# (theory.pack.resolve_pack_path decides; this says how).
+PACK_HELP = ("A registered pack's name (see 'recallkit theory list') or a path to a TOML file: a registered pack's "
+             "name wins over a file or folder of that name in the working directory; ./NAME, DIR/NAME or NAME.toml "
+             "is a path; a name no pack is registered by is a file of that name.")
 
 
 theory_app = typer.Typer(
     name="theory",
     help=(
         "Theorem packs: terms with provenance, phase regions of the dominant noise term, required "
-        "parameter counts and predicted slopes. PACK is a shipped name (see 'list') or a path to a TOML file."
+        "parameter counts and predicted slopes. PACK is a registered pack's name (see 'list'), which wins over a file "
+        "or folder of that name here, or a path to a TOML file (./NAME, DIR/NAME or NAME.toml)."
     ),
     no_args_is_help=True,
 )
@@ -55,7 +63,7 @@ def list_command(json_output: bool = typer.Option(False, "--json", help="Print o
 
 @theory_app.command("show")
 def show_command(
-    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    pack_name: str = typer.Argument(..., metavar="PACK", help=PACK_HELP),
     latex: bool = typer.Option(False, "--latex", help="Print expressions as LaTeX."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document."),
 ) -> None:
@@ -203,7 +211,7 @@ def _diagram_text(document: dict) -> str:
 
 @theory_app.command("regions")
 def regions_command(
-    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    pack_name: str = typer.Argument(..., metavar="PACK", help=PACK_HELP),
     scaling: Optional[str] = typer.Option(None, "--scaling", help="e.g. 'N=V**a, L=V**c, m=d**2' (default: the pack's)."),
     axes: Optional[str] = typer.Option(None, "--axes", help="One or two free exponents, e.g. 'a,c' (default: the pack's)."),
     box: Optional[str] = typer.Option(None, "--box", help="Drawing window, e.g. 'a=1:2,c=0:1'."),
@@ -281,7 +289,7 @@ def _bounds_text(document: dict) -> str:
 
 @theory_app.command("bounds")
 def bounds_command(
-    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    pack_name: str = typer.Argument(..., metavar="PACK", help=PACK_HELP),
     scaling: Optional[str] = typer.Option(None, "--scaling", help="e.g. 'N=V**a, L=V**c' (default: the pack's)."),
     axes: Optional[str] = typer.Option(None, "--axes", help="One or two free exponents, e.g. 'a,c' (default: the pack's)."),
     box: Optional[str] = typer.Option(None, "--box", help="Window, e.g. 'a=1:2,c=0:1'."),
@@ -303,7 +311,7 @@ def bounds_command(
 
 @theory_app.command("predict")
 def predict_command(
-    pack_name: str = typer.Argument(..., metavar="PACK", help="Shipped pack name or path to a TOML file."),
+    pack_name: str = typer.Argument(..., metavar="PACK", help=PACK_HELP),
     scaling: str = typer.Option(..., "--scaling", help="A fully specified line, e.g. 'N=V*log(V), L=V**0.5, m=d**2'."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (Prediction.to_dict)."),
 ) -> None:
