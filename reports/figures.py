@@ -422,9 +422,10 @@ def _mean_by_cell(cells: list[dict], x_key: str, y_key: str, metric: str) -> dic
     return {key: total / acc_n[key] for key, total in acc_sum.items()}
 
 
-def _draw_accuracy_strips(fig: Figure, ax, mean: dict, capacity: bool, metric: str):
+def _draw_accuracy_strips(fig: Figure, ax, mean: dict, capacity: bool, metric: str, direction: str | None = None):
     """The heatmap tiles and their colour bar; returns (fixed values, their cell edges, lo, hi), where
-    lo..hi spans the searched axis."""
+    lo..hi spans the searched axis. ``direction`` (higher | lower), when given, goes on the colour bar with
+    the seed mean the tiles show."""
     vmax = max(max(mean.values()), 1e-9)
     fixed = np.array(sorted({k[1 if capacity else 0] for k in mean}))
     fixed_edges = _log_edges(fixed)
@@ -444,7 +445,8 @@ def _draw_accuracy_strips(fig: Figure, ax, mean: dict, capacity: bool, metric: s
                                  cmap=ACCURACY_CMAP, vmin=0.0, vmax=vmax, shading="flat")
         lo, hi = min(lo, edges[0]), max(hi, edges[-1])
     cbar = fig.colorbar(mesh, ax=ax, pad=0.02)
-    cbar.set_label("accuracy on fresh samples" if metric == "accuracy" else metric)
+    name = "accuracy on fresh samples" if metric == "accuracy" else metric
+    cbar.set_label(name if direction is None else f"{name}, mean over seeds ({direction} is better)")
     return fixed, fixed_edges, lo, hi
 
 
@@ -506,7 +508,7 @@ def _frame_heatmap(fig: Figure, ax, boundary_points: Sequence[dict], fits: Seque
 
 def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fits: Sequence[dict] = (),
                      title: str | None = None, size=FIG_SINGLE, x_key: str = "V", y_key: str = "d",
-                     metric: str = "accuracy", search: str | None = None) -> Figure:
+                     metric: str = "accuracy", search: str | None = None, direction: str | None = None) -> Figure:
     """Accuracy over (V, d) on log axes, the searched boundary per threshold and the fitted line per threshold.
 
     ``search``: the experiment kind. A min-size search (default) finds the smallest ``y_key`` at each
@@ -518,7 +520,9 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
     empirics' ``SweepResult.runs`` rows of one line fit as they are. Rows with an ``error`` or no
     metric (failed runs) are left out, so their cell stays grey like a cell never trained.
     ``boundary_points``: search.boundary_points dicts of this line. ``fits``: FitResult dicts of this
-    line, one per threshold (legend gives the slope of log parameter count against log V).
+    line, one per threshold (legend gives the slope of log parameter count against log V). ``direction``:
+    ``"higher"`` or ``"lower"`` is better, named on the colour bar with the seed mean (None: the bar names the
+    metric alone, as the search kinds' pages always did).
     """
     if not cells:
         raise InputError("heatmap.cells: expected a non-empty list of {V, d, accuracy}")
@@ -533,7 +537,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
         fig = new_figure(size)
         ax = fig.add_subplot()
         ax.set_facecolor(UNPROBED_GREY)  # cells never trained show as plain grey, not as accuracy 0
-        fixed, fixed_edges, lo, hi = _draw_accuracy_strips(fig, ax, mean, capacity, metric)
+        fixed, fixed_edges, lo, hi = _draw_accuracy_strips(fig, ax, mean, capacity, metric, direction)
         drawn_fit = False
         for i, thr in enumerate(thresholds):
             colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]

@@ -20,7 +20,8 @@ from recallkit.reports.appendix import appendix_pages
 from recallkit.reports.contents import contents_pages
 from recallkit.reports.phase import phase_page
 from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, source_date
-from recallkit.reports.summary_rows import entry_page_kinds, generic_fits, overview_rows, page_kinds, summary_entries
+from recallkit.reports.summary_rows import (entry_page_kinds, generic_fits, metric_direction, overview_rows, page_kinds,
+                                            summary_entries)
 from recallkit.reports.text_pages import lower_bound_gap_page, section_page, title_page
 
 __all__ = ["report_pages", "experiment_pages", "section_intro", "lines_of", "heatmap_axes", "line_metric", "as_pages", "slug"]
@@ -192,10 +193,16 @@ def _add_fit_pages(section: _Section, exp: dict, fits: list[dict], lines: Sequen
                 metric = "accuracy"
             # accuracy pages keep their cache key: only another metric adds itself to the drawn data
             data = [line, line_fits, x_key, y_key, exp.get("kind")] + ([metric] if metric != "accuracy" else [])
+            title, direction = f"{head}: {metric}, {lname}", None
+            if exp.get("kind") == "grid":
+                # the grid's picture is its result: which way is better and that the tiles are seed means
+                direction = metric_direction(exp, metric)
+                title = f"{head}: {metric} over {x_key} x {y_key}, mean over seeds, {lname}"
+                data += [direction, title]
             section.add(f"heatmap-{slug(lname)}",
                         partial(figures.accuracy_heatmap, line["heatmap"], line.get("boundary_points") or [], line_fits,
-                                x_key=x_key, y_key=y_key, title=f"{head}: {metric}, {lname}", size=PAGE_LANDSCAPE,
-                                metric=metric, search=exp.get("kind")),
+                                x_key=x_key, y_key=y_key, title=title, size=PAGE_LANDSCAPE,
+                                metric=metric, search=exp.get("kind"), direction=direction),
                         f"{metric} heatmap, {lname}", data)
         if line_fits:
             section.add(f"fits-{slug(lname)}", partial(figures.fit_grid, line_fits, title=f"{head}: fits along {lname}",

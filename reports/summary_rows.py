@@ -14,7 +14,7 @@ from recallkit.reports.style import VERDICT_COLOURS
 from recallkit.theory.errors import InputError
 
 __all__ = ["BASE_KINDS", "page_kinds", "kinds", "entry_page_kinds", "generic_fits", "validate_summary", "summary_entries",
-           "claim_rows", "overview_rows", "summary_date"]
+           "claim_rows", "grid_rows", "metric_direction", "overview_rows", "summary_date", "NO_CHECK"]
 
 # the empirics experiment kinds (min_size | max_capacity | grid) and "capacity" as an alias; every other kind
 # is a system's own, drawn by the pages it registered (recallkit.registry.PageKind)
@@ -50,6 +50,46 @@ def generic_fits(exp: dict) -> list[dict]:
     if exp.get("kind", "") in page_kinds():
         return []
     return list(exp.get("fits", []))
+
+
+#: the verdict column of a grid's row: a grid draws its metric and tests nothing, so it is no verdict of the three
+#: (not inconclusive, which says a test could not decide) and the counts of checks leave it out
+NO_CHECK = "no check"
+
+
+def metric_direction(exp: dict, metric: str | None = None) -> str | None:
+    """Whether ``higher`` or ``lower`` values of the entry's metric are better: its ``direction`` when it states
+    one, else higher for an accuracy, lower for a loss or an error, else None (not known)."""
+    if exp.get("direction") in ("higher", "lower"):
+        return exp["direction"]
+    name = str(metric or exp.get("metric") or "accuracy").lower()
+    if "accuracy" in name:
+        return "higher"
+    if "loss" in name or "error" in name:
+        return "lower"
+    return None
+
+
+def _is_grid_without_fits(exp: dict) -> bool:
+    return exp.get("kind") == "grid" and not generic_fits(exp)
+
+
+def grid_rows(exp: dict) -> list[dict]:
+    """The one summary row of a grid entry without fits: what its heatmaps draw, and that it has no fitted checks
+    (``kind = "grid"``, verdict :data:`NO_CHECK`). A grid entry with fits (a summary written by hand) has its fits'
+    rows instead."""
+    if not _is_grid_without_fits(exp):
+        return []
+    metric = str(exp.get("metric") or "accuracy")
+    axes = f"({exp.get('base') or 'base'}, {exp.get('size') or 'size'})"
+    return [{
+        "kind": "grid", "experiment": exp["name"], "line": f"heatmap of {metric} over {axes}, mean over seeds",
+        "threshold": None, "threshold_relative": False, "x": None, "metric": metric,
+        "direction": metric_direction(exp, metric), "slope": None, "dominant": "", "verdict": NO_CHECK,
+        "verdict_reason": f"a grid experiment draws {metric} over {axes} on its heatmap pages; it has no fitted "
+                          f"checks (no slope is fitted and no prediction is tested)",
+        "n_points": None, "n_censored": None,
+    }]
 
 
 def validate_summary(summary: Any) -> None:
@@ -147,6 +187,7 @@ def summary_entries(summary: dict) -> list[dict]:
                 "C": fit.get("C"),
                 "C_ci": fit.get("C_ci"),
             })
+        rows += grid_rows(exp)
         for page_kind in entry_page_kinds(exp):
             rows += registry.load_object(page_kind.rows)(exp)
         rows += claim_rows(exp)
@@ -216,6 +257,8 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
         mine = [r for r in rows if r.get("experiment") == exp["name"]]
         kind = exp.get("kind", "min_size")
         compared = _COMPARED.get(kind, "")
+        if _is_grid_without_fits(exp):
+            compared = grid_rows(exp)[0]["line"] + "; no fitted checks"
         page_kind = page_kinds().get(kind)
         if page_kind is not None:  # a system's kind: its own words, else the checks its rows name
             compared = page_kind.compared or ("; ".join(str(r.get("line")) for r in mine) if mine else "no verdict")
@@ -228,7 +271,7 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
             compared = f"{compared}; {what}" if compared else what
         own = exp.get("config_hashes") or (hashes.get(exp["name"]) if isinstance(hashes, dict) else None) or []
         out.append({"index": i, "experiment": exp.get("title") or exp["name"], "name": exp["name"], "kind": kind,
-                    "compared": compared, "checks": len(mine),
+                    "compared": compared, "checks": sum(r.get("verdict") != NO_CHECK for r in mine),
                     **{v: sum(r.get("verdict") == v for r in mine) for v in VERDICT_COLOURS},
                     "config_hashes": (own[0] if len(own) == 1 else f"{own[0][:12]} (+{len(own) - 1})") if own else "n/a"})
     return out

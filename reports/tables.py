@@ -100,6 +100,9 @@ def _slope_cells(r: dict) -> list[str]:
     shown = "" if thr is None else f"{float(thr):g}" + (" x ceil." if r.get("threshold_relative") else "")
     if r.get("kind") == "claim":
         return _claim_slope_cells(r, shown)
+    if r.get("kind") == "grid":  # a picture, not a fit: no slope, interval or prediction to show
+        raw = [r.get("experiment", ""), r.get("line") or "", "", "", "", "", "", "", str(r.get("verdict") or "n/a")]
+        return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
     raw = [r.get("experiment", ""), r.get("line") or "", shown,
            _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
            _predicted(r), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]

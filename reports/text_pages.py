@@ -21,7 +21,7 @@ from recallkit.reports.style import (
     style_context,
     wrap_title,
 )
-from recallkit.reports.summary_rows import overview_rows, summary_date
+from recallkit.reports.summary_rows import NO_CHECK, overview_rows, summary_date
 from recallkit.theory.scaling import power_text
 
 __all__ = ["title_page", "write_text", "text_page", "section_page", "error_page", "lower_bound_gap_rows",
@@ -56,7 +56,8 @@ def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             fig.text(0.17, y, str(value), fontsize=9.5, va="top", family="DejaVu Sans Mono")
             y -= 0.028
         counts = {v: sum(r.get("verdict") == v for r in rows) for v in VERDICT_COLOURS}
-        fig.text(0.04, y - 0.01, f"{len(rows)} checks: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+        checks = sum(r.get("verdict") != NO_CHECK for r in rows)  # a grid's row is no check
+        fig.text(0.04, y - 0.01, f"{checks} checks: " + ", ".join(f"{n} {v}" for v, n in counts.items())
                  + " (each with its numbers on the next pages)",
                  fontsize=11, va="top", fontweight="bold")
         y -= 0.05
