@@ -4,7 +4,9 @@
 * :func:`assert_scaling` runs (or reuses from the results store) an experiment's sweep, fits every
   line and threshold, and checks each verdict.
 * :func:`fit_boundary_points` groups boundary points by (line, threshold) and fits each group;
-  :func:`fit_experiment` does the whole experiment (search -> points -> predictions -> fits).
+  :func:`fit_law_points` fits a law experiment's points, log(metric) on log(base) per line;
+  :func:`fit_experiment` does the whole experiment (search -> points -> predictions -> fits); a grid experiment
+  has no checks, and gives its sweep (the heatmap's cells) with no fits.
 
 Both assertions raise ``AssertionError`` whose message carries the fitted slope, both
 intervals, the prediction, delta and the verdict with its reason, and return the fit results
@@ -15,13 +17,14 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from recallkit import registry, theory
 from recallkit.compare.fit_cache import cached_document, cached_fits
-from recallkit.compare.fits import DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope
+from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope,
+                                    variable_regressor)
 from recallkit.compare.results import FitOptions, FitResult, PointLike, as_points, fit_curve_points, fit_points
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from recallkit.empirics.experiment import Experiment, SafeExpression, load_experiment
@@ -33,7 +36,8 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.realised import realised_prediction
 
 __all__ = ["assert_slope", "check_verdicts", "default_store_path", "describe_fit", "expected_verdicts",
-           "ExperimentFits", "fit_arrays", "fit_boundary_points", "fit_experiment", "METHOD", "predictions_for",
+           "ExperimentFits", "fit_arrays", "fit_boundary_points", "fit_experiment", "fit_law_points", "LAW_METHOD",
+           "METHOD", "predictions_for",
            "realised_predictions", "regressor_for"]
 
 
@@ -63,6 +67,8 @@ def describe_fit(result: FitResult) -> str:
         where.append(f"line {doc['line']!r}")
     if doc["threshold"] is not None:  # "0.5 x ceiling" for a relative one: the check's own label
         where.append(f"threshold {result.key.threshold_text}")
+    elif doc.get("variable"):  # a law's check: its metric against one variable
+        where.append(f"{doc['metric']} against {doc['variable']}")
     lines = [", ".join(where) + f": verdict {doc['verdict']!r}"]
     if doc["slope"] is not None:
         boot = doc["bootstrap"]
@@ -239,6 +245,51 @@ def fit_boundary_points(
     return results
 
 
+def fit_law_points(
+    points: Sequence[PointLike],
+    predictions: Mapping[str, Mapping[str, Any] | float] | float | None,
+    *,
+    experiment: str = "",
+    base: str,
+    law: str | None = None,
+    direction: str | None = None,
+    delta: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    n_bootstrap: int = DEFAULT_N_BOOTSTRAP,
+    bootstrap_seed: int = DEFAULT_BOOTSTRAP_SEED,
+) -> list[FitResult]:
+    """One :class:`FitResult` per line of a law experiment's points (``empirics.grid_sweep``: one per run), in
+    first-seen order: OLS of log(metric) on log(base) over every seed's point with HC3 and the seed bootstrap
+    (:func:`compare.results.fit_points`, as a min-size line), judged by the same TOST against the line's
+    prediction (``empirics.plan.law_prediction``: ``slope`` and ``log_power``, or a bare slope). A prediction's
+    ``boundary_warning`` (the line near a boundary between the law's regions) is added to the verdict's reason.
+    Each fit carries ``kind`` "law", ``law``, ``metric``, ``direction`` and ``variable`` (= ``base``)."""
+    x_name = variable_regressor(base)
+    groups: dict[str, list[BoundaryPoint]] = {}
+    for point in as_points(points, base):
+        groups.setdefault(point.line, []).append(point)
+    results = []
+    for line, group in groups.items():
+        prediction = predictions if not isinstance(predictions, Mapping) else predictions.get(line)
+        slope, log_power = _tested_slope(prediction, False)
+        metric = group[0].metric
+        options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=None,
+                             delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
+                             bootstrap_seed=bootstrap_seed)
+        result = fit_points(group, options, y_key=metric)
+        extra: dict[str, Any] = {"kind": "law", "law": law, "metric": metric, "direction": direction,
+                                 "variable": base, "y": f"log({metric})"}
+        if isinstance(prediction, Mapping):
+            extra.update(dominant=prediction.get("dominant"), boundary_gap=prediction.get("boundary_gap"),
+                         boundary_warning=prediction.get("boundary_warning"))
+            if prediction.get("boundary_warning"):
+                result.verdict = replace(result.verdict,
+                                         reason=f"{result.verdict.reason}; warning: {prediction['boundary_warning']}")
+        result.extra.update(extra)
+        results.append(result)
+    return results
+
+
 def _check_groups(points: Sequence[BoundaryPoint], thresholds: Iterable[Any] | None
                   ) -> dict[tuple[Any, Any, bool], list[BoundaryPoint]]:
     """Boundary points by check (line, threshold, relative), in first-seen order; only ``thresholds`` if given: a
@@ -404,8 +455,8 @@ class ExperimentFits:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
-               "store": self.store, "sweep": self.sweep, "method": METHOD, "predictions": self.predictions,
-               "fits": [f.to_dict() for f in self.fits]}
+               "store": self.store, "sweep": self.sweep, "method": LAW_METHOD if self.kind == "law" else METHOD,
+               "predictions": self.predictions, "fits": [f.to_dict() for f in self.fits]}
         # the metric the thresholds are on, which the report's heatmap draws; stated only where it is not
         # accuracy, so that the summary (and the pages drawn from it) of an accuracy experiment stay as they were
         experiment = getattr(self.plan, "experiment", None)
@@ -415,6 +466,9 @@ class ExperimentFits:
             own = {line.label: line.metric for line in experiment.lines if line.metric}
             if own:
                 out["line_metrics"] = own
+            if experiment.kind == "law":
+                out["law"] = {"name": experiment.law, "metric": experiment.metric, "direction": experiment.direction,
+                              "variable": experiment.base}
         return out
 
 
@@ -427,6 +481,15 @@ METHOD = {
     "verdict": "consistent: TOST at level alpha ((1 - 2 alpha) interval inside prediction +- delta); "
                "inconsistent: (1 - alpha) interval outside the band; otherwise inconclusive",
 }
+
+
+# A law experiment's fits: the y is its metric, the x its base variable.
+LAW_METHOD = {**METHOD,
+              "fit": "OLS of log(metric) (e.g. log(test_error)) on log(base variable), one point per run (line, base "
+                     "value, seed), HC3 standard errors, Student-t intervals with n - 2 df",
+              "verdict": METHOD["verdict"] + "; the prediction is the law's exponent of the metric against the base "
+                                             "along the line (its dominant term)"}
+LAW_METHOD.pop("C")
 
 
 def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
@@ -476,22 +539,32 @@ def fit_experiment(
     store_path = str(store) if store is not None else default_store_path()
     delta = delta if delta is not None else loaded.verdict.get("delta", DEFAULT_DELTA)
     alpha = alpha if alpha is not None else loaded.verdict.get("alpha", DEFAULT_ALPHA)
-    if loaded.kind == "grid":
-        raise InputError(f"{loaded.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
-                         f"max_capacity experiment)")
+    if thresholds is not None and loaded.kind in ("grid", "law"):
+        raise InputError(f"--threshold: {loaded.name} is a {loaded.kind} experiment; it has no thresholds to choose")
     thresholds = _checked_thresholds(loaded, thresholds)
     with ResultStore(store_path, readonly=True) as results_store:
         if sweep is None:
             sweep = replay(plan, results_store)
         provenance = _run_provenance(results_store, loaded.name)
-    predictions = predictions_for(plan) if predicted is None else _given_predictions(loaded, predicted)
-    slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
-    realised = _realised(plan, sweep, cache) if predicted is None else {}
-    options = dict(experiment=loaded.name, kind=loaded.kind, base=loaded.base, delta=delta, alpha=alpha,
-                   thresholds=thresholds, realised=realised)
-    fits = cached_fits(cache, [sweep.points, slopes, options, DEFAULT_N_BOOTSTRAP, DEFAULT_BOOTSTRAP_SEED],
-                       lambda: fit_boundary_points(sweep.points, slopes, **options))
-    _untested_lines(loaded, fits, predictions, predicted is None, delta, alpha)
+    if loaded.kind == "grid":  # no checks: the sweep's cells (sweep_result.runs) are what a report draws
+        predictions, realised, fits = {}, {}, []
+    else:
+        predictions = predictions_for(plan) if predicted is None else _given_predictions(loaded, predicted)
+        slopes = {label: (None if "error" in p else p.get("slope_on_x", p)) for label, p in predictions.items()}
+        realised = _realised(plan, sweep, cache) if predicted is None else {}
+        if loaded.kind == "law":
+            options = dict(experiment=loaded.name, base=loaded.base, law=loaded.law, direction=loaded.direction,
+                           delta=delta, alpha=alpha)
+            fits = cached_fits(cache, [sweep.points, slopes, options, DEFAULT_N_BOOTSTRAP, DEFAULT_BOOTSTRAP_SEED,
+                                       "law"], lambda: fit_law_points(sweep.points, slopes, **options))
+        else:
+            options = dict(experiment=loaded.name, kind=loaded.kind, base=loaded.base, delta=delta, alpha=alpha,
+                           thresholds=thresholds, realised=realised)
+            fits = cached_fits(cache, [sweep.points, slopes, options, DEFAULT_N_BOOTSTRAP, DEFAULT_BOOTSTRAP_SEED],
+                               lambda: fit_boundary_points(sweep.points, slopes, **options))
+        _untested_lines(loaded, fits, predictions, predicted is None, delta, alpha)
+    for fit in fits:
+        fit.extra.setdefault("decided_by", decided_by(loaded, fit.line))
     summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
                "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
                "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions),
@@ -501,6 +574,15 @@ def fit_experiment(
             predictions[label]["realised"] = found
     return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
                           summary, sweep_result=sweep, plan=plan)
+
+
+def decided_by(experiment: Experiment, line: str | None) -> str:
+    """Which preset a check's verdict comes from, with the base values and seeds it ran: "the medium preset (V = 64
+    .. 1024, 5 values; 14 seeds)"."""
+    index = next((i for i, candidate in enumerate(experiment.lines) if candidate.label == line), None)
+    values = experiment.values_of(index) if index is not None else experiment.base_values
+    span = f"{experiment.base} = {min(values):g} .. {max(values):g}, {len(values)} values; " if values else ""
+    return f"the {experiment.preset} preset ({span}{len(experiment.seeds)} seeds)"
 
 
 def _realised(plan: Plan, sweep: Any, cache: Any) -> dict[str, Any]:

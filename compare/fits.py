@@ -34,7 +34,7 @@ from recallkit.theory.errors import InputError
 
 __all__ = ["BootstrapInfo", "canonical_x", "ConstantFit", "DEFAULT_ALPHA", "DEFAULT_BOOTSTRAP_SEED",
            "DEFAULT_N_BOOTSTRAP", "finite_range_slope", "fit_constant", "fit_slope", "log_positive", "MIN_DISTINCT_X",
-           "SlopeFit", "X_ALIASES", "X_TRANSFORMS"]
+           "SlopeFit", "variable_regressor", "X_ALIASES", "X_TRANSFORMS"]
 
 
 DEFAULT_ALPHA = 0.05
@@ -76,11 +76,25 @@ X_ALIASES = {**{f"log({symbol})": f"log {symbol}" for symbol in _SIZE_SYMBOLS},
              "log(N log N)": "log(N ln N)", "log(N*log(N))": "log(N ln N)", "log(N ln(N))": "log(N ln N)"}
 
 
+_BUILT_IN_X = tuple(sorted(X_TRANSFORMS))
+
+
+def variable_regressor(variable: str) -> str:
+    """``"log <variable>"`` as a regressor: a law experiment fits against its base, which may be a variable its
+    pack declares (e.g. a sample count n). Added to :data:`X_TRANSFORMS` by name only, never as text to
+    evaluate; the built-in size symbols already are there."""
+    if not isinstance(variable, str) or not variable.isidentifier():
+        raise InputError(f"fit x: expected a variable name to take the log of, got {variable!r}")
+    name = f"log {variable}"
+    X_TRANSFORMS.setdefault(name, _log_of(variable))
+    return name
+
+
 def canonical_x(name: str) -> str:
     """The canonical regressor name for ``name``; InputError if it is not one we know."""
     name = X_ALIASES.get(name.strip(), name.strip())
     if name not in X_TRANSFORMS:
-        raise InputError(f"fit x: expected one of {sorted(X_TRANSFORMS)}, got {name!r}")
+        raise InputError(f"fit x: expected one of {list(_BUILT_IN_X)}, got {name!r}")
     return name
 
 

@@ -62,7 +62,8 @@ class FitResult:
     def key(self) -> CheckKey:
         """The check this fit judges (its label is ``str(fit.key)``)."""
         return CheckKey(self.experiment, str(self.line), threshold=self.threshold,
-                        relative=bool(self.extra.get("threshold_relative")))
+                        relative=bool(self.extra.get("threshold_relative")),
+                        metric=self.extra.get("metric") or "accuracy", variable=self.extra.get("variable"))
 
     def to_dict(self) -> dict[str, Any]:
         fit = self.fit

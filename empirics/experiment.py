@@ -121,12 +121,17 @@ from recallkit.theory.schema import (
 from recallkit.theory.schema import table as table_rule
 
 __all__ = ["Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_MAX_RUNS", "Experiment",
-           "experiment_from_dict", "INTEGER_PARAMS", "KINDS", "Line", "load_experiment", "max_runs_allowed",
-           "parse_claims", "read_experiment_file", "resolve_experiment", "SafeExpression", "SEARCH_METHODS",
+           "DIRECTIONS", "experiment_from_dict", "HIGHER_IS_BETTER", "INTEGER_PARAMS", "KINDS", "Line", "load_experiment", "max_runs_allowed",
+           "parse_claims", "read_experiment_file", "resolve_experiment", "RUN_METRICS", "SafeExpression", "SEARCH_METHODS",
            "SearchSettings", "SIZE_LIMITS", "SIZE_SYMBOLS", "STRING_PARAMS"]
 
 
-KINDS = ("min_size", "max_capacity", "grid")
+KINDS = ("min_size", "max_capacity", "grid", "law")
+# kind = "law": which way the law's metric is better (a threshold on it reads with it); higher for these, else lower
+DIRECTIONS = ("lower", "higher")
+HIGHER_IS_BETTER = ("accuracy", "train_accuracy")
+# What every stored run holds (empirics.engine), beside the metrics its task declares (registry.Task.run_metrics)
+RUN_METRICS = ("accuracy", "train_accuracy", "loss", "eval_loss", "param_count", "trainable_params", "steps_run")
 # Symbols an expression may name: the sizes of the shipped systems' tasks (V N d L m R).
 SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")
 # Parameters that are counts; expressions for them are floored to integers.
@@ -283,6 +288,8 @@ class Experiment:
     claims: list[Claim] = field(default_factory=list)  # [[claims]]: comparative claims between fitted lines
     file_lines: list[str] = field(default_factory=list)  # every line label of the file (a preset may run fewer)
     variables: dict[str, str] = field(default_factory=dict)  # the pack's declared variables: name -> domain
+    law: str | None = None  # kind = "law": the pack's [[laws]] name whose metric is measured
+    direction: str | None = None  # kind = "law": lower | higher is better for the metric
     # the run configs validated when the file was loaded (the corners of each line), by (line label, base value,
     # size, seed): the search takes these instead of validating the same config a second time
     checked_configs: dict[tuple[str, int, int, int], Any] = field(default_factory=dict, repr=False, compare=False)
@@ -299,6 +306,8 @@ class Experiment:
         """About how many models the sweep trains (an upper estimate for searches: the bracket plus a
         bisection in log size down to the resolution, per line, base value and seed; thresholds share)."""
         cells = sum(len(self.values_of(i)) for i in range(len(self.lines))) * len(self.seeds)
+        if self.kind == "law":  # one run per (line, base value, seed)
+            return cells
         if self.kind == "grid":
             return cells * len(self.sizes)
         total = 0
@@ -321,9 +330,10 @@ class Experiment:
             "trainer": line.overrides.get("trainer", self.trainer),
             "seed": int(seed),
             self.base: int(base_value),
-            self.size: int(size_value),
         }
-        at = f"{self.base}={base_value}, {self.size}={size_value}"
+        if self.size:  # a law experiment moves its base only: it has no searched size
+            config[self.size] = int(size_value)
+        at = f"{self.base}={base_value}" + (f", {self.size}={size_value}" if self.size else "")
         for name, expr in line.assignments:
             value = expr.evaluate(env)
             value = value if self.variables.get(name) == "real" else _integer(value)
@@ -378,6 +388,7 @@ class Experiment:
             "seeds": self.seeds, "sizes": self.sizes,
             **({f"{self.base}_by_line": self.line_base_values} if self.line_base_values else {}),
             "claims": [claim.to_dict() for claim in self.claims],
+            **({"law": self.law, "direction": self.direction} if self.kind == "law" else {}),
         }
 
 
@@ -604,7 +615,25 @@ def _verdict(value: Any, at: str, context: Mapping[str, Any]) -> dict[str, Any]:
     return verdict
 
 
+def _base_name(value: Any, at: str, context: Mapping[str, Any]) -> str:
+    """A size symbol, or for a law experiment also a variable the pack declares (the law's x may be one)."""
+    if isinstance(value, str) and value in SIZE_SYMBOLS:
+        return value
+    declared = context.get("declared") or {}
+    if context["kind"] != "law":
+        raise InputError(f"{at}: expected one of {', '.join(SIZE_SYMBOLS)}, got {value!r}")
+    if isinstance(declared, InputError):
+        raise declared
+    if isinstance(value, str) and value in declared:
+        return value
+    pack = f"a variable of pack {context.get('pack_name')} ({', '.join(declared)})" if declared else (
+        "a variable the pack declares (it declares none)")
+    raise InputError(f"{at}: expected a size symbol ({', '.join(SIZE_SYMBOLS)}) or {pack}, got {value!r}")
+
+
 def _not_base(value: str, at: str, context: Mapping[str, Any]) -> str:
+    if context["kind"] == "law":
+        raise InputError(f"{at}: not used with kind = 'law' (each line moves its base; nothing is searched)")
     if value == context["base"]:
         raise InputError(f"{at}: must differ from base ({value})")
     return value
@@ -615,10 +644,10 @@ _TOP = Section("experiment file", (
     Field("name", (text(), satisfies(lambda v: v.replace("_", "").replace("-", "").isalnum(),
                                      "letters, digits, '_' or '-'")), "identifier, the name in the store", REQUIRED),
     Field("kind", (options(KINDS),), "min_size | max_capacity | grid", "min_size"),
-    Field("base", (options(SIZE_SYMBOLS),), "grid variable (V; d for max_capacity)",
-          lambda v, c: "d" if v["kind"] == "max_capacity" else "V"),
+    Field("base", (converts(_base_name),), "grid variable (V; d for max_capacity; for a law a declared variable too)",
+          lambda v, c: REQUIRED if v["kind"] == "law" else "d" if v["kind"] == "max_capacity" else "V"),
     Field("size", (options(SIZE_SYMBOLS), converts(_not_base)), "searched variable (d; N for max_capacity)",
-          lambda v, c: "N" if v["kind"] == "max_capacity" else "d"),
+          lambda v, c: "" if v["kind"] == "law" else "N" if v["kind"] == "max_capacity" else "d"),
     Field("pack", (satisfies(lambda v: isinstance(v, str) and bool(v), "a theory pack name or path"),),
           "theory pack of the predicted boundary and the verdict"),
     Field("lines", (satisfies(lambda v: isinstance(v, list) and bool(v), "", "{at}: expected at least one [[lines]] "
@@ -636,6 +665,8 @@ _TOP = Section("experiment file", (
     Field("metric", (text(),), "metric compared with the thresholds", "accuracy"),
     Field("description", (converts(lambda v, at, c: str(v)),), "free text", ""),
     Field("claims", (), "comparative claims (checked by parse_claims)"),
+    Field("law", (text(),), "kind = 'law': a [[laws]] name of the pack (checked by _law_fields)"),
+    Field("direction", (options(DIRECTIONS),), "kind = 'law': lower | higher is better for the metric"),
 ))
 
 
@@ -739,9 +770,11 @@ def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | Non
 def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs: int | None = None) -> Experiment:
     """Validate a parsed experiment file against its section tables and build it with ``preset`` applied."""
     declared = _declared_variables(raw.get("pack") if isinstance(raw, dict) else None)
-    top = validate(raw, _TOP, shown, prefix=f"{shown}: ", context={"declared": declared})
+    top = validate(raw, _TOP, shown, prefix=f"{shown}: ", context={"declared": declared,
+                                                                   "pack_name": _pack_name(raw.get("pack"))})
     declared = {} if isinstance(declared, InputError) else declared
     kind, base, size = top["kind"], top["base"], top["size"]
+    law, metric, direction = _law_fields(raw, top, shown)
     chosen, pw = _preset(top["presets"], preset, shown, {"kind": kind, "base": base, "size": size})
     all_labels = [ln.label for ln in top["lines"]]
     lines = top["lines"]
@@ -768,17 +801,66 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs:
     base_values, line_base_values = _base_values(top["presets"][preset], base, lines, all_labels, pw)
     experiment = Experiment(
         path=shown, name=top["name"], description=top["description"], pack=top["pack"], task=top["task"],
-        model=top["model"], trainer=top["trainer"], kind=kind, base=base, size=size, metric=top["metric"],
+        model=top["model"], trainer=top["trainer"], kind=kind, base=base, size=size, metric=metric,
         thresholds=thresholds, lines=lines, fixed={**top["fixed"], **chosen["fixed"]}, search=search,
         verdict=top["verdict"], preset=preset, base_values=base_values, seeds=[int(s) for s in chosen["seeds"]],
         sizes=chosen["sizes"], line_base_values=line_base_values, relative_thresholds=relative_thresholds,
-        file_lines=list(all_labels), variables=declared,
+        file_lines=list(all_labels), variables=declared, law=law, direction=direction,
     )
     _check_task_keys(experiment, top, chosen, pw)
     if "claims" in raw:
         experiment.claims = parse_claims(raw["claims"], shown, raw, experiment.verdict.get("alpha"))
     _check_corners(experiment, max_runs)
     return experiment
+
+
+def _pack_name(pack: Any) -> str | None:
+    """The name of the experiment's pack for messages (the text as given where it cannot be read)."""
+    if not isinstance(pack, str) or not pack:
+        return None
+    try:
+        return load_pack(pack).name
+    except InputError:
+        return pack
+
+
+def _stored_metrics(task: str) -> set[str] | None:
+    """What every stored run of ``task`` holds: the engine's metrics and the task's own; None for an unknown task
+    (the run-config check names it)."""
+    try:
+        return set(RUN_METRICS) | set(task_spec(task).run_metrics)
+    except (InputError, registry.RegistryError):
+        return None
+
+
+def _law_fields(raw: dict, top: dict[str, Any], shown: str) -> tuple[str | None, str, str | None]:
+    """(law, metric, direction) of the file: for kind = "law" the law is one of the pack's [[laws]], the metric
+    (default: the law's) one the task's runs store, the direction lower | higher (default: higher for an accuracy,
+    else lower); other kinds take neither law nor direction."""
+    if top["kind"] != "law":
+        for key in ("law", "direction"):
+            if top[key] is not None:
+                raise InputError(f"{shown}: {key}: only used with kind = 'law' (this experiment is {top['kind']})")
+        return None, top["metric"], None
+    if top["pack"] is None:
+        raise InputError(f"{shown}: pack: missing; kind = 'law' needs a pack with [[laws]]")
+    pack = load_pack(top["pack"])
+    listed = ", ".join(law.name for law in pack.laws) or "none"
+    if top["law"] is None:
+        raise InputError(f"{shown}: law: missing; expected a [[laws]] name of pack {pack.name} (its laws: {listed})")
+    law = next((law for law in pack.laws if law.name == top["law"]), None)
+    if law is None:
+        raise InputError(f"{shown}: law: {top['law']!r} is not a law of pack {pack.name} (its laws: {listed})")
+    metric = top["metric"] if "metric" in raw else law.metric
+    stored = _stored_metrics(top["task"])
+    places = [(f"{shown}: metric", metric)] + [(f"{shown}: lines[{i}].metric", line.metric)
+                                               for i, line in enumerate(top["lines"]) if line.metric]
+    for where, name in places:
+        if stored is not None and name not in stored:
+            raise InputError(f"{where}: {name!r} is not a metric the runs of task {top['task']} store (they store: "
+                             f"{', '.join(sorted(stored))})")
+    direction = top["direction"] or ("higher" if metric in HIGHER_IS_BETTER else "lower")
+    return law.name, metric, direction
 
 
 def _declared_variables(pack: Any) -> dict[str, str] | InputError:
@@ -839,6 +921,12 @@ def _thresholds(top: dict, chosen: dict, shown: str, pw: str, kind: str) -> tupl
         return (chosen[key], f"{pw}.{key}") if chosen[key] is not None else (top[key], f"{shown}: {key}")
 
     (values, tw), (relative, rw) = pick("thresholds"), pick("relative_thresholds")
+    if kind == "law":
+        given = [where for value, where in ((values, tw), (relative, rw)) if value is not None]
+        if given:
+            raise InputError(f"{given[0]}: not used with kind = 'law' (its checks are the law's metric against the "
+                             f"base, one per line)")
+        return [], []
     if kind != "grid" or values is not None:
         if not isinstance(values, list) or not (values or relative):
             raise InputError(f"{tw}: expected a non-empty list of numbers in (0, 1]")
@@ -876,16 +964,16 @@ def _check_corners(experiment: Experiment, max_runs: int | None = None) -> None:
     for i, line in enumerate(experiment.lines):
         values = experiment.values_of(i)
         settings = line.search or search
-        probe_sizes = experiment.sizes or [settings.min, settings.max]
+        probe_sizes = [0] if experiment.kind == "law" else experiment.sizes or [settings.min, settings.max]
         if settings.method == "curve":
             probe_sizes = probe_sizes + [settings.ceiling_size(base, b) for b in (min(values), max(values))]
         for b in (min(values), max(values)):
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
-                where = f"{shown}: line {line.label!r} at {base}={b}, {size}={s}"
+                where = f"{shown}: line {line.label!r} at {base}={b}" + (f", {size}={s}" if size else "")
                 checked = planned_config(config, where=where)
                 experiment.checked_configs[(line.label, b, s, experiment.seeds[0])] = checked
-                if experiment.kind == "grid":  # every size of a grid is trained; a search may never reach its max
+                if experiment.kind in ("grid", "law"):  # every run is trained; a search may never reach its max
                     check_memory(checked.parsed, where)
                 if search.budget_factor is not None and search.budget_key not in config:
                     raise InputError(f"{shown}: search.budget_key: {search.budget_key!r} is not a parameter of "
@@ -1021,6 +1109,10 @@ def max_runs_allowed(max_runs: int | None = None) -> int:
 
 
 def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSettings:
+    if kind == "law":
+        if table:
+            raise InputError(f"{where}: not used with kind = 'law' (every base value of a line is one run)")
+        return SearchSettings(min=1, max=2)
     if kind == "grid" and not table:
         return SearchSettings(min=1, max=SIZE_LIMITS.get(size, 1 << 16))
     v = validate(table, _SEARCH, where, context={"kind": kind, "size": size})

@@ -7,7 +7,8 @@ once, into a frozen :class:`Plan` that every later stage reads.
   (None for a file of a system's own kind, which names that system's ``runner``);
 - ``pack``: the theory pack (:class:`~recallkit.theory.pack.Pack`) the experiment is judged against, or None;
 - ``predictions``: per line label, ``theory.predict(pack, line).to_dict()`` (the asymptotic prediction), or
-  ``{"error": message}`` where the pack cannot predict the line;
+  ``{"error": message}`` where the pack cannot predict the line; for a law experiment (``kind = "law"``) the
+  law's exponent of its metric against the base along the line instead (:func:`law_prediction`);
 - ``realised``: per line label of a ``min_size`` experiment, the pack's prediction at the sizes the preset
   actually runs (``theory.realised.realised_prediction``: floored counts, log factors), or ``{"error": ...}``;
   the finite-size form, which needs the runs' measured metrics, is computed by ``compare`` after the search;
@@ -33,7 +34,11 @@ from recallkit.theory.pack import Pack
 from recallkit.theory.realised import realised_prediction
 from recallkit.theory.symbols import variable_symbol
 
-__all__ = ["Plan", "plan", "plan_of", "runner_of", "realised_rows"]
+__all__ = ["BOUNDARY_MARGIN", "law_prediction", "Plan", "plan", "plan_of", "runner_of", "realised_rows"]
+
+# A law line whose two leading terms' exponents along it differ by at most this sits on (or near) the boundary
+# between the law's regions: the measured slope there lies between the two terms' (constants decide which shows)
+BOUNDARY_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,13 @@ def _predictions(experiment: Experiment, pack: Pack | None) -> dict[str, dict[st
         return {line.label: {"error": f"{experiment.path}: no 'pack' to predict from"} for line in experiment.lines}
     out: dict[str, dict[str, Any]] = {}
     for line in experiment.lines:
+        if experiment.kind == "law":
+            try:
+                out[line.label] = law_prediction(pack, experiment.law, line.theory_scaling or line.scaling,
+                                                  experiment.base)
+            except InputError as exc:
+                out[line.label] = {"error": f"line {line.label!r}: {exc}"}
+            continue
         try:
             # theory_scaling: the line as the pack states it (a linear memory's config has no m; the pack's m = d)
             out[line.label] = theory.predict(pack, theory.parse_scaling(line.theory_scaling or line.scaling,
@@ -119,6 +131,39 @@ def _predictions(experiment: Experiment, pack: Pack | None) -> dict[str, dict[st
         except InputError as exc:
             out[line.label] = {"error": str(exc)}
     return out
+
+
+def law_prediction(pack: Pack, law: str, scaling: str, base: str) -> dict[str, Any]:
+    """The law's prediction along one fully specified line: the exponent of its metric against ``base`` (``slope``,
+    with ``log_power`` of log(base)), the dominant term, every term's exponent along the line, and how far the
+    line is from a boundary between the law's regions (``boundary_gap``: the dominant term's exponent minus the
+    next one's; ``boundary_warning`` when that is at most :data:`BOUNDARY_MARGIN`)."""
+    document = theory.law_exponents(pack, law, theory.parse_scaling(scaling, variables=pack.variables))
+    if document["base"] != base:
+        raise InputError(f"the scaling {scaling!r} leaves {document['base']} free in law {law}, not the experiment's "
+                         f"base {base}; set {document['base']} along the line")
+    if document["axes"] or len(document["regions"]) != 1:
+        raise InputError(f"the scaling {scaling!r} leaves free exponents ({', '.join(document['axes'])}); a law "
+                         f"experiment's line gives every exponent a number")
+    region = document["regions"][0]
+    terms = [{"name": t["name"], "exponent": t["exponent"], "exponent_float": t["exponent_float"],
+              "log_power": t["log_power"], "log_power_float": t["log_power_float"]} for t in document["terms"]]
+    others = [t["exponent_float"] for t in terms if t["name"] != region["dominant"] and t["exponent_float"] is not None]
+    gap = region["exponent_float"] - max(others) if others else None
+    warning = None
+    if gap is not None and gap <= BOUNDARY_MARGIN:
+        runner_up = max((t for t in terms if t["name"] != region["dominant"]), key=lambda t: t["exponent_float"])
+        warning = (f"the line lies within {BOUNDARY_MARGIN:g} of the boundary between terms {region['dominant']} and "
+                   f"{runner_up['name']} of law {document['law']} (their exponents along it: "
+                   f"{region['exponent_float']:g} and {runner_up['exponent_float']:g}); the measured slope there "
+                   f"lies between the two terms'")
+    return {"kind": "law", "law": document["law"], "metric": document["metric"], "combine": document["combine"],
+            "pack": document["pack"], "scaling": document["scaling"], "base": base,
+            "slope": region["exponent_float"], "slope_exact": region["exponent"],
+            "log_power": region["log_power"], "log_power_float": region["log_power_float"],
+            "dominant": region["dominant"], "tied_with": list(region["tied_with"]),
+            "exponents_against": dict(region["variables"]), "terms": terms,
+            "boundary_gap": None if gap is None else round(gap, 12), "boundary_warning": warning}
 
 
 def _exponents(experiment: Experiment, prediction: Mapping[str, Any] | None) -> tuple[float, float] | None:

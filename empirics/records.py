@@ -131,8 +131,9 @@ class BoundaryPoint:
 
     @property
     def coordinates(self) -> dict[str, Any]:
-        """What a fit's x and y read: the variable values and the parameter count."""
-        return {**self.values, "param_count": self.param_count}
+        """What a fit's x and y read: the variable values and the parameter count (and a law's point its metric)."""
+        own = {self.metric: self.metric_value} if self.variable is not None else {}
+        return {**self.values, "param_count": self.param_count, **own}
 
     def to_dict(self) -> dict[str, Any]:
         """The point as summary.json and the report have always written it (keys in that order)."""
@@ -145,6 +146,8 @@ class BoundaryPoint:
         if self.config_hash is not None:  # the answer is known: its metric and run
             out[self.metric] = self.metric_value
             out["config_hash"] = self.config_hash
+        if self.variable is not None:  # a law's point: the variable its check fits the metric against
+            out["variable"] = self.variable
         self._tail(out)
         if self.budget_check is not None:
             out["budget_check"] = dict(self.budget_check)
@@ -253,8 +256,10 @@ class ProbeRun:
         return {self.metric: self.metric_value, **self.metrics}
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"line": self.line, self.base: self.base_value, self.size: self.size_value,
-                               "seed": self.seed, "config_hash": self.config_hash}
+        out: dict[str, Any] = {"line": self.line, self.base: self.base_value}
+        if self.size:  # a law experiment's run has no searched size
+            out[self.size] = self.size_value
+        out.update(seed=self.seed, config_hash=self.config_hash)
         if self.error is not None:
             out["error"] = self.error
         else:

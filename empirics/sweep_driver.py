@@ -156,7 +156,7 @@ class SweepDriver:
         """The experiment's search: the grid product, seed-mean curves (when any line asks for them), else
         per-seed bisection, with the training-budget check where the experiment sets one."""
         exp = self.exp
-        if exp.kind == "grid":
+        if exp.kind in ("grid", "law"):  # a law's runs are the grid's product without a size
             return GridSweep(self)
         if exp.search.method == "curve" or any(line.search and line.search.method == "curve" for line in exp.lines):
             return CurveSearch(self)

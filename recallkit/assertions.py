@@ -38,7 +38,9 @@ def sweep_and_fit(
     """Search (training only what the store lacks when ``run``; else replaying it), fit, decide.
 
     ``experiment``: an ``empirics.plan.Plan``, a path or a shipped experiment's name (planned here with
-    ``preset``). ``fit_options`` (delta, alpha, thresholds, predicted) go to
+    ``preset``). A law experiment (``kind = "law"``) runs every (line, base value, seed) and fits log(metric)
+    against log(base) per line; a grid experiment is swept and returned with no fits (its cells are
+    ``sweep_result.runs``, for a heatmap). ``fit_options`` (delta, alpha, thresholds, predicted) go to
     :func:`recallkit.compare.fit_experiment`, which fits the search's own records (with ``run``, the sweep just made;
     without, the store replayed once).
     """
@@ -47,9 +49,6 @@ def sweep_and_fit(
     store_path = str(store) if store is not None else default_store_path()
     sweep = None
     if run:
-        if planned.experiment.kind == "grid":
-            raise InputError(f"{planned.path}: kind = 'grid' has no boundary points to fit (use a min_size or "
-                             f"max_capacity experiment)")
         own_executor = executor is None
         executor = make_executor("local") if own_executor else executor
         try:
