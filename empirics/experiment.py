@@ -9,7 +9,7 @@ Schema (every key below is checked; an unknown key is an error; each section is 
     task = "my_task"                       # a registered task (recallkit.registry)
     model = "attention-only"               # empirics model
     trainer = "three_step"                 # empirics trainer
-    kind = "min_size"                      # min_size | max_capacity | grid
+    kind = "min_size"                      # min_size | max_capacity | grid | law (below)
     base = "V"                             # grid variable (default V; d for max_capacity)
     size = "d"                             # searched variable (default d; N for max_capacity)
     metric = "accuracy"                    # metric compared with the thresholds (default accuracy)
@@ -91,6 +91,30 @@ Schema (every key below is checked; an unknown key is an error; each section is 
     thresholds = [...]                     # optional
     fixed = { eval_samples = 2048 }        # merged over [fixed]
     search = { resolution = 0.1 }          # merged over [search]
+
+A law experiment (``kind = "law"``) measures the metric of one of the pack's ``[[laws]]`` along each line and
+fits log(metric) against log(base), one check per line, judged against the law's exponent of the metric along
+the line (``empirics.plan.law_prediction``; docs/ARCHITECTURE.md, "Law experiments")::
+
+    kind = "law"
+    pack = "my_pack"                       # a pack with [[laws]]
+    law = "test_error"                     # required: a [[laws]] name of the pack
+    base = "p"                             # required: the variable each line moves (a size symbol or a variable
+                                           # the pack declares), the x of each fit
+    metric = "test_error"                  # optional: default the law's metric; one the task's runs store
+    direction = "lower"                    # optional: lower | higher is better (default: higher for accuracy
+                                           # and train_accuracy, else lower)
+
+    [[lines]]
+    scaling = "n=16*p**2"                  # the law's other variables: constants or expressions in the base
+
+    [presets.quick]
+    p = [16, 32, 64, 128]                  # the base's values
+    seeds = [0, 1, 2, 3]
+
+Each (line, base value, seed) is one run, stored and reused like a grid cell. A law experiment takes no
+``size``, ``thresholds``, ``relative_thresholds`` or ``[search]``, and the other kinds take no ``law`` or
+``direction``; each is a one-line error naming the file and the field.
 
 Expressions are parsed by recallkit's one whitelist parser, ``theory.expr`` (numbers, declared
 symbols, ``+ - * / **``, parentheses, and ``log sqrt exp floor ceil Min Max min max``), and evaluated
