@@ -93,6 +93,8 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
     entry = experiment_entry(fitted.to_dict(), title=loaded.name, lines=lines,
                              description=loaded.description, **pieces)
     entry["kind"] = loaded.kind
+    if loaded.kind == "grid":  # its heatmaps are its result: their axes, named on the pages and in its summary row
+        entry.update(base=loaded.base, size=loaded.size)
     entry.setdefault("notes", []).extend(notes)
     if sweep.violations:
         entry["notes"].append(f"{len(sweep.violations)} monotonicity violations along the searched size "
