@@ -22,15 +22,35 @@ from recallkit.compare.fit_cache import DiskCache, cache_key, json_exact
 from recallkit.empirics.executors import fixed_threads, worker_init, worker_init_args
 from recallkit.empirics.provenance import namespace_roots
 from recallkit.report_settings import ReportSettings, StepContext
-from recallkit.theory.errors import RecallkitError
+from recallkit.theory.errors import InputError, RecallkitError
 
-__all__ = ["OwnSteps", "StepCache", "call_own_step", "shipped_step", "store_digest"]
+__all__ = ["OwnSteps", "StepCache", "call_own_step", "checked_entry", "shipped_step", "store_digest"]
+
+
+_ENTRY_EXPECTED = ("a runner or report step returns a summary entry: a dict with a non-empty string 'name' and a "
+                   "string 'kind'")
 
 
 def call_own_step(ref: str, path: Path | None, context: StepContext) -> dict | None:
     """A system's runner, ``(path, context) -> entry``, or report step, ``(context) -> entry | None``."""
     function = registry.load_object(ref)
     return function(path, context) if path is not None else function(context)
+
+
+def checked_entry(entry: Any, ref: str) -> dict:
+    """``entry``, which the step ``ref`` returned, when it has what the report keys it by (docs/ARCHITECTURE.md, "A
+    runner's summary entry"), else an InputError naming ``ref``: a missing name ended the report in a traceback only
+    after every experiment had run, and a missing kind drew the entry as a search's, without its system's pages."""
+    if not isinstance(entry, dict):
+        raise InputError(f"{ref} returned {'None' if entry is None else 'a ' + type(entry).__name__}; {_ENTRY_EXPECTED}")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{ref}: its entry has {'no' if name is None else 'a non-string or empty'} 'name'; "
+                         f"{_ENTRY_EXPECTED}")
+    if not isinstance(entry.get("kind"), str):
+        raise InputError(f"{ref}: its entry ({name}) has {'no' if entry.get('kind') is None else 'a non-string'} "
+                         f"'kind'; {_ENTRY_EXPECTED}")
+    return entry
 
 
 def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, store_path: Path) -> tuple:

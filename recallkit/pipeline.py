@@ -41,7 +41,7 @@ from recallkit.empirics.numerics import MKL_ENV, math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
-from recallkit.own_steps import OwnSteps, StepCache, store_digest
+from recallkit.own_steps import OwnSteps, StepCache, checked_entry, store_digest
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.reports.output_folder import writing_report
@@ -435,7 +435,7 @@ def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettin
                 entries.append(_search_entry(planned, settings, executor, store_path, fitted_runs=fitted_runs,
                                              caches=caches))
             else:
-                entries.append(own.result(planned.path))
+                entries.append(checked_entry(own.result(planned.path), planned.runner))
         except RecallkitError as exc:
             _failed(failures, planned.path.name, exc, settings.log)
             continue
@@ -443,7 +443,7 @@ def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettin
     for index, _ in enumerate(steps):
         entry = own.result(index)
         if entry is not None:
-            entries.append(entry)
+            entries.append(checked_entry(entry, steps[index]))
             builder.add(entry)
     return entries, fitted_runs
 
