@@ -23,7 +23,10 @@ def _number(value: Any, fmt: str = ".3f") -> str:
 
 
 def threshold_text(fit: dict) -> str:
-    """A fit's threshold as written: ``0.1``, or ``0.5 x ceiling`` for a fraction of the instance's ceiling."""
+    """A fit's threshold as written: ``0.1``, or ``0.5 x ceiling`` for a fraction of the instance's ceiling; for a
+    law's check (no threshold) its metric against its variable, ``test_error against p``."""
+    if fit.get("threshold") is None and fit.get("variable"):
+        return f"{fit.get('metric')} against {fit['variable']}"
     return CheckKey.of(fit).threshold_text if fit.get("threshold") is not None else "-"
 
 
@@ -34,8 +37,10 @@ def format_table(doc: dict) -> str:
     alpha = fits[0]["alpha"] if fits else 0.05
     level = f"{100 * (1 - alpha):g}%"
     curve = any(f.get("method") == "curve" for f in fits)
-    header = ["line", "threshold", "points", "slope", f"{level} CI" + (" (seed curves)" if curve else " (HC3)"),
-              f"{level} CI (bootstrap)", "tested prediction", "verdict"]
+    law = any(f.get("kind") == "law" for f in fits)
+    header = ["line", "check" if law else "threshold", "points", "slope",
+              f"{level} CI" + (" (seed curves)" if curve else " (HC3)"), f"{level} CI (bootstrap)", "tested prediction",
+              "verdict"]
     if capacity:
         header[-1:-1] = ["C", f"C {level} CI"]
     rows = []
@@ -56,7 +61,7 @@ def format_table(doc: dict) -> str:
         rows.append(row)
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = [f"{doc['experiment']} ({doc['preset']} preset, {doc['kind']}; x = {fits[0]['x'] if fits else '-'}, "
-             f"y = log(param_count); store {doc['store']})"]
+             f"y = {fits[0].get('y', 'log(param_count)') if fits else 'log(param_count)'}; store {doc['store']})"]
     sweep = doc.get("sweep") or {}
     if sweep.get("stored_runs"):
         listed = lambda key: ", ".join(f"{k} x{v}" for k, v in sweep.get(key, {}).items())  # noqa: E731
@@ -67,7 +72,8 @@ def format_table(doc: dict) -> str:
     lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     lines.append("")
     for index, f in enumerate(fits, 1):
-        lines.append(f"[{index}] {f['line']}, threshold {threshold_text(f)}: {f['verdict']}: "
+        check = threshold_text(f) if f.get("kind") == "law" else f"threshold {threshold_text(f)}"
+        lines.append(f"[{index}] {f['line']}, {check}: {f['verdict']}: "
                      f"{f['verdict_reason']}")
         compared = f.get("prediction_compared")
         if compared:

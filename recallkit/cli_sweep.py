@@ -62,9 +62,28 @@ def _grid_cells(result) -> list[str]:
     return out
 
 
+def _law_points(result) -> list[str]:
+    """A law experiment's runs: per line, the metric at each base value (median over the seeds)."""
+    exp = result.experiment
+    out = []
+    for index, line in enumerate(exp.lines):
+        cells = []
+        for b in exp.values_of(index):
+            points = [p for p in result.points if p.line == line.label and p.base_value == b]
+            values = [p.metric_value for p in points if not p.censored and p.metric_value is not None]
+            censored = sum(p.censored for p in points)
+            shown = f"{statistics.median(values):.4g}" if values else "-"
+            cells.append(f"{exp.base}={b}: {shown}" + (f" ({censored} censored)" if censored else ""))
+        out.append(f"line {line.label}")
+        out.append(f"  {exp.metric_of(index)} (median over {len(exp.seeds)} seeds):  " + ";  ".join(cells))
+    return out
+
+
 def _format_points(result) -> list[str]:
     """A compact table: one line per (line, threshold), the found size per base value (median over seeds)."""
     exp = result.experiment
+    if exp.kind == "law":
+        return _law_points(result)
     out = []
     lines = list(dict.fromkeys(p.line for p in result.points))
     thresholds = list(dict.fromkeys(p.threshold for p in result.points))

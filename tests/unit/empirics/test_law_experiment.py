@@ -242,6 +242,10 @@ def test_the_sweep_stores_every_run_and_a_second_sweep_trains_nothing(toy):
     assert (first.sweep["computed"], first.sweep["reused"]) == (20, 0)
     points = first.sweep_result.points
     assert len(points) == 20 and {p.variable for p in points} == {"p"} and not any(p.censored for p in points)
+    written = first.sweep_result.to_dict()
+    assert written["kind"] == "law" and len(written["runs"]) == 20
+    assert "" not in written["runs"][0] and written["runs"][0]["p"] == 4 and "test_error" in written["runs"][0]
+    assert written["boundary_points"][0]["variable"] == "p" and written["boundary_points"][0]["threshold"] is None
     second = sweep_and_fit(path, store=store, executor=LocalExecutor(), log=None)
     assert (second.sweep["computed"], second.sweep["reused"]) == (0, 20)
     assert second.fits[0].slope == first.fits[0].slope
