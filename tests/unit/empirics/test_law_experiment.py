@@ -336,3 +336,20 @@ def test_a_grid_experiment_sweeps_and_returns_its_cells_with_no_checks(tmp_path)
     cells = [run.to_dict() for run in fitted.sweep_result.runs]
     assert len(cells) == 8 and {(c["N"], c["d"]) for c in cells} == {(8, 4), (8, 8), (16, 4), (16, 8)}
     assert fitted.to_dict()["fits"] == []
+
+
+def test_a_line_that_leaves_another_variable_free_has_no_prediction_and_says_why(toy):
+    lines = '[[lines]]\nscaling = "n=p**2"\ntheory_scaling = "p=n**(1/2)"\nlabel = "stated in n"\n'
+    fitted = sweep_and_fit(write_experiment(toy, lines=lines), store=toy / "store.db", executor=LocalExecutor(),
+                           log=None)
+    fit = {f.line: f.to_dict() for f in fitted.fits}["stated in n"]
+    assert fit["verdict"] == "inconclusive" and fit["predicted_slope"] is None
+    assert "the scaling 'p=n**(1/2)' leaves n free in law test_error, not the experiment's base p" \
+        in fit["verdict_reason"], fit["verdict_reason"]
+
+
+def test_a_law_experiment_has_no_threshold_to_choose(toy):
+    from recallkit.compare.assertions import fit_experiment
+    with pytest.raises(InputError, match=r"^--threshold: law_toy_width is a law experiment; it has no thresholds"):
+        fit_experiment(write_experiment(toy), store=toy / "store.db", thresholds=[0.5])
+
