@@ -32,7 +32,8 @@ def appendix_items(rows: Sequence[dict], section_of: dict[str, str]) -> list[tup
             continue
         thr = r.get("threshold")
         head = (f"[{r.get('check')}] {section_of.get(r['experiment'], r['experiment'])}: {r.get('line') or ''}"
-                + (f", threshold {float(thr):g}" if thr is not None else ""))
+                + (f", threshold {float(thr):g}" if thr is not None else "")
+                + (f", {r.get('metric')} against {r['variable']}" if r.get("kind") == "law" and r.get("variable") else ""))
         body = [line for text in reasons for line in wrap_lines(text, _APPENDIX_WIDTH, initial_indent="    ",
                                                                  subsequent_indent="    ")]
         items.append((cut_lines(head, _APPENDIX_WIDTH - 10, max_lines=1), body))

@@ -338,9 +338,9 @@ def prediction_label(fit: dict, digits: int = 3) -> str:
     return text
 
 
-def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False) -> None:
+def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False, left: bool = False) -> None:
     """The verdict and what it rests on, in the verdict's colour; ``numbers``: also the fitted slope
-    (when the legend does not give it)."""
+    (when the legend does not give it); ``left``: in the lower left corner (where a falling line leaves room)."""
     verdict = fit.get("verdict")
     if not verdict:
         return
@@ -363,7 +363,8 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False) -> N
         lines.append(f"bootstrap CI {_fmt_ci(boot)}")
     if fit.get("r2") is not None:
         lines.append(f"R² = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
-    ax.text(0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="right", va="bottom", fontsize=fontsize,
+    ax.text(0.02 if left else 0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="left" if left else "right",
+            va="bottom", fontsize=fontsize,
             bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5"))
 
 

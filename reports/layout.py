@@ -18,6 +18,7 @@ from recallkit import registry
 from recallkit.reports import figures, render, tables
 from recallkit.reports.appendix import appendix_pages
 from recallkit.reports.contents import contents_pages
+from recallkit.reports.law_pages import law_fit_page
 from recallkit.reports.phase import phase_page
 from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, source_date
 from recallkit.reports.summary_rows import (entry_page_kinds, generic_fits, metric_direction, overview_rows, page_kinds,
@@ -168,6 +169,12 @@ def _numbered_fits(exp: dict, rows: Sequence[dict], lines: Sequence[dict]) -> li
 def _add_fit_pages(section: _Section, exp: dict, fits: list[dict], lines: Sequence[dict]) -> None:
     """The capacity law, the lines together (when claims compare them), and each line's heatmap and fits."""
     head = section.head
+    if exp.get("kind") == "law":
+        # one page of every line's log(metric) against log(base): its points are the runs, so no heatmap
+        if fits:
+            section.add("law", partial(law_fit_page, fits, title=_law_title(exp, head), size=PAGE_LANDSCAPE),
+                        "law fits, " + ", ".join(str(f.get("line")) for f in fits), [fits, _law_title(exp, head)])
+        return
     capacity = exp.get("kind") in ("capacity", "max_capacity")
     if capacity and fits:
         labels = [str(f.get("line") or f.get("experiment")) for f in fits]
@@ -208,6 +215,13 @@ def _add_fit_pages(section: _Section, exp: dict, fits: list[dict], lines: Sequen
             section.add(f"fits-{slug(lname)}", partial(figures.fit_grid, line_fits, title=f"{head}: fits along {lname}",
                                                        size=PAGE_LANDSCAPE),
                         f"fits along {lname}", [line_fits, lname])
+
+
+def _law_title(exp: dict, head: str) -> str:
+    law = exp.get("law") if isinstance(exp.get("law"), dict) else {}
+    metric = law.get("metric") or exp.get("metric") or "metric"
+    return (f"{head}: law {law.get('name') or '?'}, log({metric}) against log({law.get('variable') or 'base'}) "
+            "per line (residuals below each)")
 
 
 def _claim_checks(claims: Sequence[dict], rows: Sequence[dict]) -> list[tuple[dict, dict | None]]:

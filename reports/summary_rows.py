@@ -14,11 +14,15 @@ from recallkit.reports.style import VERDICT_COLOURS
 from recallkit.theory.errors import InputError
 
 __all__ = ["BASE_KINDS", "page_kinds", "kinds", "entry_page_kinds", "generic_fits", "validate_summary", "summary_entries",
-           "claim_rows", "grid_rows", "metric_direction", "overview_rows", "summary_date", "NO_CHECK"]
+           "claim_rows", "grid_rows", "metric_direction", "overview_rows", "summary_date", "NO_CHECK", "LAW_FIELDS"]
 
-# the empirics experiment kinds (min_size | max_capacity | grid) and "capacity" as an alias; every other kind
+# the empirics experiment kinds (min_size | max_capacity | grid | law) and "capacity" as an alias; every other kind
 # is a system's own, drawn by the pages it registered (recallkit.registry.PageKind)
-BASE_KINDS = ("min_size", "max_capacity", "capacity", "grid")
+BASE_KINDS = ("min_size", "max_capacity", "capacity", "grid", "law")
+
+#: what a law fit adds to its summary row: which law, its metric and which way is better, and the variable the
+#: metric is fitted against (a row of the other kinds has none of these keys)
+LAW_FIELDS = ("kind", "law", "metric", "direction", "variable")
 
 
 def page_kinds() -> dict[str, registry.PageKind]:
@@ -187,6 +191,8 @@ def summary_entries(summary: dict) -> list[dict]:
                 "C": fit.get("C"),
                 "C_ci": fit.get("C_ci"),
             })
+            if fit.get("kind") == "law":
+                rows[-1].update({key: fit.get(key) for key in LAW_FIELDS})
         rows += grid_rows(exp)
         for page_kind in entry_page_kinds(exp):
             rows += registry.load_object(page_kind.rows)(exp)
@@ -259,6 +265,11 @@ def overview_rows(summary: dict, rows: list[dict]) -> list[dict]:
         compared = _COMPARED.get(kind, "")
         if _is_grid_without_fits(exp):
             compared = grid_rows(exp)[0]["line"] + "; no fitted checks"
+        elif kind == "law":
+            law = exp.get("law") or {}
+            compared = (f"fitted slope of log({law.get('metric') or exp.get('metric') or 'metric'}) against "
+                        f"log({law.get('variable') or 'the base'}) per line, against the exponent of law "
+                        f"{law.get('name') or '?'}")
         page_kind = page_kinds().get(kind)
         if page_kind is not None:  # a system's kind: its own words, else the checks its rows name
             compared = page_kind.compared or ("; ".join(str(r.get("line")) for r in mine) if mine else "no verdict")

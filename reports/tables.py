@@ -103,7 +103,10 @@ def _slope_cells(r: dict) -> list[str]:
     if r.get("kind") == "grid":  # a picture, not a fit: no slope, interval or prediction to show
         raw = [r.get("experiment", ""), r.get("line") or "", "", "", "", "", "", "", str(r.get("verdict") or "n/a")]
         return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
-    raw = [r.get("experiment", ""), r.get("line") or "", shown,
+    line = r.get("line") or ""
+    if r.get("kind") == "law":  # no threshold: the check is the law's metric against one variable
+        line = f"{line}; law {r.get('law')}: {r.get('metric')} against {r.get('variable')}"
+    raw = [r.get("experiment", ""), line, shown,
            _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
            _predicted(r), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
     return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
