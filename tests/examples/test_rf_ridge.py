@@ -8,6 +8,7 @@ import importlib.util
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,30 @@ def test_each_term_of_the_law_is_consistent(tmp_path, experiment, base):
     assert (fit["x"], fit["y"], fit["verdict"]) == (f"log {base}", "log(test_error)", "consistent")
     assert fit["predicted_slope"] == -1.5
     assert -1.7 < fit["slope_ci_tost"][0] < fit["slope"] < fit["slope_ci_tost"][1] < -1.3  # inside -3/2 +- delta
+
+
+def test_the_example_follows_the_layering_rules():
+    import recallkit_rf_ridge
+    from recallkit.layering import check_system
+
+    assert check_system(Path(recallkit_rf_ridge.__file__).parent, "recallkit_rf_ridge") == []
+
+
+def test_a_misspelt_trainer_is_one_line_listing_every_trainer_with_the_systems_own(tmp_path):
+    result = subprocess.run([RECALLKIT, "train", "rf_ridge", "--model", "random_features", "--trainer", "rigde",
+                             "--set", "p=8", "--set", "n=64"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == ["error: recallkit train: trainer: expected one of three_step, "
+                                                  "two_step_then_fit, adam, adamw, ridge, got 'rigde'"]
+
+
+def test_the_closed_form_trainer_takes_no_steps(tmp_path):
+    result = subprocess.run([RECALLKIT, "train", "rf_ridge", "--model", "random_features", "--trainer", "ridge",
+                             "--set", "p=32", "--set", "n=1024", "--json"], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["steps_run"] == 0 and "steps" not in run["config"]
+    # the target's power beyond the 32nd feature, sum_{j > 32} j^(-5/2) = 0.0036, times 1 + p / (n - p - 1)
+    assert 0.0030 < run["test_error"] < 0.0045
