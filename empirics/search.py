@@ -2,7 +2,9 @@
 
 For each cell (line, base value, seed, threshold) of a ``min_size`` experiment the search finds the
 smallest size (d) whose metric reaches the threshold; for ``max_capacity`` the largest size (N)
-that still reaches it. A ``grid`` experiment trains the full (base, size) product for heatmaps.
+that still reaches it. A ``grid`` experiment trains the full (base, size) product for heatmaps; a ``law``
+experiment trains every (line, base value, seed) once, each run one point of its line's law check
+(``empirics.grid_sweep``: the grid's product without a size).
 
 How one cell is searched:
 1. First guess. At the first base value: ``search.start`` (or the log-midpoint of the bounds).
