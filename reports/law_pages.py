@@ -83,10 +83,10 @@ def _draw_law_fit(ax, res_ax, fit: dict, panel: str) -> None:
     _verdict_box(ax, fit, fontsize=7.5, left=falling)
 
 
-def law_fit_page(fits: Sequence[dict], title: str | None = None, size=PAGE_LANDSCAPE) -> Figure:
+def law_fit_page(fits: Sequence[dict], title: str | None = None, size=PAGE_LANDSCAPE, reasons: bool = True) -> Figure:
     """One page of a law experiment's fits: a column per line (three a row), the fit over its residuals, and each
-    verdict's reason (two lines; in full in the appendix) underneath. Axes are labelled ``fit <line>`` and
-    ``residuals <line>``."""
+    verdict's reason (two lines; in full in the appendix) underneath (``reasons=False``: not, as in a paper's
+    figure). Axes are labelled ``fit <line>`` and ``residuals <line>``."""
     if not fits:
         raise InputError("law page: expected at least one law fit dict")
     n = len(fits)
@@ -100,12 +100,12 @@ def law_fit_page(fits: Sequence[dict], title: str | None = None, size=PAGE_LANDS
         if title:
             fig.text(0.5, 0.975, wrapped, ha="center", va="top", fontsize=14)
         line_h = 8 * 1.25 / 72 / height_in
-        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}: {fit['verdict_reason']}", fit,
-                                int(width_in * 15)) for i, fit in enumerate(fits) if fit.get("verdict_reason")]
-        reason_text = "\n".join(reasons)
-        if reasons:
+        texts = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}: {fit['verdict_reason']}", fit,
+                              int(width_in * 15)) for i, fit in enumerate(fits) if reasons and fit.get("verdict_reason")]
+        reason_text = "\n".join(texts)
+        if texts:
             fig.text(0.01, 0.012, reason_text, fontsize=8, ha="left", va="bottom", color="0.2", linespacing=1.25)
-        bottom = 0.012 + ((reason_text.count("\n") + 1) * line_h if reasons else 0.0) + 0.075
+        bottom = 0.012 + ((reason_text.count("\n") + 1) * line_h if texts else 0.0) + 0.075
         # each line: its fit (3 parts) over its residuals (1 part), a gap between rows of lines
         ratios = [r for _ in range(rows) for r in (3.0, 1.0, 0.55)][:-1]
         grid = fig.add_gridspec(len(ratios), cols, height_ratios=ratios, left=0.085, right=0.985, top=top - 0.03,

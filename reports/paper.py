@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from recallkit import registry
 from recallkit.reports import figures
 from recallkit.reports.layout import heatmap_axes, line_metric, lines_of, slug
+from recallkit.reports.law_pages import law_fit_page
 from recallkit.reports.phase import draw_phase_diagram
 from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_context
 from recallkit.reports.summary_rows import generic_fits, page_kinds
@@ -71,9 +72,13 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
         made.append(("phase", lambda: _without_furniture(
             draw_phase_diagram(entry["regions"], lines=entry.get("phase_lines") or []))))
     fits = generic_fits(entry)
+    if entry.get("kind") == "law":  # each line's law fit over its residuals; its runs have no size to map
+        made += [(f"law-{slug(fit.get('line'))}", lambda fit=fit: law_fit_page([fit], size=(6.0, 5.6), reasons=False))
+                 for fit in fits]
+        fits = []
     predictions = {line.get("name"): line.get("prediction") or {} for line in lines_of(entry)}
     capacity = entry.get("kind") in ("capacity", "max_capacity")
-    for line in lines_of(entry):
+    for line in lines_of(entry) if entry.get("kind") != "law" else []:
         lname = line.get("name")
         if line.get("heatmap"):
             x_key, y_key = heatmap_axes(entry, line["heatmap"])

@@ -110,3 +110,13 @@ def test_search_kinds_keep_their_rows(kind):
     _, _, fits = synthetic_line()
     rows = summary_entries({"experiments": [{"name": "x", "kind": kind, "fits": fits}]})
     assert rows and not any("law" in r or "variable" in r for r in rows)
+
+
+def test_paper_figures_of_a_law_entry_are_one_law_fit_per_line(tmp_path):
+    from recallkit.reports.paper import paper_figures
+
+    made = paper_figures(law_entry(), tmp_path, "pdf")
+    names = [path.name for path in made]
+    assert names == ["toy-law-law-n-p-2.pdf", "toy-law-law-n-4096.pdf"], names
+    text = " ".join(pypdf.PdfReader(made[0]).pages[0].extract_text().split())
+    assert "test_error (lower is better)" in text and "parameter count" not in text
