@@ -61,7 +61,7 @@ from recallkit.theory.errors import InputError
 __all__ = ["active_budget", "budget", "Budget", "charge", "check_free_memory", "CostTooHigh", "CPU_EFFICIENCY",
            "CPU_MATMUL_GFLOPS", "DEFAULT_MAX_COST", "Estimate", "estimate", "format_duration", "free_memory",
            "GPU_EFFICIENCY", "GPU_FP32_TFLOPS", "max_cost_allowed", "MAX_COST_ENV", "MAX_COST_HELP", "MODEL_SECONDS",
-           "NOTE_SECONDS", "parse_duration", "plan_estimate", "PricedExecutor", "rate_flops", "refuse_above",
+           "no_cost_model", "NOTE_SECONDS", "parse_duration", "plan_estimate", "PricedExecutor", "rate_flops", "refuse_above",
            "ROUND_NOTE_SECONDS", "STEP_SECONDS"]
 
 
@@ -168,11 +168,14 @@ class Estimate:
         mantissa, _, exponent = f"{self.flops:.1e}".partition("e")
         flops = f"{self.flops:.0f}" if self.flops < 1000 else f"{mantissa}e{int(exponent)}"
         text = f"{self.time_text()} ({flops} FLOP) for {self.runs:,} run{'' if self.runs == 1 else 's'}"
-        if self.unpriced:
-            which = ", ".join(self.unpriced)
-            text += (f"; trainer{'s' if len(self.unpriced) > 1 else ''} {which} ha{'ve' if len(self.unpriced) > 1 else 's'}"
-                     f" no cost model (each run is priced at the per-run overhead only)")
-        return text
+        return f"{text}; {no_cost_model(self.unpriced)}" if self.unpriced else text
+
+
+def no_cost_model(trainers: Sequence[str]) -> str:
+    """What an estimate says of runs that no cost model counts."""
+    many = len(trainers) > 1
+    return (f"trainer{'s' if many else ''} {', '.join(trainers)} ha{'ve' if many else 's'} no cost model (each run is "
+            f"priced at the per-run overhead only)")
 
 
 def _device_kind(device) -> str:
@@ -325,6 +328,7 @@ class PricedExecutor:
         self.device = device
         self.own = Budget()
         self._kind: str | None = None
+        self._unpriced_told: set[str] = set()
 
     def run(self, configs: Sequence[dict]) -> list[dict]:
         configs = list(configs)
@@ -334,6 +338,10 @@ class PricedExecutor:
         (_ACTIVE.get() or self.own).charge(work, "this search round")
         if work.seconds >= ROUND_NOTE_SECONDS:
             print(f"search round: estimated {work.describe()}", file=sys.stderr, flush=True)
+        untold = [name for name in work.unpriced if name not in self._unpriced_told]
+        if untold:  # once per search: its limit cannot see what these runs cost
+            self._unpriced_told.update(untold)
+            print(f"search round: {no_cost_model(untold)}", file=sys.stderr, flush=True)
         return self.inner.run(configs)
 
     def __getattr__(self, name: str):

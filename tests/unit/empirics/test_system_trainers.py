@@ -224,3 +224,18 @@ def test_cost_check_says_a_trainer_has_no_cost_model_and_does_not_refuse_it(syst
     assert work.describe().endswith("; trainer ridge_unpriced_test has no cost model (each run is priced at the "
                                     "per-run overhead only)")
     cost.refuse_above(work, cost.DEFAULT_MAX_COST, "test")  # does not raise
+
+
+class _Echo:
+    """An executor that trains nothing: each config's seed back as its metrics."""
+
+    def run(self, configs):
+        return [{"seed": c["seed"]} for c in configs]
+
+
+def test_a_search_says_once_that_a_trainer_has_no_cost_model(system, capsys):
+    executor = cost.PricedExecutor(_Echo(), device="cpu")
+    executor.run([_config(0, trainer="ridge_unpriced_test"), _config(1, trainer="ridge_unpriced_test")])
+    executor.run([_config(2, trainer="ridge_unpriced_test"), _config(3)])
+    assert capsys.readouterr().err.splitlines() == [
+        "search round: trainer ridge_unpriced_test has no cost model (each run is priced at the per-run overhead only)"]
