@@ -20,7 +20,7 @@ from recallkit.reports.layout import heatmap_axes, line_metric, lines_of, slug
 from recallkit.reports.law_pages import law_fit_page
 from recallkit.reports.phase import draw_phase_diagram
 from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_context
-from recallkit.reports.summary_rows import generic_fits, page_kinds
+from recallkit.reports.summary_rows import generic_fits, metric_direction, page_kinds
 from recallkit.theory.errors import InputError
 
 __all__ = ["FORMATS", "paper_figures", "save_paper_figure"]
@@ -86,7 +86,9 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
             made.append((f"heatmap-{slug(lname)}", lambda line=line, lf=line_fits, x_key=x_key, y_key=y_key:
                          _without_furniture(figures.accuracy_heatmap(
                              line["heatmap"], line.get("boundary_points") or [], lf, x_key=x_key, y_key=y_key,
-                             size=(7.0, 5.6), metric=line_metric(entry, line), search=entry.get("kind")))))
+                             size=(7.0, 5.6), metric=line_metric(entry, line), search=entry.get("kind"),
+                             direction=metric_direction(entry, line_metric(entry, line))
+                             if entry.get("kind") == "grid" else None))))
     for fit in fits:
         fit = dict(fit, log_power=fit.get("log_power", predictions.get(fit.get("line"), {}).get("log_power")))
         thr = fit.get("threshold")

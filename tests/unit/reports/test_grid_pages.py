@@ -81,3 +81,12 @@ def test_title_page_counts_no_check_for_a_grid():
         assert any(t.startswith("0 checks: ") for t in texts), texts
     finally:
         plt.close(fig)
+
+
+def test_paper_heatmap_of_a_grid_names_the_metric_and_its_direction(tmp_path):
+    import pypdf
+    from recallkit.reports.paper import paper_figures
+
+    (heatmap,) = [p for p in paper_figures(grid_entry(), tmp_path, "pdf") if "heatmap" in p.name]
+    text = " ".join(pypdf.PdfReader(heatmap).pages[0].extract_text().split())
+    assert "loss, mean over seeds (lower is better)" in text, text
