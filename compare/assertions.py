@@ -372,7 +372,9 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
                 entry["finite_size"] = _finite_size(plan, line, runs, hook)
                 by_check = {check_id(*key): _finite_size(plan, line, runs, hook, targets)
                             for key, targets in _check_targets(sweep, line.label).items()}
-                if entry["finite_size"] is not None and any(by_check.values()):
+                line_slope = (entry["finite_size"] or {}).get("slope")
+                if line_slope is not None and any(found is not None and abs(found["slope"] - line_slope) > 1e-9
+                                                  for found in by_check.values()):  # the form reads the level
                     entry["finite_size_by_check"] = by_check
         except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
             entry = {"error": str(exc)}

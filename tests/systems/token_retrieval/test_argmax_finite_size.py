@@ -198,3 +198,18 @@ def test_the_verdict_is_taken_at_each_checks_own_accuracy():
     result = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}}, realised={label: found})[0]
     assert result.to_dict()["predicted_slope"] == pytest.approx(1.800, abs=0.002)
     assert result.extra["finite_size_at"] == "the check's own level"
+
+
+def test_the_attention_mlp_pack_takes_the_argmax_at_the_checks_level_too():
+    """Every noise term of the attention-MLP pack carries the same union bound, so its finite-size form takes the
+    argmax as the attention-only one does (it kept sqrt(log V), and Fig 3's checks at 0.5 of a ceiling falling from
+    0.22 to 0.09 were tested as if the accuracy asked for did not move)."""
+    row, measured = {"V": 128, "N": 1448, "L": 3}, {"attention_mass": 0.57}
+    for term in ("mlp_noise", "grad_noise"):
+        bare = finite_size_factor("token_retrieval", term, row, measured, accuracy=None)
+        at_level = finite_size_factor("token_retrieval", term, row, {**measured, "target": 0.038,
+                                                                     "target_metric": "accuracy"})
+        assert at_level / bare == pytest.approx(argmax_snr(0.038, 128) / math.sqrt(math.log(128)))
+    # another metric's level is not an accuracy: the line's default is kept
+    other = finite_size_factor("token_retrieval", "mlp_noise", row, {**measured, "target": 0.5, "target_metric": "loss"})
+    assert other == pytest.approx(finite_size_factor("token_retrieval", "mlp_noise", row, measured))
