@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from recallkit.reports.figures import (_band, _fmt_ci, _major_labels_only, _points_xy, _verdict_box, short_reason,
+from recallkit.reports.figures import (_band, _major_labels_only, _points_xy, _verdict_box, short_reason,
                                        tested_prediction)
 from recallkit.reports.style import PAGE_LANDSCAPE, PALETTE, new_figure, style_context, wrap_title
 from recallkit.theory.errors import InputError
@@ -24,14 +24,16 @@ _SEED_COLOURS = [PALETTE[k] for k in ("blue", "orange", "green", "vermillion", "
 
 
 def law_y_label(fit: dict) -> str:
-    """The y axis of a law fit: its metric and which way is better, e.g. ``test_error (lower is better)``."""
+    """The y axis of a law fit: its metric and, under it, which way is better (``test_error\n(lower is better)``)."""
     metric = str(fit.get("metric") or "metric")
-    return metric + (" (lower is better)" if fit.get("direction") == "lower"
-                     else " (higher is better)" if fit.get("direction") == "higher" else "")
+    # two lines: a panel of a page of several rows is short
+    return metric + ("\n(lower is better)" if fit.get("direction") == "lower"
+                     else "\n(higher is better)" if fit.get("direction") == "higher" else "")
 
 
-def _draw_law_fit(ax, res_ax, fit: dict, panel: str) -> None:
-    """One line's fit on ``ax`` and its residuals on ``res_ax`` (both log x)."""
+def _draw_law_fit(ax, res_ax, fit: dict, panel: str, y_labels: bool, box_fontsize: float) -> None:
+    """One line's fit on ``ax`` and its residuals on ``res_ax`` (both log x); the numbers go in the verdict box and
+    the labels name the kind of element, for the page's one legend."""
     xs, ys, seeds = _points_xy(fit.get("points") or [], f"law fit '{fit.get('line')}'.points")
     ax.set_title(panel, fontsize=10)
     variable = str(fit.get("variable") or str(fit.get("x") or "base").removeprefix("log").strip())
@@ -61,26 +63,25 @@ def _draw_law_fit(ax, res_ax, fit: dict, panel: str) -> None:
                            alpha=0.8, edgecolors="none", zorder=3)
     if have_fit:
         ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
-                label=f"fitted slope {slope:.3f}, HC3 CI {_fmt_ci(fit.get('slope_ci'))}")
+                label="fitted line (numbers in the box)")
     tested, _ = tested_prediction(fit)
     if tested is not None:
         y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
         ax.plot(np.exp(grid), np.exp(y_centre + tested * (grid - x_centre)), color=PALETTE["black"], ls="--", lw=1.5,
-                label=f"predicted slope {tested:.3f} (through the data centre)")
+                label="predicted slope, through the data centre")
     res_ax.axhline(0.0, color=PALETTE["blue"], lw=1.2)
     for a in (ax, res_ax):
         a.set_xscale("log")
         a.set_xlim(np.exp(grid[0]), np.exp(grid[-1]))
     ax.set_yscale("log")
-    ax.set_ylabel(law_y_label(fit))
-    res_ax.set_ylabel("residual\n(log units)")
+    if y_labels:
+        ax.set_ylabel(law_y_label(fit))
+        res_ax.set_ylabel("residual (log)")
     ax.tick_params(labelbottom=False)
     _major_labels_only(ax)
     _major_labels_only(res_ax)
-    # a falling line leaves the upper right and lower left free, a rising one the upper left and lower right
-    falling = have_fit and slope < 0
-    ax.legend(loc="upper right" if falling else "upper left", fontsize=7, framealpha=0.85)
-    _verdict_box(ax, fit, fontsize=7.5, left=falling)
+    # a falling line leaves the lower left free, a rising one the lower right
+    _verdict_box(ax, fit, fontsize=box_fontsize, numbers=True, left=have_fit and slope < 0)
 
 
 def law_fit_page(fits: Sequence[dict], title: str | None = None, size=PAGE_LANDSCAPE, reasons: bool = True) -> Figure:
@@ -107,12 +108,25 @@ def law_fit_page(fits: Sequence[dict], title: str | None = None, size=PAGE_LANDS
             fig.text(0.01, 0.012, reason_text, fontsize=8, ha="left", va="bottom", color="0.2", linespacing=1.25)
         bottom = 0.012 + ((reason_text.count("\n") + 1) * line_h if texts else 0.0) + 0.075
         # each line: its fit (3 parts) over its residuals (1 part), a gap between rows of lines
-        ratios = [r for _ in range(rows) for r in (3.0, 1.0, 0.55)][:-1]
-        grid = fig.add_gridspec(len(ratios), cols, height_ratios=ratios, left=0.085, right=0.985, top=top - 0.03,
+        ratios = [r for _ in range(rows) for r in (3.0, 1.0, 0.75)][:-1]
+        seeds = {str(p.get("seed")) for fit in fits for p in fit.get("points") or []}
+        # the seeds, the band and the two lines: on one row, or two (matplotlib fills a legend column by column)
+        entries = len(seeds) + 3
+        legend_cols = (entries if entries <= 8 else -(-entries // 2)) if width_in >= 10 else min(entries, 3)
+        legend_h = (0.3 + 0.2 * -(-entries // legend_cols)) / height_in  # inches: the gap and each row of 8 pt
+        grid = fig.add_gridspec(len(ratios), cols, height_ratios=ratios, left=0.1, right=0.985, top=top - legend_h,
                                 bottom=bottom, wspace=0.22, hspace=0.08)
+        handles: dict = {}
         for i, fit in enumerate(fits):
             row, col = divmod(i, cols)
             ax = fig.add_subplot(grid[3 * row, col], label=f"fit {fit.get('line')}")
             res_ax = fig.add_subplot(grid[3 * row + 1, col], sharex=ax, label=f"residuals {fit.get('line')}")
-            _draw_law_fit(ax, res_ax, fit, f"({i + 1}) {fit.get('line')}")
+            _draw_law_fit(ax, res_ax, fit, f"({i + 1}) {fit.get('line')}", y_labels=col == 0,
+                          box_fontsize=7.5 if rows == 1 else 6.5)
+            fig.align_ylabels([ax, res_ax])  # clear of the wider of the two panels' tick labels
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        if handles:  # one legend for every panel, under the title
+            fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=legend_cols,
+                       bbox_to_anchor=(0.5, top + 0.005), fontsize=8, frameon=False, columnspacing=1.2)
     return fig
