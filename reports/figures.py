@@ -452,9 +452,10 @@ def _draw_accuracy_strips(fig: Figure, ax, mean: dict, capacity: bool, metric: s
 
 
 def _draw_boundary(ax, pts: Sequence[dict], colour, marker, thr_text: str, capacity: bool, x_key: str,
-                   y_key: str) -> None:
+                   y_key: str, metric: str = "accuracy") -> None:
     """One threshold's searched boundary: the median found value of the seeds at each fixed value, and each
-    censored point as an open marker with an arrow pointing beyond the searched range."""
+    censored point as an open marker with an arrow pointing beyond the searched range. ``metric``: what the
+    threshold is on, as the legend names it."""
     searched, other = (x_key, y_key) if capacity else (y_key, x_key)
     word = "largest" if capacity else "smallest"
     found: dict = defaultdict(list)
@@ -466,7 +467,7 @@ def _draw_boundary(ax, pts: Sequence[dict], colour, marker, thr_text: str, capac
         med = np.array([np.median(found[k]) for k in keys])
         xs_, ys_ = (med, keys) if capacity else (keys, med)
         ax.plot(xs_, ys_, ls="none", marker=marker, ms=7, mfc=colour, mec="black", mew=1.0, zorder=4,
-                label=f"{word} {searched} with accuracy >= {thr_text} at each {other} (median of seeds)")
+                label=f"{word} {searched} with {metric} >= {thr_text} at each {other} (median of seeds)")
     cens = [p for p in pts if p.get("censored") and p.get(x_key) is not None and p.get(y_key) is not None]
     for p in cens:
         X, Y = float(p[x_key]), float(p[y_key])
@@ -476,13 +477,16 @@ def _draw_boundary(ax, pts: Sequence[dict], colour, marker, thr_text: str, capac
 
 
 def _frame_heatmap(fig: Figure, ax, boundary_points: Sequence[dict], fits: Sequence[dict], capacity: bool,
-                   limits: tuple, x_key: str, y_key: str, title: str | None, legend: bool, drawn_fit: bool) -> None:
+                   limits: tuple, x_key: str, y_key: str, title: str | None, legend: bool, drawn_fit: bool,
+                   metric: str = "accuracy") -> None:
     """Legends, log axes, limits (``limits`` = fixed_edges, lo, hi of the strips), labels and title."""
     fixed_edges, lo, hi = limits
     searched = x_key if capacity else y_key
     if any(p.get("censored") for p in boundary_points):
         ax.plot([], [], ls="none", marker="o", mfc="none", mec="0.3",
-                label=f"censored: no {searched} in the searched range reached the accuracy (arrow: beyond)")
+                label=f"censored: no {searched} in the searched range reached the accuracy (arrow: beyond)"
+                if metric == "accuracy" else
+                f"censored: no {searched} in the searched range reached the {metric} threshold (arrow: beyond)")
     ax.add_artist(ax.legend(handles=[Patch(facecolor=UNPROBED_GREY, edgecolor="0.5",
                                            label="grey: not trained (the search never probed there)")],
                             loc="lower right", fontsize=7.5, framealpha=0.9))
@@ -522,8 +526,9 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
     metric (failed runs) are left out, so their cell stays grey like a cell never trained.
     ``boundary_points``: search.boundary_points dicts of this line. ``fits``: FitResult dicts of this
     line, one per threshold (legend gives the slope of log parameter count against log V). ``direction``:
-    ``"higher"`` or ``"lower"`` is better, named on the colour bar with the seed mean (None: the bar names the
-    metric alone, as the search kinds' pages always did).
+    ``"higher"`` or ``"lower"`` is better, named on the colour bar with the seed mean, and the boundary's legend
+    names the metric (None: the bar names the metric alone and the legend says accuracy, as the search kinds'
+    pages always did).
     """
     if not cells:
         raise InputError("heatmap.cells: expected a non-empty list of {V, d, accuracy}")
@@ -544,7 +549,9 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
             colour = THRESHOLD_COLOURS[i % len(THRESHOLD_COLOURS)]
             pts = [p for p in boundary_points if p.get("threshold") is not None and float(p["threshold"]) == thr]
             thr_text = threshold_text(thr, any(p.get("threshold_relative") for p in pts))
-            _draw_boundary(ax, pts, colour, MARKERS[i % len(MARKERS)], thr_text, capacity, x_key, y_key)
+            # the search kinds' pages keep the word they always had (their metric's name is on the title)
+            _draw_boundary(ax, pts, colour, MARKERS[i % len(MARKERS)], thr_text, capacity, x_key, y_key,
+                           "accuracy" if direction is None else metric)
             fit = next((f for f in fits if f.get("threshold") is not None and float(f["threshold"]) == thr), None)
             if fit is not None and not capacity and fit.get("slope") is not None and fit.get("intercept") is not None:
                 lv = np.linspace(np.log(fixed[0]), np.log(fixed[-1]), 50)
@@ -553,7 +560,7 @@ def accuracy_heatmap(cells: list[dict], boundary_points: Sequence[dict] = (), fi
                         label=f"fit, {metric} {thr_text}: slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
                 drawn_fit = True
         _frame_heatmap(fig, ax, boundary_points, fits, capacity, (fixed_edges, lo, hi), x_key, y_key, title,
-                       bool(thresholds), drawn_fit)
+                       bool(thresholds), drawn_fit, "accuracy" if direction is None else metric)
     return fig
 
 

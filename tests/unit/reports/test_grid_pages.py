@@ -90,3 +90,19 @@ def test_paper_heatmap_of_a_grid_names_the_metric_and_its_direction(tmp_path):
     (heatmap,) = [p for p in paper_figures(grid_entry(), tmp_path, "pdf") if "heatmap" in p.name]
     text = " ".join(pypdf.PdfReader(heatmap).pages[0].extract_text().split())
     assert "loss, mean over seeds (lower is better)" in text, text
+
+
+def test_grid_boundary_legend_names_the_grids_metric():
+    entry = grid_entry("train_accuracy")
+    entry["lines"][0]["boundary_points"] = [
+        {"line": LINE, "threshold": 0.5, "seed": seed, "N": n, "d": 8, "censored": n == 32}
+        for n in (8, 16, 32) for seed in (0, 1)]
+    (page,) = [p for p in experiment_pages(entry, 1) if "heatmap" in p.stem]
+    fig = page.build()
+    try:
+        texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        assert any("train_accuracy >= 0.5" in t for t in texts), texts
+        assert any("reached the train_accuracy threshold" in t for t in texts), texts
+        assert not any("accuracy >=" in t and "train_accuracy" not in t for t in texts), texts
+    finally:
+        plt.close(fig)
