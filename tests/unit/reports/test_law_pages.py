@@ -11,6 +11,7 @@ import pytest
 
 from recallkit.compare.assertions import fit_law_points
 from recallkit.empirics.records import BoundaryPoint
+from recallkit.reports.law_pages import law_fit_page
 from recallkit.reports.layout import experiment_pages
 from recallkit.reports.pdf import build_report
 from recallkit.reports.summary_rows import overview_rows, summary_entries, validate_summary
@@ -123,3 +124,18 @@ def test_paper_figures_of_a_law_entry_are_one_law_fit_per_line(tmp_path):
     assert names == ["toy-law-law-n-p-2.pdf", "toy-law-law-n-4096.pdf"], names
     text = " ".join(pypdf.PdfReader(made[0]).pages[0].extract_text().split())
     assert "test_error (lower is better)" in text and "parameter count" not in text
+
+
+def test_a_line_without_a_fit_still_gets_its_points_and_reason():
+    entry = law_entry()
+    unfitted = dict(entry["fits"][0], line="one p", slope=None, intercept=None, slope_ci=None, confidence_band=None,
+                    points=entry["fits"][0]["points"][:3], verdict="inconclusive",
+                    verdict_reason="too few distinct p values to fit a slope")
+    fig = law_fit_page([unfitted], title="t")
+    try:
+        (ax,) = [a for a in fig.axes if a.get_label() == "fit one p"]
+        (res,) = [a for a in fig.axes if a.get_label() == "residuals one p"]
+        assert sum(len(c.get_offsets()) for c in ax.collections) == 3 and not res.collections
+        assert any("too few distinct p values" in t.get_text() for t in fig.texts)
+    finally:
+        plt.close(fig)
