@@ -73,8 +73,8 @@ def format_table(doc: dict) -> str:
     lines.append("")
     for index, f in enumerate(fits, 1):
         check = threshold_text(f) if f.get("kind") == "law" else f"threshold {threshold_text(f)}"
-        lines.append(f"[{index}] {f['line']}, {check}: {f['verdict']}: "
-                     f"{f['verdict_reason']}")
+        lines.append(f"[{index}] {f['line']}, {check}: {f['verdict']}"
+                     + (f" by {f['decided_by']}" if f.get("decided_by") else "") + f": {f['verdict_reason']}")
         compared = f.get("prediction_compared")
         if compared:
             parts = [f"{name} {f[key]:.3f}" for name, key in (("finite-size", "predicted_slope_finite_size"),

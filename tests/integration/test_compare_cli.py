@@ -108,6 +108,12 @@ def test_fit_prints_and_returns_the_experiments_comparative_claims(tmp_path):
         ("fig1a-rise-L025", 0.25, "inconclusive"), ("fig1a-rise-L025", 0.5, "inconclusive")]
     not_run = subprocess.run(args + ["--json", "--preset", "gpu"], capture_output=True, text=True, timeout=300)
     assert not_run.returncode == 0, not_run.stderr
+    # every verdict names the preset that decided it, with the base values and seeds it ran
+    # (a line's own base values where the preset gives them)
+    assert doc["fits"] and {f["decided_by"] for f in doc["fits"]} == {
+        "the quick preset (V = 32 .. 256, 4 values; 2 seeds)", "the quick preset (V = 32 .. 128, 3 values; 2 seeds)"}
+    assert re.search(r"^\[1\] .*: inconclusive by the quick preset \(V = 32 \.\. ", out.stdout, re.M)
+    assert {f["decided_by"].split(" (")[0] for f in json.loads(not_run.stdout)["fits"]} == {"the gpu preset"}
     assert all(c["provenance"].startswith("paper-reported: Fig 1(a)") for c in doc["claims"])
 
 
