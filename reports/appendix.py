@@ -25,7 +25,8 @@ def appendix_items(rows: Sequence[dict], section_of: dict[str, str]) -> list[tup
     for r in rows:
         reasons = []
         if r.get("verdict_reason"):
-            reasons.append(f"{r.get('verdict')}: {r['verdict_reason']}")
+            by = f" by {r['decided_by']}" if r.get("decided_by") else ""
+            reasons.append(f"{r.get('verdict')}{by}: {r['verdict_reason']}")
         if r.get("verdict_reason_drift_corrected"):
             reasons.append(f"drift-corrected, {r.get('verdict_drift_corrected')}: {r['verdict_reason_drift_corrected']}")
         if not reasons:

@@ -181,6 +181,7 @@ def summary_entries(summary: dict) -> list[dict]:
                 "dominant": fit.get("dominant") or dominant.get(fit.get("line"), ""),
                 "verdict": fit.get("verdict"),
                 "verdict_reason": fit.get("verdict_reason"),
+                "decided_by": fit.get("decided_by"),
                 "prediction_compared": fit.get("prediction_compared"),
                 "predicted_slope_asymptotic": fit.get("predicted_slope_asymptotic"),
                 "predicted_slope_realised": fit.get("predicted_slope_realised"),

@@ -81,6 +81,7 @@ def full_summary() -> dict:
     exp = s["experiments"][0]
     exp.update(regions=diagram, phase_lines=[{"label": LINE, "point": [1.5, 0.5]}], terms=terms)
     exp["lines"][0]["prediction"] = prediction
+    exp["fits"][0]["decided_by"] = "the quick preset (V = 64 .. 512, 4 values; 6 seeds)"
     return s
 
 
@@ -219,6 +220,10 @@ def test_appendix_has_every_reason_in_full_and_pages_cut_them(built):
     for entry in reasoned:
         assert f"[{entry['check']}]" in appendix
         assert " ".join(entry["verdict_reason"].split())[-60:] in appendix
+    # a verdict that names the preset deciding it says so in the appendix
+    decided = [entry for entry in reasoned if entry.get("decided_by")]
+    assert [entry["decided_by"] for entry in decided] == ["the quick preset (V = 64 .. 512, 4 values; 6 seeds)"]
+    assert f"{decided[0]['verdict']} by the quick preset (V = 64 .. 512, 4 values; 6 seeds):" in appendix
 
 
 def test_report_bytes_change_with_the_date(tmp_path, monkeypatch):
