@@ -116,3 +116,12 @@ def test_an_experiment_with_claims_and_two_fitted_lines_gets_the_lines_together_
     single = tmp_path / "single"
     build_report(_summary(), single, png=True, jobs=1)
     assert not (single / "figures" / "01-exp-claims-lines.png").exists()
+
+
+def test_fail_on_counts_checks_not_a_grids_heatmap_row():
+    """A grid experiment's summary row (verdict 'no check') was counted in the '--fail-on: ... of N checks' total."""
+    rows = [{"experiment": "e", "line": "a", "threshold": 0.1, "verdict": "inconsistent"},
+            {"experiment": "e", "line": "b", "threshold": 0.1, "verdict": "consistent"},
+            {"experiment": "grid", "line": "heatmap of loss over (N, d)", "threshold": None, "verdict": "no check"}]
+    line = verdicts_matching(rows, ("inconsistent",))
+    assert line is not None and line.startswith("fail-on: 1 inconsistent of 2 checks: ")
