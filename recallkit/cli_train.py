@@ -58,10 +58,9 @@ def _task_help() -> tuple[str, str, str]:
     except registry.RegistryError as exc:  # a broken plug-in must not break --help
         return (f"a registered task ({exc})", "the task's model", "three_step | adam | adamw")
     models = "; ".join(f"{t.name}: {' | '.join(t.config_class().MODELS)}" for t in specs)
-    three = [t.name for t in specs if "three_step" in t.trainers]
-    fit = [t.name for t in specs if "two_step_then_fit" in t.trainers]
-    return (" | ".join(t.name for t in specs), models,
-            f"three_step ({', '.join(three)}) | two_step_then_fit ({', '.join(fit)}) | adam | adamw")
+    # each task's own list, so a trainer a plug-in system registers (a closed form, say) is named with its task
+    trainers = "; ".join(f"{t.name}: {' | '.join(t.trainers)}" for t in specs)
+    return " | ".join(t.name for t in specs), models, trainers
 
 
 def register(app: typer.Typer) -> None:
