@@ -240,6 +240,14 @@ def fit_boundary_points(
             result = fit_points(group, options, capacity=capacity)
         if asymptotic[0] is not None and extra.get("prediction_compared"):
             extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
+        within = ((realised or {}).get(line) or {}).get("finite_size_within_ceiling") or {}
+        capped = within.get(check_id(threshold, relative)) if threshold else None
+        if capped is not None and capped.get("slope") is not None and result.fit is not None:
+            # beside the tested one: the same form at the level within the instance's ceiling (DERIVATION of the
+            # system: where the ceiling is a cap, a fraction of it asks for a fixed level among the inputs it allows)
+            other = decide(result.fit, float(capped["slope"]), delta=delta if delta is not None else DEFAULT_DELTA,
+                           alpha=alpha)
+            extra.update(predicted_slope_within_ceiling=float(capped["slope"]), verdict_within_ceiling=other.verdict)
         result.extra.update(extra)
         results.append(result)
     return results
@@ -376,6 +384,9 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
                 if line_slope is not None and any(found is not None and abs(found["slope"] - line_slope) > 1e-9
                                                   for found in by_check.values()):  # the form reads the level
                     entry["finite_size_by_check"] = by_check
+                    entry["finite_size_within_ceiling"] = {
+                        check_id(*key): _finite_size(plan, line, runs, hook, targets)
+                        for key, targets in _check_targets(sweep, line.label, within_ceiling=True).items()}
         except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
             entry = {"error": str(exc)}
         out[line.label] = entry
@@ -398,14 +409,21 @@ def check_id(threshold: float, relative: bool) -> str:
     return f"{float(threshold):g} x ceiling" if relative else f"{float(threshold):g}"
 
 
-def _check_targets(sweep: Any, line: str) -> dict[tuple[float, bool], dict[Any, float]]:
+def _check_targets(sweep: Any, line: str, within_ceiling: bool = False) -> dict[tuple[float, bool], dict[Any, float]]:
     """Per check (threshold, relative) of a line, the metric's value its boundary reaches at each base value: the
     threshold, or for a relative one that fraction of the instance's measured ceiling (curve points carry it as
-    ``threshold_value``). Empty without a sweep's curve points."""
+    ``threshold_value``). Empty without a sweep's curve points. ``within_ceiling``: that value as a fraction of the
+    instance's ceiling instead (the fraction for a relative check; threshold / ceiling for an absolute one, left out
+    at or above the ceiling): the level among the inputs the model can get right when the ceiling is a cap."""
     out: dict[tuple[float, bool], dict[Any, float]] = {}
     for point in getattr(sweep, "points", None) or []:
         value = getattr(point, "threshold_value", None)
         if point.line == line and point.threshold is not None and value is not None and point.seed is None:
+            if within_ceiling:
+                ceiling = (getattr(point, "ceiling", None) or {}).get("mean")
+                value = point.threshold if point.relative else value / ceiling if ceiling else None
+                if value is None or not 0 < value < 1:
+                    continue
             out.setdefault((float(point.threshold), bool(point.relative)), {})[point.base_value] = float(value)
     return out
 
@@ -595,8 +613,9 @@ def _realised(plan: Plan, sweep: Any, cache: Any) -> dict[str, Any]:
     if system is not None and system.finite_size and not system.finite_size.startswith("recallkit."):
         cache = None
     inputs = [repr(plan.experiment), repr(plan.pack), plan.realised, list(getattr(sweep, "runs", None) or []),
-              {f"{line.label} {check_id(*key)}": targets for line in plan.experiment.lines
-               for key, targets in _check_targets(sweep, line.label).items()}]
+              {f"{line.label} {check_id(*key)} {within}": targets for line in plan.experiment.lines
+               for within in (False, True)
+               for key, targets in _check_targets(sweep, line.label, within_ceiling=within).items()}]
     return cached_document(cache, "realised predictions", inputs, lambda: realised_predictions(plan, sweep))
 
 

@@ -83,6 +83,10 @@ def format_table(doc: dict) -> str:
                      if f.get(key) is not None]
             lines.append(f"    predictions: {', '.join(parts)}; the verdict is against the {compared} one; against "
                          f"the asymptotic one: {f.get('verdict_asymptotic')}")
+            if f.get("predicted_slope_within_ceiling") is not None:
+                lines.append(f"    within the ceiling (the level as a fraction of each instance's ceiling, as if the "
+                             f"ceiling were a cap): {f['predicted_slope_within_ceiling']:.3f}, "
+                             f"{f.get('verdict_within_ceiling')}")
             constants = f.get("finite_size_constants")
             if constants:
                 lines.append("    finite-size constants: " + "; ".join(

@@ -304,7 +304,12 @@ def _caption(fig: Figure, fit: dict) -> None:
     if reason:
         width = int(fig.get_figwidth() * 13)
         fig.get_layout_engine().set(h_pad=0.1)
-        fig.supxlabel(short_reason(reason, fit, width), fontsize=8, ha="center", color="0.25")
+        text = short_reason(reason, fit, width)
+        within = fit.get("predicted_slope_within_ceiling")
+        if within is not None:  # the other reading of the level, where the instance's ceiling is a cap
+            text += (f"\nwithin the ceiling (the level as a fraction of each instance's ceiling): prediction "
+                     f"{within:.2f}, {fit.get('verdict_within_ceiling')}")
+        fig.supxlabel(text, fontsize=8, ha="center", color="0.25")
 
 
 def tested_prediction(fit: dict) -> tuple[float | None, float | None]:

@@ -186,7 +186,7 @@ def test_the_verdict_is_taken_at_each_checks_own_accuracy():
     runs = [SimpleNamespace(line=label, base_value=v, measured={"attention_mass": a})
             for v, a in zip(values, MEASURED_ATTENTION[label])]
     points = [SimpleNamespace(line=label, threshold=t, relative=rel, seed=None, base_value=v,
-                              threshold_value=t * CEILINGS[str(v)] if rel else t)
+                              threshold_value=t * CEILINGS[str(v)] if rel else t, ceiling={"mean": CEILINGS[str(v)]})
               for t, rel in ((0.1, False), (0.15, False), (0.25, True)) for v in values]
     found = realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
     assert found["finite_size"]["slope"] == pytest.approx(1.901, abs=0.002)  # the line's own, drawn prediction
@@ -198,6 +198,13 @@ def test_the_verdict_is_taken_at_each_checks_own_accuracy():
     result = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}}, realised={label: found})[0]
     assert result.to_dict()["predicted_slope"] == pytest.approx(1.800, abs=0.002)
     assert result.extra["finite_size_at"] == "the check's own level"
+    # beside it, the level within each instance's ceiling (where the ceiling is a cap): a fraction of the ceiling is
+    # that fixed accuracy, an absolute threshold the threshold over the ceiling (left out where it is above it)
+    within = found["finite_size_within_ceiling"]
+    assert within["0.25 x ceiling"]["slope"] == pytest.approx(_line_slopes(accuracy=0.25)[label], abs=1e-9)
+    assert set(within) == {"0.1", "0.15", "0.25 x ceiling"}  # 0.15 / 0.17 at V = 64 is still below 1
+    assert result.extra["predicted_slope_within_ceiling"] == pytest.approx(within["0.15"]["slope"])
+    assert result.extra["verdict_within_ceiling"] in ("consistent", "inconsistent", "inconclusive")
 
 
 def test_the_attention_mlp_pack_takes_the_argmax_at_the_checks_level_too():
