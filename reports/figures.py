@@ -196,8 +196,8 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
         if title:
             fig.text(0.5, 0.975, wrapped_title, ha="center", va="top", fontsize=14)
         chars = int(width_in * 15)
-        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}: {fit['verdict_reason']}", fit, chars)
-                   for i, fit in enumerate(fits) if fit.get("verdict_reason")]
+        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_within_ceiling(fit)}: {fit['verdict_reason']}",
+                                fit, chars) for i, fit in enumerate(fits) if fit.get("verdict_reason")]
         reason_text = "\n".join(reasons)
         reason_h = (reason_text.count("\n") + 1) * line_h if reasons else 0.0
         if reasons:
@@ -219,10 +219,18 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(label, handle)
         if handles:
-            fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(len(handles), 5),
+            # four columns: five of the longer labels (seed-curve boundaries, the tested prediction) ran off the page
+            fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(len(handles), 4),
                        bbox_to_anchor=(0.5, top + 0.01), fontsize=8, frameon=False, columnspacing=1.2,
                        handlelength=1.6)
     return fig
+
+
+def _within_ceiling(fit: dict) -> str:
+    """" (within the ceiling: 2.29, consistent)" where compare read the check's level within the instance's ceiling
+    too (the other reading of a threshold when the ceiling is a cap), else ""."""
+    within = fit.get("predicted_slope_within_ceiling")
+    return "" if within is None else f" (within the ceiling: {within:.2f}, {fit.get('verdict_within_ceiling')})"
 
 
 def threshold_label(fit: dict) -> str:

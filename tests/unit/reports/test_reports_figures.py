@@ -237,6 +237,17 @@ def test_fit_grid_cuts_reasons_to_two_lines_and_points_to_the_appendix():
     assert len(fig.legends) == 1  # one legend for all panels
 
 
+def test_fit_grid_names_the_within_ceiling_reading_next_to_the_verdict():
+    """A check read within the instance's ceiling too says so next to its verdict."""
+    _, _, fits = synthetic_line()
+    fits = [dict(fits[0], verdict_reason="r", predicted_slope_within_ceiling=2.294, verdict_within_ceiling="consistent"),
+            *[dict(f, verdict_reason="r") for f in fits[1:]]]
+    fig = figures.fit_grid(fits, title="t")
+    text = next(t.get_text() for t in fig.texts if t.get_text().startswith("(1)"))
+    assert text.splitlines()[0].startswith("(1) ") and "(within the ceiling: 2.29, consistent): r" in text
+    assert "within the ceiling" not in text.splitlines()[1]
+
+
 def test_fit_plot_without_slope_shows_reason():
     _, _, fits = synthetic_line()
     fit = dict(fits[0], slope=None, intercept=None, verdict="inconclusive", verdict_reason="only 2 distinct x")
