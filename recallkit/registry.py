@@ -155,7 +155,9 @@ class System:
     - ``finite_size``: ``"module:function"`` ``(pack, term, row, measured) -> float | None``: the factor that
       turns a pack term's asymptotic value at a realised grid row into its finite-size value (e.g. exact
       finite-L softmax weights in place of their asymptotic powers; ``measured`` holds the runs' mean
-      metrics at that row, such as ``attention_mass``); None where the system has no finite-size form;
+      metrics at that row, such as ``attention_mass``, and, when compare asks for one check, ``target``: the
+      metric's value that check's boundary reaches at that row, with ``target_metric`` its name, so a form that
+      depends on the level asked for is taken at it); None where the system has no finite-size form;
       with ``term=None`` it returns the constants it used (shown with the prediction);
     - ``trainers``: ``"module:attribute"`` of each :class:`Trainer` the system adds to the shipped ones
       (imported the first time a trainer is looked up, see :func:`system_trainers`);
