@@ -219,9 +219,13 @@ def regions_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Write the phase diagram (.pdf, .svg or .png), cut to the drawing."),
     line: Optional[list[str]] = typer.Option(
         None, "--line", help="Draw an experiment line on the diagram, e.g. 'N=V**1.5, L=V**0.5' (repeatable; needs --out)."),
+    law: Optional[str] = typer.Option(
+        None, "--law", help="Draw this law's regions: where each of its terms dominates (default for a pack of laws "
+                            "only: its law)."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON document (RegionDiagram.to_dict)."),
 ) -> None:
-    """Exact phase regions: where each noise term dominates and the parameter count it requires."""
+    """Exact phase regions: where each noise term dominates and the parameter count it requires; for a law (a pack
+    of laws only, or --law), where each of its terms dominates and the metric's power of the base there."""
     pack = theory.load_pack(pack_name)
     if out is not None and out.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise InputError(f"--out: expected a .pdf, .svg or .png file name, got {str(out)!r}")
@@ -229,6 +233,9 @@ def regions_command(
         raise InputError("--line: draws on the figure; give --out FILE.pdf|.svg|.png too")
     if scaling is None and pack.default_scaling is None:
         raise InputError(f"--scaling: pack {pack.name} has no [defaults] scaling; give one, e.g. 'N=V**a, L=V**c'")
+    if law is not None or (pack.laws and not pack.terms):
+        _law_regions(pack, law, scaling, axes, box, domain, out, line, json_output)
+        return
     diagram = theory.compute_regions(pack, scaling, axes, box=theory.parse_box(box) if box else None,
                                      domain=domain or ())
     document = diagram.to_dict()
@@ -247,6 +254,27 @@ def regions_command(
         typer.echo(_diagram_text(document))
     if diagram.corollary_agrees is False:
         typer.echo(f"warning: {pack.name}: the hand-stated corollary disagrees with the computed regions", err=True)
+
+
+def _law_regions(pack, law: str | None, scaling: str | None, axes: str | None, box: str | None,
+                 domain: list[str] | None, out: Path | None, line: list[str] | None, json_output: bool) -> None:
+    """``regions`` for a law: its regions over the free exponents, drawn like a phase diagram with ``--out``."""
+    from recallkit.theory.laws import law_regions
+    from recallkit.theory.summary import law_line_points
+
+    document = law_regions(pack, law, scaling, axes, box=theory.parse_box(box) if box else None, domain=domain or ())
+    if out is not None:
+        from recallkit.reports import paper, phase  # matplotlib: only a figure needs it
+
+        lines, notes = law_line_points(pack, document, [(text, text) for text in line or ()])
+        if notes:  # a line the diagram cannot show is a mistake in the command, not a footnote
+            raise InputError(f"--line: {notes[0]}")
+        paper.save_paper_figure(phase.draw_phase_diagram(document, lines=lines), out)
+        typer.echo(f"wrote {out}", err=True)
+    if json_output:
+        _echo_json(document)
+    else:
+        typer.echo("\n".join(_law_text(document)))
 
 
 def _bounds_document(pack, diagram: dict) -> dict:

@@ -28,7 +28,7 @@ from recallkit.theory.expr import parse_expression
 from recallkit.theory.scaling import power_text
 from recallkit.theory.symbols import EXPONENTS
 
-__all__ = ["draw_phase_diagram", "count_label", "gap_label", "phase_page"]
+__all__ = ["draw_phase_diagram", "count_label", "gap_label", "law_label", "phase_page"]
 
 _REGION_COLOURS = CYCLE[:6]
 
@@ -105,9 +105,23 @@ def _evaluate(expression: str, axis: str, values: Sequence[float]) -> list[float
     return [float(expr.subs(symbol, value)) for value in values]
 
 
+def law_label(diagram: dict[str, Any], region: dict[str, Any]) -> str:
+    """``$error \\sim d^{-1}$``: the metric's power of the base where the region's term dominates (a law's region,
+    ``theory.laws.law_regions``), or a plain-text fallback."""
+    metric = diagram["metric"]
+    typeset = metric.replace("_", r"\_")  # mathtext reads a bare _ as a subscript
+    return power_label(diagram["base"], region["exponent"], region["exponent_latex"], region["log_power"],
+                       region.get("log_power_latex", region["log_power"]),
+                       prefix=rf"\mathrm{{{typeset}}} \sim ", plain_prefix=f"{metric} ~ ")
+
+
 def draw_phase_diagram(diagram: dict[str, Any], lines: Sequence[dict[str, Any]] | None = None,
                        ax: Axes | None = None) -> Figure:
-    """Draw ``RegionDiagram.to_dict()`` (one or two axes), optionally with experiment lines."""
+    """Draw ``RegionDiagram.to_dict()`` (one or two axes), optionally with experiment lines; a law's regions
+    (``theory.laws.law_regions``, a dict with ``law``) are drawn the same way, each labelled with its term and the
+    metric's power of the base there instead of a required count."""
+    if "law" in diagram:
+        return _draw_law(diagram, lines, ax)
     _require(diagram)
     with style_context():
         if ax is None:
@@ -130,7 +144,69 @@ def draw_phase_diagram(diagram: dict[str, Any], lines: Sequence[dict[str, Any]] 
     return fig
 
 
-def _draw_2d(ax: Axes, diagram: dict[str, Any]) -> None:
+def _draw_law(diagram: dict[str, Any], lines: Sequence[dict[str, Any]] | None, ax: Axes | None) -> Figure:
+    for key in ("pack", "law", "metric", "axes", "axis_labels", "regions", "box_float", "base", "scaling"):
+        if key not in diagram:
+            raise InputError(f"law regions: missing field {key!r} (expected theory.laws.law_regions)")
+    two_axes = len(diagram["axes"]) == 2
+    with style_context():
+        if ax is None:
+            fig = new_figure(FIG_SINGLE if two_axes else (6.4, 4.5))
+            ax = fig.add_subplot()
+        else:
+            fig = ax.figure
+        if two_axes:
+            _draw_2d(ax, diagram, label_of=law_label)
+        else:
+            _draw_law_1d(ax, diagram)
+        for index, line in enumerate(lines or []):
+            _draw_line(ax, line, index, two_axes=two_axes)
+        ax.set_title(f"{diagram['pack']}: which term of law {diagram['law']} ({diagram['metric']}, "
+                     f"{diagram.get('combine', 'sum')} of terms) dominates\nscaling {_pretty(diagram['scaling'])}",
+                     fontsize=10)
+        handles, labels = ax.get_legend_handles_labels()
+        if handles:
+            ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False,
+                      fontsize=8)
+    return fig
+
+
+def _draw_law_1d(ax: Axes, diagram: dict[str, Any]) -> None:
+    """A band per dominant term along the axis, named with the metric's power of the base there, and that power's
+    exponent drawn as a curve: the slope a measurement along a line at that point tests."""
+    axis = diagram["axes"][0]
+    (x0, x1), = diagram["box_float"]
+    ys_all: list[float] = []
+    for index, region in enumerate(diagram["regions"]):
+        colour = _REGION_COLOURS[index % len(_REGION_COLOURS)]
+        (low,), (high,) = region["vertices_float"][0], region["vertices_float"][-1]
+        ax.axvspan(low, high, color=colour, alpha=0.15, linewidth=0)
+        xs = [low + (high - low) * i / 60 for i in range(61)]
+        ys = _evaluate(region["exponent"], axis, xs)
+        ys_all.extend(ys)
+        tied = f" (= {', '.join(region['tied_with'])})" if region.get("tied_with") else ""
+        label = law_label(diagram, region)
+        against = ", ".join(f"{name}: {power['exponent']}" for name, power in region.get("variables", {}).items())
+        ax.plot(xs, ys, color=colour, linewidth=2.2, label=f"{region['dominant']}{tied} dominant: {label}"
+                + (f"; against {against}" if against else ""))
+        ax.text((low + high) / 2, 0.97, f"{region['dominant']}{tied}\n{label}", transform=ax.get_xaxis_transform(),
+                ha="center", va="top", fontsize=9, bbox={"boxstyle": "round,pad=0.2", "facecolor": "white",
+                                                         "alpha": 0.8, "edgecolor": colour})
+    domain = diagram.get("domain_vertices_float") or []
+    if domain:
+        for (value,) in (domain[0], domain[-1]):
+            if x0 < value < x1:
+                ax.axvline(value, color="black", linewidth=2.0)
+    low_y, high_y = (min(ys_all), max(ys_all)) if ys_all else (0.0, 1.0)
+    pad = max(0.25, 0.15 * (high_y - low_y))
+    # room above the curve for the region names at the top
+    ax.set_ylim(low_y - pad, high_y + 3 * pad)
+    ax.set_xlim(x0, x1)
+    ax.set_xlabel(diagram["axis_labels"][0])
+    ax.set_ylabel(f"exponent of {diagram['base']} in {diagram['metric']} (log factors aside)")
+
+
+def _draw_2d(ax: Axes, diagram: dict[str, Any], label_of=count_label) -> None:
     (x0, x1), (y0, y1) = diagram["box_float"]
     box_area = (x1 - x0) * (y1 - y0)
     # outside the domain: hatched, so white never reads as "a region"
@@ -143,7 +219,7 @@ def _draw_2d(ax: Axes, diagram: dict[str, Any]) -> None:
     for index, region in enumerate(diagram["regions"]):
         colour = _REGION_COLOURS[index % len(_REGION_COLOURS)]
         vertices = region["vertices_float"]
-        label = count_label(diagram, region)
+        label = label_of(diagram, region)
         tied = f" (= {', '.join(region['tied_with'])})" if region.get("tied_with") else ""
         gap = gap_label(diagram, region)
         ax.add_patch(Polygon(vertices, closed=True, facecolor=colour, alpha=0.28, edgecolor=colour, linewidth=1.0,

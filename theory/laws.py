@@ -14,6 +14,7 @@ measurement of the metric against one variable tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Sequence
 
 import sympy as sp
@@ -26,7 +27,7 @@ from recallkit.theory.regions import dominance_regions, exponent_domain, exponen
 from recallkit.theory.scaling import Monomial, Scaling, free_exponents, reduce_term, to_monomial
 from recallkit.theory.symbols import EXPONENTS, constant_symbol, vocabulary
 
-__all__ = ["law_exponents", "predict_laws"]
+__all__ = ["law_exponents", "law_regions", "predict_laws"]
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,46 @@ def law_exponents(pack: Pack, law: Law | str, scaling: Scaling | str | None = No
         return _law_exponents(pack, law, index, scaling, axes, box, domain)
 
 
+def law_regions(pack: Pack, law: Law | str | None = None, scaling: Scaling | str | None = None,
+                axes: Sequence[str] | str | None = None, box: dict[str, Sequence[float]] | None = None,
+                domain: Sequence[str] = ()) -> dict[str, Any]:
+    """:func:`law_exponents` with what a drawing of its regions needs beside it, in the keys the phase diagram's
+    dict uses (``box_float``, ``domain_vertices_float`` and each region's ``label_point``). ``law``: the pack's only
+    law by default. A drawing needs one or two free exponents: a fully set scaling is refused."""
+    if law is None:
+        if not pack.laws:
+            raise InputError(f"--law: pack {pack.name} has no [[laws]] to draw")
+        if len(pack.laws) > 1:
+            raise InputError(f"--law: pack {pack.name} has laws {', '.join(c.name for c in pack.laws)}; "
+                             f"name the one to draw")
+        law = pack.laws[0]
+    elif isinstance(law, str) and law not in [candidate.name for candidate in pack.laws]:
+        raise InputError(f"--law: {_find_error(pack, law)}")
+    document = law_exponents(pack, law, scaling, axes, box, domain)
+    if not document["axes"]:
+        raise InputError(f"--scaling: {document['scaling']!r} leaves no free exponent for law {document['law']}; "
+                         f"leave one or two free exponents (such as a) to draw its regions")
+    _, _, polygon, _, _ = exponent_domain(pack, document["axes"], box, domain)
+    document["box_float"] = [[float(Fraction(value)) for value in pair] for pair in document["box"]]
+    document["domain_vertices_float"] = [[float(v) for v in vertex] for vertex in polygon]
+    for region in document["regions"]:
+        vertices = region["vertices_float"]
+        region["label_point"] = [sum(v[i] for v in vertices) / len(vertices) for i in range(len(vertices[0]))]
+    return document
+
+
+def _find_error(pack: Pack, law: str) -> str:
+    names = ", ".join(candidate.name for candidate in pack.laws) or "none"
+    return f"law {law!r}: not a law of pack {pack.name} (its laws: {names})"
+
+
 def _find(pack: Pack, law: Law | str) -> Law:
     if isinstance(law, Law):
         return law
     for candidate in pack.laws:
         if candidate.name == law:
             return candidate
-    names = ", ".join(candidate.name for candidate in pack.laws) or "none"
-    raise InputError(f"law {law!r}: not a law of pack {pack.name} (its laws: {names})")
+    raise InputError(_find_error(pack, law))
 
 
 def _law_exponents(pack: Pack, law: Law, index: int, scaling: Scaling, axes: Sequence[str] | str | None,

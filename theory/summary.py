@@ -10,12 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sympy import sstr
+
 from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.theory.laws import law_exponents, law_regions
 from recallkit.theory.pack import Pack, load_pack
 from recallkit.theory.regions import RegionDiagram, compute_regions
 from recallkit.theory.scaling import parse_scaling, to_monomial
 
-__all__ = ["default_regions", "line_points", "pack_pieces"]
+__all__ = ["default_regions", "law_line_points", "law_scaling", "line_points", "pack_pieces"]
 
 # id(pack) -> (the pack, its diagram or the error computing it). load_pack returns one Pack object per unchanged
 # file, so an edited pack is a new object and is computed again; the pack is kept in the entry, so an id is never
@@ -51,6 +54,8 @@ def pack_pieces(pack: Pack | str | Path | None, line_scalings: list[tuple[str, s
         "terms": [t.to_dict() for t in pack.terms],
         "lower_bounds": [lb.to_dict() for lb in pack.lower_bounds],
     }
+    if pack.laws and not pack.terms:
+        return _law_pieces(pack, pieces, line_scalings)
     try:
         diagram = default_regions(pack)
     except RecallkitError as exc:
@@ -65,16 +70,61 @@ def pack_pieces(pack: Pack | str | Path | None, line_scalings: list[tuple[str, s
     return pieces
 
 
+def _law_pieces(pack: Pack, pieces: dict[str, Any], line_scalings: list[tuple[str, str]]) -> dict[str, Any]:
+    """A pack of laws only: its law's regions (``theory.laws.law_regions``) along :func:`law_scaling`, with the
+    lines on them, under the keys a condition's phase diagram uses."""
+    try:
+        document = law_regions(pack, None, law_scaling(pack, line_scalings))
+    except RecallkitError as exc:
+        pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
+        return pieces
+    pieces["regions"] = document
+    phase_lines, notes = law_line_points(pack, document, line_scalings)
+    if notes:
+        pieces.setdefault("notes", []).extend(notes)
+    if phase_lines:
+        pieces["phase_lines"] = phase_lines
+    return pieces
+
+
+def law_scaling(pack: Pack, line_scalings: list[tuple[str, str]]) -> str | None:
+    """The scaling a law's regions are drawn along in a report: the pack's [defaults] scaling, else the first
+    line's with each entry that sets a variable of the pack's law made ``base**a`` (the next ``base**c``), base
+    being the law's variable the line leaves free; so "n=2*p**2" is drawn as "n=p**a" and lies at a = 2."""
+    if pack.default_scaling is not None or not line_scalings:
+        return None
+    line = line_scalings[0][1]
+    base = law_exponents(pack, pack.laws[0], line)["base"]
+    used = {symbol.name for term in pack.laws[0].terms for symbol in term.expr.free_symbols}
+    names = iter(("a", "c"))
+    entries = []
+    for variable, expr in parse_scaling(line, constants=pack.constants, variables=pack.variables).entries:
+        free = next(names, None) if variable in used else None
+        entries.append(f"{variable}={base}**{free}" if free else f"{variable}={sstr(expr)}")
+    return ", ".join(entries)
+
+
 def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
     """Where each experiment line (label, scaling such as "N=V**1.5, L=V**0.5") sits on a phase diagram:
     ``[{"label", "point": [exponent per axis]}]``, and a note for each line that cannot be placed."""
-    axes = list(diagram.axes)
+    return _place_lines(pack, list(diagram.axes), diagram.scaling, pack.base, line_scalings)
+
+
+def law_line_points(pack: Pack, document: dict[str, Any],
+                    line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
+    """:func:`line_points` on a law's regions (``theory.laws.law_regions``): a line's exponents are taken in the
+    law's base along the drawn scaling."""
+    return _place_lines(pack, list(document["axes"]), document["scaling"], document["base"], line_scalings)
+
+
+def _place_lines(pack, axes: list[str], scaling: str, base: str,
+                 line_scalings: list[tuple[str, str]]) -> tuple[list[dict], list[str]]:
     variables = getattr(pack, "variables", None) or None
     # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c", and the axes
     # that are a (declared) variable itself, e.g. "alpha=a": there the line's value is the point, not an exponent.
     axis_variable: dict[str, str] = {}
     direct: set[str] = set()
-    for variable, expr in parse_scaling(diagram.scaling, variables=variables).entries:
+    for variable, expr in parse_scaling(scaling, variables=variables).entries:
         for symbol in expr.free_symbols:
             if symbol.name in axes:
                 axis_variable[symbol.name] = variable
@@ -95,7 +145,7 @@ def line_points(pack, diagram, line_scalings: list[tuple[str, str]]) -> tuple[li
                                          f"axis {axis} is that variable itself")
                     point.append(float(expr))
                     continue
-                exponent = to_monomial(expr, pack.base).exponent
+                exponent = to_monomial(expr, base).exponent
                 point.append(float(exponent))
             phase_lines.append({"label": label, "point": point})
         except RecallkitError as exc:
