@@ -38,7 +38,7 @@ from recallkit.empirics.records import CheckKey, threshold_text
 from recallkit.theory.errors import InputError
 
 __all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label",
-           "tested_prediction", "prediction_label", "short_reason"]
+           "tested_prediction", "prediction_label", "short_reason", "fitted_line_with_band"]
 
 # Marker colours for thresholds drawn over the cividis heatmap (dark blue .. yellow): these stay
 # visible over both ends, and each also gets its own marker shape so colour is never the only cue.
@@ -258,14 +258,9 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
     span = max(all_x.max() - all_x.min(), 0.2)
     grid = np.linspace(all_x.min() - 0.05 * span, all_x.max() + 0.05 * span, 100)
     x_centre = float(xs.mean()) if xs.size else float(all_x.mean())
-    have_fit = slope is not None and intercept is not None
-    if have_fit:
-        slope, intercept = float(slope), float(intercept)
-        band = _band(fit, grid, x_centre)
-        if band is not None:
-            bx, lo, hi, blabel = band
-            ax.fill_between(np.exp(bx), np.exp(lo), np.exp(hi), color=PALETTE["blue"], alpha=0.18, lw=0,
-                            label=blabel)
+    line = fitted_line_with_band(ax, fit, grid, x_centre, band_colour=PALETTE["blue"], band_alpha=0.18)
+    have_fit = line is not None
+    slope, intercept = line or (slope, intercept)
     if xs.size:
         ax.scatter(np.exp(xs) * _seed_jitter(seeds, 0.04), np.exp(ys), s=22, alpha=0.6,
                    color=PALETTE["blue"], edgecolors="none", zorder=3,
@@ -298,6 +293,21 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
         ax.legend(loc="upper left", fontsize=legend_fontsize)
     _major_labels_only(ax)
     _verdict_box(ax, fit, fontsize=box_fontsize, numbers=not legend)
+
+
+def fitted_line_with_band(ax, fit: dict, grid: np.ndarray, x_centre: float, band_colour, band_alpha: float
+                          ) -> tuple[float, float] | None:
+    """The fit's (slope, intercept) as floats, with its slope's band shaded on ``ax`` over ``grid`` (log x,
+    log y) when the fit has one; None, and nothing drawn, when the fit has no line. Shared by the threshold
+    fits' panels and the law fits' pages so both read a fit's line and band the same way."""
+    slope, intercept = fit.get("slope"), fit.get("intercept")
+    if slope is None or intercept is None:
+        return None
+    band = _band(fit, grid, x_centre)
+    if band is not None:
+        bx, lo, hi, blabel = band
+        ax.fill_between(np.exp(bx), np.exp(lo), np.exp(hi), color=band_colour, alpha=band_alpha, lw=0, label=blabel)
+    return float(slope), float(intercept)
 
 
 def short_reason(text: str, fit: dict, width: int, lines: int = 2) -> str:

@@ -12,8 +12,8 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from recallkit.reports.figures import (_band, _major_labels_only, _points_xy, _verdict_box, short_reason,
-                                       tested_prediction)
+from recallkit.reports.figures import (_major_labels_only, _points_xy, _verdict_box, fitted_line_with_band,
+                                       short_reason, tested_prediction)
 from recallkit.reports.style import PAGE_LANDSCAPE, PALETTE, new_figure, style_context, wrap_title
 from recallkit.theory.errors import InputError
 
@@ -44,14 +44,9 @@ def _draw_law_fit(ax, res_ax, fit: dict, panel: str, y_labels: bool, box_fontsiz
     span = max(xs.max() - xs.min(), 0.2)
     grid = np.linspace(xs.min() - 0.05 * span, xs.max() + 0.05 * span, 100)
     x_centre = float(xs.mean())
-    slope, intercept = fit.get("slope"), fit.get("intercept")
-    have_fit = slope is not None and intercept is not None
-    if have_fit:
-        slope, intercept = float(slope), float(intercept)
-        band = _band(fit, grid, x_centre)
-        if band is not None:
-            bx, lo, hi, blabel = band
-            ax.fill_between(np.exp(bx), np.exp(lo), np.exp(hi), color="0.6", alpha=0.25, lw=0, label=blabel)
+    line = fitted_line_with_band(ax, fit, grid, x_centre, band_colour="0.6", band_alpha=0.25)
+    have_fit = line is not None
+    slope, intercept = line or (None, None)
     order = sorted({s for s in seeds}, key=str)
     for k, seed in enumerate(order):
         mine = np.array([s == seed for s in seeds])
