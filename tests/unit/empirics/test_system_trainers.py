@@ -12,7 +12,7 @@ import torch
 
 from recallkit import registry
 from recallkit.empirics import cost
-from recallkit.empirics.config import check_model, parse_config, positive_int, trainers
+from recallkit.empirics.config import parse_config, trainers
 from recallkit.empirics.engine import run_configs
 from recallkit.empirics.executors import LocalExecutor
 from recallkit.empirics.experiment import load_experiment
@@ -21,6 +21,7 @@ from recallkit.empirics.store import ResultStore
 from recallkit.empirics.tasks import generator
 from recallkit.registry import System, Task, Trainer
 from recallkit.theory.errors import InputError
+from tests.toy_configs import SizeNdConfig
 
 __all__: list[str] = []
 
@@ -28,26 +29,11 @@ SYSTEM_NAME = "least_squares_test"
 TASK_NAME = "least_squares_toy"
 
 
-@dataclass(frozen=True)
-class ToyConfig:
+class ToyConfig(SizeNdConfig):
     """Linear regression y = <w*, x> + noise with x ~ N(0, I_d): N training samples, d dimensions."""
 
-    model: str
-    N: int
-    d: int
-    MODELS: ClassVar[tuple[str, ...]] = ("linear",)
-
-    def __post_init__(self) -> None:
-        check_model(self)
-        object.__setattr__(self, "N", positive_int(self.N, "N", 100_000))
-        object.__setattr__(self, "d", positive_int(self.d, "d", 1000))
-
+    MAX_N: ClassVar[int] = 100_000
     param_count = property(lambda self: self.d)
-    trainable_params = property(lambda self: self.d)
-    n_train = property(lambda self: self.N)
-
-    def sizes(self) -> dict[str, int]:
-        return {"N": self.N, "d": self.d}
 
     def bytes_per_model(self, trainer_config) -> int:
         return 8 * (self.N * self.d + self.d * self.d + 2 * self.N)

@@ -3,18 +3,18 @@ test system trains through the engine like a shipped one, and a trainer name is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import pytest
 import torch
 
 from recallkit import registry
-from recallkit.empirics.config import TRAINERS, check_model, parse_config, positive_int, trainers
+from recallkit.empirics.config import TRAINERS, parse_config, trainers
 from recallkit.empirics.engine import run_configs
 from recallkit.empirics.tasks import cross_entropy_and_accuracy, generator, unit_sphere
 from recallkit.registry import RegistryError, System, Task, Trainer
 from recallkit.systems.assoc_memory.task import key_value_embeddings
 from recallkit.theory.errors import InputError
+from tests.toy_configs import SizeNdConfig
 
 __all__: list[str] = []
 
@@ -22,26 +22,10 @@ SYSTEM_NAME = "closed_form_test"
 TASK_NAME = "closed_form_memory"
 
 
-@dataclass(frozen=True)
-class OuterConfig:
+class OuterConfig(SizeNdConfig):
     """A linear memory W of N unit keys and values in R^d (the task of the test system)."""
 
-    model: str
-    N: int
-    d: int
-    MODELS: ClassVar[tuple[str, ...]] = ("linear",)
-
-    def __post_init__(self) -> None:
-        check_model(self)
-        object.__setattr__(self, "N", positive_int(self.N, "N", 1000))
-        object.__setattr__(self, "d", positive_int(self.d, "d", 1000))
-
     param_count = property(lambda self: self.d * self.d)
-    trainable_params = property(lambda self: self.d * self.d)
-    n_train = property(lambda self: self.N)
-
-    def sizes(self) -> dict[str, int]:
-        return {"N": self.N, "d": self.d}
 
     def bytes_per_model(self, trainer_config) -> int:
         return 4 * (2 * self.N * self.d + self.d * self.d + self.N * self.N)
