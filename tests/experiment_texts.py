@@ -6,7 +6,12 @@ token-retrieval probe grids around V = 256, N = 4000, d = 32, L = 16 on the atte
 """
 from __future__ import annotations
 
-__all__ = ["FAST_LINEAR_FIXED", "TINY_LINEAR_MEMORY", "linear_memory_experiment", "probe_grid"]
+import pytest
+
+from recallkit.empirics.experiment import load_experiment
+from recallkit.theory.errors import InputError
+
+__all__ = ["FAST_LINEAR_FIXED", "TINY_LINEAR_MEMORY", "experiment_load_error", "linear_memory_experiment", "probe_grid"]
 
 #: [fixed] of a linear memory that reaches its threshold in a few dozen steps (lr 1000: the loss is convex)
 FAST_LINEAR_FIXED = "lr = 1000.0\nsteps = 64\nearly_stop = 0.9\nweight_decay = 0.0"
@@ -74,3 +79,12 @@ def probe_grid(name: str, *, vary: str, seeds: str, n_test: int) -> str:
     """A term-probe grid file for the attention-only pack, its quick preset varying ``vary`` (an inline TOML table,
     e.g. ``{ d = [16, 32] }``) around V = 256, N = 4000, d = 32, L = 16; more presets can be appended."""
     return _PROBE_GRID.format(name=name, vary=vary, seeds=seeds, n_test=n_test)
+
+
+def experiment_load_error(path: str) -> str:
+    """The one-line InputError of loading the experiment file ``path``, which names that file."""
+    with pytest.raises(InputError) as info:
+        load_experiment(path)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(path), message
+    return message

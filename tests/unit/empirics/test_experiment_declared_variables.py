@@ -13,7 +13,7 @@ from recallkit.empirics.config import check_model
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan
 from recallkit.registry import System, Task
-from recallkit.theory.errors import InputError
+from tests.experiment_texts import experiment_load_error
 from tests.unit.theory.test_declared_variables import SAMPLES_PACK
 
 __all__: list[str] = []
@@ -87,14 +87,6 @@ seeds = [0]
     return str(path)
 
 
-def load_error(path: str) -> str:
-    with pytest.raises(InputError) as info:
-        load_experiment(path)
-    message = str(info.value)
-    assert "\n" not in message and message.startswith(path), message
-    return message
-
-
 def test_a_line_and_fixed_set_declared_variables_of_the_pack(tmp_path, samples_task):
     exp = load_experiment(experiment(tmp_path))
     line = exp.lines[0]
@@ -120,26 +112,26 @@ def test_the_plan_predicts_the_line_and_its_realised_grid(tmp_path, samples_task
 
 
 def test_a_task_without_the_key_is_one_line_naming_file_field_and_task_keys(tmp_path):
-    message = load_error(experiment(tmp_path, task="assoc_memory", fixed=""))
+    message = experiment_load_error(experiment(tmp_path, task="assoc_memory", fixed=""))
     assert "lines[0].scaling: n is a variable of pack samples, but task assoc_memory's config has no key 'n'" \
         in message, message
     assert "(its keys: N, d, m)" in message, message
 
 
 def test_a_fixed_declared_variable_the_task_lacks_is_one_line(tmp_path):
-    message = load_error(experiment(tmp_path, scaling="", task="assoc_memory", theory_scaling="n=V**2"))
+    message = experiment_load_error(experiment(tmp_path, scaling="", task="assoc_memory", theory_scaling="n=V**2"))
     assert "fixed.alpha: alpha is a variable of pack samples, but task assoc_memory's config has no key 'alpha'" \
         in message, message
 
 
 def test_a_name_the_pack_does_not_declare_is_one_line_naming_the_allowed_names(tmp_path, samples_task):
-    message = load_error(experiment(tmp_path, scaling="q=V**2"))
+    message = experiment_load_error(experiment(tmp_path, scaling="q=V**2"))
     assert "lines[0].scaling: 'q' is not a size symbol or a variable of the pack" in message, message
     assert "V, N, d, L, m, R, n, alpha" in message, message
 
 
 def test_a_declared_variable_must_be_positive(tmp_path, samples_task):
-    message = load_error(experiment(tmp_path, scaling="n=V-8", fixed=""))
+    message = experiment_load_error(experiment(tmp_path, scaling="n=V-8", fixed=""))
     assert "n at V=4" in message and "expected a positive integer, got -4" in message, \
         message
 

@@ -19,6 +19,7 @@ from recallkit.assertions import sweep_and_fit
 from recallkit.empirics.executors import LocalExecutor
 from recallkit.empirics.experiment import load_experiment
 from recallkit.theory.errors import InputError
+from tests.experiment_texts import experiment_load_error
 
 __all__ = ["LAW_EXPERIMENT", "LAW_PACK", "TOY_SOURCE", "write_toy"]
 
@@ -182,14 +183,6 @@ def toy(tmp_path, monkeypatch):
     sys.modules.pop("law_toy_system", None)
 
 
-def load_error(path: str) -> str:
-    with pytest.raises(InputError) as info:
-        load_experiment(path)
-    message = str(info.value)
-    assert "\n" not in message and message.startswith(path), message
-    return message
-
-
 def test_a_law_experiment_loads_with_its_law_metric_and_direction(toy):
     exp = load_experiment(write_experiment(toy))
     assert (exp.kind, exp.law, exp.base, exp.metric, exp.direction) == ("law", "test_error", "p", "test_error", "lower")
@@ -213,7 +206,7 @@ def test_a_bad_law_field_is_one_line_naming_file_and_field(toy, old, new, field,
     text = LAW_EXPERIMENT.format(pack=toy / "law_toy_pack.toml", extra="", lines="")
     path = toy / "bad.toml"
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    message = load_error(str(path))
+    message = experiment_load_error(str(path))
     assert f"{path}: {field}: " in message and expected in message, message
 
 
@@ -222,17 +215,17 @@ def test_law_and_direction_are_refused_in_other_kinds(toy):
     path = toy / "other.toml"
     text = text.replace('kind = "law"', 'kind = "min_size"').replace('base = "p"', 'base = "V"')
     path.write_text(text.replace("n=p**2", "n=V**2"), encoding="utf-8")
-    assert f"{path}: law: only used with kind = 'law' (this experiment is min_size)" in load_error(str(path))
+    assert f"{path}: law: only used with kind = 'law' (this experiment is min_size)" in experiment_load_error(str(path))
     path.write_text(text.replace("n=p**2", "n=V**2").replace('law = "test_error"', 'direction = "lower"'),
                     encoding="utf-8")
-    assert f"{path}: direction: only used with kind = 'law'" in load_error(str(path))
+    assert f"{path}: direction: only used with kind = 'law'" in experiment_load_error(str(path))
 
 
 def test_law_is_required_for_a_law_experiment_and_refused_elsewhere(toy):
     text = LAW_EXPERIMENT.format(pack=toy / "law_toy_pack.toml", extra="", lines="")
     path = toy / "nolaw.toml"
     path.write_text(text.replace('law = "test_error"\n', ""), encoding="utf-8")
-    assert "law: missing; expected a [[laws]] name of pack law_toy_pack (its laws: test_error)" in load_error(str(path))
+    assert "law: missing; expected a [[laws]] name of pack law_toy_pack (its laws: test_error)" in experiment_load_error(str(path))
 
 
 def test_the_sweep_stores_every_run_and_a_second_sweep_trains_nothing(toy):
