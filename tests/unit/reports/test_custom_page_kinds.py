@@ -10,8 +10,6 @@ import matplotlib.pyplot as plt
 import pypdf
 import pytest
 
-from recallkit import registry
-from recallkit.registry import PageKind, System
 from recallkit.reports.pdf import build_report
 from tests.unit.reports.test_reports_figures import synthetic_line
 
@@ -35,13 +33,8 @@ def toy_rows(entry):
 
 
 @pytest.fixture
-def toy_kind(tmp_path):
-    registry.register(System(name="toy_pages_system", title="toy", root=tmp_path, page_kinds=(
-        PageKind("toy_own", pages=f"{__name__}:toy_pages", rows=f"{__name__}:toy_rows"),)))
-    try:
-        yield
-    finally:
-        registry.unregister("toy_pages_system")
+def toy_kind(register_page_kind):
+    register_page_kind("toy_pages_system", "toy_own", pages=f"{__name__}:toy_pages", rows=f"{__name__}:toy_rows")
 
 
 def _pdf_text(path) -> str:

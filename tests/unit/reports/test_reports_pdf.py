@@ -562,16 +562,8 @@ def toy_law_rows(entry):
 
 
 @pytest.fixture
-def toy_law_kind(tmp_path):
-    from recallkit import registry
-    from recallkit.registry import PageKind, System
-
-    registry.register(System(name="toy_law_system", title="toy", root=tmp_path, page_kinds=(
-        PageKind("toy_law", pages=f"{__name__}:toy_law_pages", rows=f"{__name__}:toy_law_rows"),)))
-    try:
-        yield
-    finally:
-        registry.unregister("toy_law_system")
+def toy_law_kind(register_page_kind):
+    register_page_kind("toy_law_system", "toy_law", pages=f"{__name__}:toy_law_pages", rows=f"{__name__}:toy_law_rows")
 
 
 def test_runner_entry_with_its_own_page_kind_gets_no_generic_fit_pages_or_rows(toy_law_kind):
