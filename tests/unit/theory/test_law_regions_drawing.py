@@ -123,3 +123,21 @@ def test_several_laws_without_law_is_one_line_naming_law(tmp_path):
     result = _cli(_write(tmp_path, TWO_LAWS), "--scaling", "n=d**a", "--out", "x.png", cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "--law" in result.stderr and "excess_error, other" in result.stderr
+
+
+def test_a_pack_with_a_condition_draws_its_law_only_with_law(tmp_path):
+    # the shipped example pack's condition, with a law in its own variables added
+    from recallkit.theory.pack import resolve_pack_path
+
+    condition = resolve_pack_path("example")[0].read_text()
+    law = ('\n[[laws]]\nname = "err"\nmetric = "error"\n\n[[laws.terms]]\nname = "width"\nexpr = "V**-1"\n'
+           'provenance = "derived-here"\n\n[[laws.terms]]\nname = "samples"\nexpr = "N**(-1/2)"\n'
+           'provenance = "derived-here"\n')
+    plain = _cli(_write(tmp_path, condition, "plain.toml"), cwd=tmp_path)
+    both = _cli(_write(tmp_path, condition + law, "both.toml"), cwd=tmp_path)
+    assert plain.returncode == both.returncode == 0, both.stderr
+    assert both.stdout.splitlines()[1:] == plain.stdout.splitlines()[1:] and "region crosstalk" in both.stdout
+    drawn = _cli("./both.toml", "--law", "err", "--scaling", "N=V**a", "--line", "N=V**3", "--out", "law.png",
+                 cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    assert "region width, a in [2, 3]:" in drawn.stdout and (tmp_path / "law.png").stat().st_size > 5000
