@@ -11,7 +11,8 @@ import pytest
 from recallkit.empirics.experiment import load_experiment
 from recallkit.theory.errors import InputError
 
-__all__ = ["FAST_LINEAR_FIXED", "TINY_LINEAR_MEMORY", "experiment_load_error", "linear_memory_experiment", "probe_grid"]
+__all__ = ["FAST_LINEAR_FIXED", "TINY_LINEAR_MEMORY", "experiment_load_error", "linear_memory_experiment", "linear_memory_grid",
+           "probe_grid"]
 
 #: [fixed] of a linear memory that reaches its threshold in a few dozen steps (lr 1000: the loss is convex)
 FAST_LINEAR_FIXED = "lr = 1000.0\nsteps = 64\nearly_stop = 0.9\nweight_decay = 0.0"
@@ -50,6 +51,14 @@ def linear_memory_experiment(name: str, description: str, *, kind: str, base: st
     return _LINEAR_MEMORY.format(name=name, description=description, pack=pack, kind=kind, base=base, size=size,
                                  head=head, theory_scaling=theory_scaling, fixed=fixed, quick=quick,
                                  search="" if search is None else f"\n[search]\n{search}\n")
+
+
+def linear_memory_grid(name: str, description: str, metric: str) -> str:
+    """A linear-memory grid experiment on ``metric`` over N = 8, 16 by d = 4, 8 with two seeds: eight runs of 32
+    steps, so a test that sweeps and reports it takes seconds."""
+    return linear_memory_experiment(name, description, kind="grid", base="N", size="d", head=f'metric = "{metric}"',
+                                    fixed="lr = 1000.0\nsteps = 32\nweight_decay = 0.0",
+                                    quick="N = [8, 16]\nsizes = [4, 8]\nseeds = [0, 1]")
 
 
 #: the report's and the CLI's end-to-end tests' capacity experiment: four d, two seeds, a threshold of 0.99

@@ -11,14 +11,11 @@ import subprocess
 import pypdf
 import pytest
 
-from tests.experiment_texts import linear_memory_experiment
+from tests.experiment_texts import linear_memory_grid
 
 pytestmark = pytest.mark.integration
 
-GRID = linear_memory_experiment(
-    "tiny_loss_grid", "linear memory: loss over an (N, d) grid", kind="grid", base="N", size="d",
-    head='metric = "loss"', fixed="lr = 1000.0\nsteps = 32\nweight_decay = 0.0",
-    quick="N = [8, 16]\nsizes = [4, 8]\nseeds = [0, 1]")
+GRID = linear_memory_grid("tiny_loss_grid", "linear memory: loss over an (N, d) grid", metric="loss")
 
 
 def test_report_of_a_grid_draws_its_metric_and_says_it_has_no_fitted_checks(tmp_path):

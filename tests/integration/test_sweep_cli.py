@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.experiment_texts import linear_memory_experiment
+from tests.experiment_texts import linear_memory_grid
 
 pytestmark = pytest.mark.integration
 
@@ -107,10 +107,8 @@ def test_foreign_store_is_refused(tmp_path):
     assert store.read_text() == "not a database"
 
 
-GRID = linear_memory_experiment(
-    "cli_grid", "linear memory over an (N, d) grid, on a metric other than accuracy", kind="grid", base="N", size="d",
-    head='metric = "train_accuracy"', fixed="lr = 1000.0\nsteps = 32\nweight_decay = 0.0",
-    quick="N = [8, 16]\nsizes = [4, 8]\nseeds = [0, 1]")
+GRID = linear_memory_grid("cli_grid", "linear memory over an (N, d) grid, on a metric other than accuracy",
+                          metric="train_accuracy")
 
 
 def test_results_of_a_grid_prints_each_cell_with_its_mean_metric(tmp_path):
