@@ -10,13 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sympy import sstr
-
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.laws import law_exponents, law_regions
 from recallkit.theory.pack import Pack, load_pack
 from recallkit.theory.regions import RegionDiagram, compute_regions
 from recallkit.theory.scaling import parse_scaling, to_monomial
+from sympy import sstr
 
 __all__ = ["default_regions", "law_line_points", "law_scaling", "line_points", "pack_pieces"]
 

@@ -3,15 +3,12 @@ diagram page (not "no phase diagram: --axes ..."): drawn along the pack's [defau
 line with each entry of a law variable made the base to a free exponent ("n=2*p**2" drawn as "n=p**a", at a = 2)."""
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+from recallkit.reports.layout import experiment_pages
+from recallkit.theory.summary import law_scaling, pack_pieces
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from recallkit.reports.layout import experiment_pages  # noqa: E402
-from recallkit.theory.summary import law_scaling, pack_pieces  # noqa: E402
-from tests.unit.reports.test_law_pages import law_entry  # noqa: E402
-from tests.unit.theory.test_laws import LAW_PACK, load  # noqa: E402
+from tests.unit.reports.test_law_pages import law_entry
+from tests.unit.theory.test_laws import LAW_PACK, load
 
 __all__: list[str] = []
 

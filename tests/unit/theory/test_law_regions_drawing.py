@@ -7,18 +7,15 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.patches import Polygon
+from recallkit.reports.phase import draw_phase_diagram
+from recallkit.theory.errors import InputError
+from recallkit.theory.laws import law_regions
+from recallkit.theory.summary import law_line_points
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.patches import Polygon  # noqa: E402
-
-from recallkit.reports.phase import draw_phase_diagram  # noqa: E402
-from recallkit.theory.errors import InputError  # noqa: E402
-from recallkit.theory.laws import law_regions  # noqa: E402
-from recallkit.theory.summary import law_line_points  # noqa: E402
-from tests.unit.theory.test_laws import LAW_PACK, load  # noqa: E402
+from tests.unit.theory.test_laws import LAW_PACK, load
 
 __all__: list[str] = []
 
@@ -34,7 +31,8 @@ TWO_LAWS = LAW_PACK.replace("[defaults]", '[[laws]]\nname = "other"\nmetric = "l
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
     exe = shutil.which("recallkit")
     assert exe, "the recallkit command is not installed"
-    return subprocess.run([exe, "theory", "regions", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run([exe, "theory", "regions", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+                          check=False)
 
 
 def _write(tmp_path, text: str = LAW_PACK, name: str = "toy_law.toml") -> str:
