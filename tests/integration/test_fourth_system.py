@@ -90,13 +90,16 @@ def _dist_info(root: Path, target: str) -> None:
     (info / "entry_points.txt").write_text(f"[recallkit.systems]\ntoy = {target}\n")
 
 
-def _toy_package(root: Path) -> None:
+def _toy_package(root: Path, steps: str = STEPS, experiments: dict[str, str] | None = None) -> None:
+    """The toy system's package under ``root``: its registration, ``steps`` and pages, and ``experiments`` (file
+    stem: text; by default the one toy_run) in its experiments folder."""
     package = root / "toy_system"
     (package / "experiments").mkdir(parents=True)
     (package / "__init__.py").write_text(INIT)
-    (package / "steps.py").write_text(STEPS)
+    (package / "steps.py").write_text(steps)
     (package / "pages.py").write_text(PAGES)
-    (package / "experiments" / "toy_run.toml").write_text(EXPERIMENT)
+    for name, text in (experiments or {"toy_run": EXPERIMENT}).items():
+        (package / "experiments" / f"{name}.toml").write_text(text)
 
 
 def _env(root: Path) -> dict[str, str]:

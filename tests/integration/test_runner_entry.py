@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_fourth_system import INIT, PAGES, _dist_info, _env
+from tests.integration.test_fourth_system import _dist_info, _env, _toy_package
 
 __all__: list[str] = []
 
@@ -40,14 +40,8 @@ EXPECTED = "a runner or report step returns a summary entry: a dict with a non-e
 
 
 def _toy(root: Path) -> None:
-    package = root / "toy_system"
-    (package / "experiments").mkdir(parents=True)
-    (package / "__init__.py").write_text(INIT)
-    (package / "steps.py").write_text(STEPS)
-    (package / "pages.py").write_text(PAGES)
-    for name, returns in RETURNS.items():
-        (package / "experiments" / f"{name}.toml").write_text(
-            f'[toy]\nname = "{name}"\nvalue = 3\nreturns = "{returns}"\n')
+    _toy_package(root, STEPS, {name: f'[toy]\nname = "{name}"\nvalue = 3\nreturns = "{returns}"\n'
+                               for name, returns in RETURNS.items()})
     _dist_info(root, "toy_system:SYSTEM")
 
 
