@@ -163,8 +163,8 @@ class BisectionSearch:
             return sorted({self.sizes.below(g / search.bracket, li), self.sizes.above(g * search.bracket, li)})
         failures = {s: v for s, v in known.items() if isinstance(v, Failure)}
         values = {s: v for s, v in known.items() if not isinstance(v, Failure)}
-        reached = sorted(s for s, v in values.items() if v >= cell.threshold)
-        missed = sorted(s for s, v in values.items() if v < cell.threshold)
+        reached = sorted(s for s, v in values.items() if self.exp.reaches(v, cell.threshold))
+        missed = sorted(s for s, v in values.items() if not self.exp.reaches(v, cell.threshold))
         if self.exp.kind == "min_size":
             found = self._min_size_bracket(cell, known, failures, reached, missed)
         else:

@@ -88,7 +88,7 @@ class BudgetCheck:
         r = cell.result
         known = {s: v for s, v in self.driver.known(cell.line_index, r.base_value, cell.seed).items()
                  if isinstance(v, float)}
-        missed = [s for s, v in known.items() if v < cell.threshold]
+        missed = [s for s, v in known.items() if not self.exp.reaches(v, cell.threshold)]
         if self.exp.kind == "max_capacity":
             return min((s for s in missed if s > r.size), default=None)
         return max((s for s in missed if s < r.size), default=None)
@@ -101,4 +101,5 @@ class BudgetCheck:
             check["error"] = entry.message if isinstance(entry, Failure) else "not run"
             return
         check[exp.metric] = entry.get(exp.metric_of(check["line"]))
-        check["reached"] = bool(isinstance(check[exp.metric], (int, float)) and check[exp.metric] >= check["threshold"])
+        check["reached"] = bool(isinstance(check[exp.metric], (int, float))
+                                and exp.reaches(check[exp.metric], check["threshold"]))

@@ -13,10 +13,15 @@ Schema (every key below is checked; an unknown key is an error; each section is 
     base = "V"                             # grid variable (default V; d for max_capacity)
     size = "d"                             # searched variable (default d; N for max_capacity)
     metric = "accuracy"                    # metric compared with the thresholds (default accuracy)
-    thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t (may be [] when
-                                           # relative_thresholds are given)
+    direction = "higher"                   # optional, min_size and max_capacity: higher (the default) | lower is
+                                           # better for the metric; it says which way a threshold is reached
+    thresholds = [0.1, 0.125, 0.15]        # a size "reaches" t when metric >= t, numbers in (0, 1] (may be [] when
+                                           # relative_thresholds are given); with direction = "lower" when
+                                           # metric <= t, any positive numbers (the smallest d whose loss is at
+                                           # most 0.05); search.method = "bisect" only
     relative_thresholds = [0.5]            # search.method = "curve" only: t = this fraction of each
-                                           # (line, base) instance's ceiling (stored, reported)
+                                           # (line, base) instance's ceiling (stored, reported); direction =
+                                           # "higher" only (the ceiling is the metric's best, its highest value)
 
     [[lines]]                              # one or more lines through the scaling plane
     scaling = "N=V*log(V), L=V**0.5"       # assignments, evaluated in order, in base, size and earlier names
@@ -113,8 +118,8 @@ the line (``empirics.plan.law_prediction``; docs/ARCHITECTURE.md, "Law experimen
     seeds = [0, 1, 2, 3]
 
 Each (line, base value, seed) is one run, stored and reused like a grid cell. A law experiment takes no
-``size``, ``thresholds``, ``relative_thresholds`` or ``[search]``, and the other kinds take no ``law`` or
-``direction``; each is a one-line error naming the file and the field.
+``size``, ``thresholds``, ``relative_thresholds`` or ``[search]``, the other kinds take no ``law``, and a grid
+takes no ``direction``; each is a one-line error naming the file and the field.
 
 Expressions are parsed by recallkit's one whitelist parser, ``theory.expr`` (numbers, declared
 symbols, ``+ - * / **``, parentheses, and ``log sqrt exp floor ceil Min Max min max``), and evaluated
@@ -151,7 +156,8 @@ __all__ = ["Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_
 
 
 KINDS = ("min_size", "max_capacity", "grid", "law")
-# kind = "law": which way the law's metric is better (a threshold on it reads with it); higher for these, else lower
+# kind = "law": which way the law's metric is better, higher for these, else lower; min_size and max_capacity: which
+# way a size reaches a threshold (Experiment.reaches), higher unless the file says lower
 DIRECTIONS = ("lower", "higher")
 HIGHER_IS_BETTER = ("accuracy", "train_accuracy")
 # What every stored run holds (empirics.engine), beside the metrics its task declares (registry.Task.run_metrics)
@@ -313,7 +319,7 @@ class Experiment:
     file_lines: list[str] = field(default_factory=list)  # every line label of the file (a preset may run fewer)
     variables: dict[str, str] = field(default_factory=dict)  # the pack's declared variables: name -> domain
     law: str | None = None  # kind = "law": the pack's [[laws]] name whose metric is measured
-    direction: str | None = None  # kind = "law": lower | higher is better for the metric
+    direction: str | None = None  # law, min_size, max_capacity: lower | higher is better for the metric
     # the run configs validated when the file was loaded (the corners of each line), by (line label, base value,
     # size, seed): the search takes these instead of validating the same config a second time
     checked_configs: dict[tuple[str, int, int, int], Any] = field(default_factory=dict, repr=False, compare=False)
@@ -321,6 +327,11 @@ class Experiment:
     def values_of(self, line_index: int) -> list[int]:
         """The base values swept along one line (the preset's list, or that line's own)."""
         return self.line_base_values.get(self.lines[line_index].label, self.base_values)
+
+    def reaches(self, value: float, threshold: float) -> bool:
+        """Whether a metric value reaches a threshold: at least t, or at most t where lower is better. Every search
+        (bisection, grid, budget check, monotonicity check) decides it here."""
+        return value <= threshold if self.direction == "lower" else value >= threshold
 
     def threshold_targets(self) -> list[tuple[float, bool]]:
         """(value, relative) for every threshold: absolute ones, then fractions of the ceiling."""
@@ -413,6 +424,8 @@ class Experiment:
             **({f"{self.base}_by_line": self.line_base_values} if self.line_base_values else {}),
             "claims": [claim.to_dict() for claim in self.claims],
             **({"law": self.law, "direction": self.direction} if self.kind == "law" else {}),
+            # a search's default (higher) is left out, so the shipped experiments' dicts read as before
+            **({"direction": self.direction} if self.kind != "law" and self.direction == "lower" else {}),
         }
 
 
@@ -679,7 +692,7 @@ _TOP = Section("experiment file", (
     Field("presets", (satisfies(lambda v: isinstance(v, dict) and bool(v), "", "{at}: expected [presets.quick] and "
                                 "[presets.paper] tables"),), "named presets (checked by _preset)", REQUIRED),
     Field("fixed", (converts(_parameters),), "fixed parameters: numbers or expressions", {}),
-    Field("thresholds", (), "a size reaches t when metric >= t (checked with the preset's)"),
+    Field("thresholds", (), "a size reaches t when metric >= t, <= t for direction lower (checked with the preset's)"),
     Field("search", _SEARCH_TABLE, "bounds and resolution of the search", {}),
     Field("relative_thresholds", (), "curve search: fractions of the ceiling (checked with the preset's)"),
     Field("verdict", (converts(_verdict),), "handed to compare", {}),
@@ -690,7 +703,7 @@ _TOP = Section("experiment file", (
     Field("description", (converts(lambda v, at, c: str(v)),), "free text", ""),
     Field("claims", (), "comparative claims (checked by parse_claims)"),
     Field("law", (text(),), "kind = 'law': a [[laws]] name of the pack (checked by _law_fields)"),
-    Field("direction", (options(DIRECTIONS),), "kind = 'law': lower | higher is better for the metric"),
+    Field("direction", (options(DIRECTIONS),), "law, min_size, max_capacity: lower | higher is better for the metric"),
 ))
 
 
@@ -717,6 +730,10 @@ _PRESET = Section("[presets.X]", (
 # One item of thresholds / relative_thresholds.
 _THRESHOLD = Field("thresholds[i]", (number(), number(0, 1, "right", message="{at}: expected a number in (0, 1], "
                                                                             "got {raw}")), "a threshold")
+_LOWER_THRESHOLD = Field("thresholds[i]", (number(), number(0, None, "neither", message="{at}: expected a positive "
+                                                                                     "number (direction = 'lower'), "
+                                                                                     "got {raw}")),
+                         "a threshold on a lower-is-better metric")
 _RELATIVE = Field("relative_thresholds[i]", (number(), number(0, 1, "right", message="{at}: expected a fraction of "
                                                                                    "the ceiling in (0, 1], got {raw}")),
                   "a fraction of the ceiling")
@@ -807,7 +824,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs:
             if label not in all_labels:
                 raise InputError(f"{pw}.lines[{i}]: no line labelled {label!r} (labels: {', '.join(map(repr, all_labels))})")
         lines = [ln for ln in lines if ln.label in chosen["lines"]]
-    thresholds, relative_thresholds = _thresholds(top, chosen, shown, pw, kind)
+    thresholds, relative_thresholds = _thresholds(top, chosen, shown, pw, kind, direction)
     search_raw = {**top["search"], **chosen["search"]}
     search = _search_settings(search_raw, kind, size, f"{shown}: search")
     for line in lines:
@@ -818,6 +835,10 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs:
                 overrides["max"] = min(cap, preset_max)  # a line's max is a cap: the preset's smaller max wins
             line.search = _search_settings({**search_raw, **overrides}, kind, size,
                                            f"{shown}: line {line.label!r} search")
+    if direction == "lower" and kind != "law" and any((ln.search or search).method == "curve" for ln in lines):
+        # the curve search's fit, its bootstrap in compare and its ceilings read a metric that rises with size
+        raise InputError(f"{shown}: direction: 'lower' needs search.method = 'bisect' (the curve search reads "
+                         f"higher-is-better metrics only)")
     if relative_thresholds and (kind != "min_size" or search.method != "curve"):
         where = f"{pw}.relative_thresholds" if chosen["relative_thresholds"] is not None else f"{shown}: relative_thresholds"
         raise InputError(f"{where}: only with kind = 'min_size' and search.method = 'curve' (the ceiling is measured "
@@ -860,12 +881,17 @@ def _stored_metrics(task: str) -> set[str] | None:
 def _law_fields(raw: dict, top: dict[str, Any], shown: str) -> tuple[str | None, str, str | None]:
     """(law, metric, direction) of the file: for kind = "law" the law is one of the pack's [[laws]], the metric
     (default: the law's) one the task's runs store, the direction lower | higher (default: higher for an accuracy,
-    else lower); other kinds take neither law nor direction."""
+    else lower); other kinds take no law, min_size and max_capacity a direction (default higher: a size reaches a
+    threshold when its metric is at least it), a grid none."""
     if top["kind"] != "law":
-        for key in ("law", "direction"):
-            if top[key] is not None:
-                raise InputError(f"{shown}: {key}: only used with kind = 'law' (this experiment is {top['kind']})")
-        return None, top["metric"], None
+        if top["law"] is not None:
+            raise InputError(f"{shown}: law: only used with kind = 'law' (this experiment is {top['kind']})")
+        if top["kind"] == "grid":
+            if top["direction"] is not None:
+                raise InputError(f"{shown}: direction: only used with kind = 'min_size', 'max_capacity' or 'law' "
+                                 f"(this experiment is grid)")
+            return None, top["metric"], None
+        return None, top["metric"], top["direction"] or "higher"
     if top["pack"] is None:
         raise InputError(f"{shown}: pack: missing; kind = 'law' needs a pack with [[laws]]")
     pack = load_pack(top["pack"])
@@ -939,8 +965,10 @@ def _preset(presets: dict, preset: str, shown: str, context: dict[str, Any]) -> 
     return validate(presets[preset], _PRESET, pw, extra={context["base"]}, context=context), pw
 
 
-def _thresholds(top: dict, chosen: dict, shown: str, pw: str, kind: str) -> tuple[list[float], list[float]]:
-    """thresholds and relative_thresholds: the preset's where it gives them, else the file's."""
+def _thresholds(top: dict, chosen: dict, shown: str, pw: str, kind: str,
+                direction: str | None = None) -> tuple[list[float], list[float]]:
+    """thresholds and relative_thresholds: the preset's where it gives them, else the file's. A threshold on a
+    lower-is-better metric (a loss) is any positive number; a fraction of the ceiling needs a higher-is-better one."""
     def pick(key: str) -> tuple[Any, str]:
         return (chosen[key], f"{pw}.{key}") if chosen[key] is not None else (top[key], f"{shown}: {key}")
 
@@ -951,14 +979,33 @@ def _thresholds(top: dict, chosen: dict, shown: str, pw: str, kind: str) -> tupl
             raise InputError(f"{given[0]}: not used with kind = 'law' (its checks are the law's metric against the "
                              f"base, one per line)")
         return [], []
+    lower = direction == "lower"
     if kind != "grid" or values is not None:
         if not isinstance(values, list) or not (values or relative):
-            raise InputError(f"{tw}: expected a non-empty list of numbers in (0, 1]")
-    thresholds = [check_value(_THRESHOLD, t, f"{tw}[{i}]") for i, t in enumerate(values or [])]
+            raise InputError(f"{tw}: expected a non-empty list of "
+                             f"{'positive numbers' if lower else 'numbers in (0, 1]'}")
+    thresholds = [_threshold(t, f"{tw}[{i}]", lower, kind != "grid") for i, t in enumerate(values or [])]
     relative = [] if relative is None else relative
+    if lower and relative:
+        raise InputError(f"{rw}: only with direction = 'higher' (a fraction of the ceiling, the metric's highest "
+                         f"value; give thresholds on the metric itself)")
     if not isinstance(relative, list):
         raise InputError(f"{rw}: expected a list of fractions in (0, 1]")
     return thresholds, [check_value(_RELATIVE, t, f"{rw}[{i}]") for i, t in enumerate(relative)]
+
+
+def _threshold(value: Any, at: str, lower: bool, directed: bool) -> float:
+    """One threshold, checked for the metric's direction; where the kind takes a direction (``directed``), a number
+    above 1 on a higher-is-better metric says how to mean it."""
+    if lower:
+        return check_value(_LOWER_THRESHOLD, value, at)
+    try:
+        return check_value(_THRESHOLD, value, at)
+    except InputError as exc:
+        if (directed and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                and value > 1):
+            raise InputError(f"{exc} (a threshold above 1 needs direction = 'lower')") from None
+        raise
 
 
 def _base_values(chosen: dict, base: str, lines: list[Line], all_labels: list[str],

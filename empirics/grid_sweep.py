@@ -59,7 +59,7 @@ class GridSweep:
         if failed:
             return seed_point(driver, li, b, seed, t, None, True,
                               f"{known[failed[0]].message} at {exp.size}={failed[0]}")
-        reached = sorted(s for s, v in known.items() if v >= t)
+        reached = sorted(s for s, v in known.items() if exp.reaches(v, t))
         if not reached:
             return seed_point(driver, li, b, seed, t, max(known), True, f"no {exp.size} in the grid reached {t}")
         size = reached[0] if exp.kind != "max_capacity" else reached[-1]

@@ -54,8 +54,8 @@ def monotonicity_violations(driver: Prober) -> list[Violation]:
             groups.setdefault((li, b, seed), {})[s] = value
     for (li, b, seed), values in sorted(groups.items()):
         for t in exp.thresholds:
-            reached = sorted(s for s, v in values.items() if v >= t)
-            missed = sorted(s for s, v in values.items() if v < t)
+            reached = sorted(s for s, v in values.items() if exp.reaches(v, t))
+            missed = sorted(s for s, v in values.items() if not exp.reaches(v, t))
             if exp.kind == "max_capacity":
                 bad = [(r, m) for m in missed[:1] for r in reached if r > m]
             else:

@@ -216,9 +216,11 @@ def test_law_and_direction_are_refused_in_other_kinds(toy):
     text = text.replace('kind = "law"', 'kind = "min_size"').replace('base = "p"', 'base = "V"')
     path.write_text(text.replace("n=p**2", "n=V**2"), encoding="utf-8")
     assert f"{path}: law: only used with kind = 'law' (this experiment is min_size)" in experiment_load_error(str(path))
-    path.write_text(text.replace("n=p**2", "n=V**2").replace('law = "test_error"', 'direction = "lower"'),
-                    encoding="utf-8")
-    assert f"{path}: direction: only used with kind = 'law'" in experiment_load_error(str(path))
+    # min_size and max_capacity take a direction too (which way a threshold is reached); a grid does not
+    path.write_text(text.replace("n=p**2", "n=V**2").replace('law = "test_error"', 'direction = "lower"')
+                    .replace('kind = "min_size"', 'kind = "grid"'), encoding="utf-8")
+    assert (f"{path}: direction: only used with kind = 'min_size', 'max_capacity' or 'law' (this experiment is grid)"
+            in experiment_load_error(str(path)))
 
 
 def test_law_is_required_for_a_law_experiment_and_refused_elsewhere(toy):
