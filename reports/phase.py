@@ -192,18 +192,26 @@ def _draw_law_1d(ax: Axes, diagram: dict[str, Any]) -> None:
         ax.text((low + high) / 2, 0.97, f"{region['dominant']}{tied}\n{label}", transform=ax.get_xaxis_transform(),
                 ha="center", va="top", fontsize=9, bbox={"boxstyle": "round,pad=0.2", "facecolor": "white",
                                                          "alpha": 0.8, "edgecolor": colour})
+    # room above the curve for the region names at the top
+    _finish_1d(ax, diagram, (x0, x1), ys_all, ys_all, 3,
+               f"exponent of {diagram['base']} in {diagram['metric']} (log factors aside)")
+
+
+def _finish_1d(ax: Axes, diagram: dict[str, Any], span: tuple[float, float], lows: list, highs: list,
+               headroom: float, y_label: str) -> None:
+    """A one-axis diagram's domain edges, limits and labels (``headroom`` pads above the highest curve)."""
+    x0, x1 = span
     domain = diagram.get("domain_vertices_float") or []
     if domain:
         for (value,) in (domain[0], domain[-1]):
             if x0 < value < x1:
                 ax.axvline(value, color="black", linewidth=2.0)
-    low_y, high_y = (min(ys_all), max(ys_all)) if ys_all else (0.0, 1.0)
+    low_y, high_y = (min(lows), max(highs)) if lows else (0.0, 1.0)
     pad = max(0.25, 0.15 * (high_y - low_y))
-    # room above the curve for the region names at the top
-    ax.set_ylim(low_y - pad, high_y + 3 * pad)
+    ax.set_ylim(low_y - pad, high_y + headroom * pad)
     ax.set_xlim(x0, x1)
     ax.set_xlabel(diagram["axis_labels"][0])
-    ax.set_ylabel(f"exponent of {diagram['base']} in {diagram['metric']} (log factors aside)")
+    ax.set_ylabel(y_label)
 
 
 def _draw_2d(ax: Axes, diagram: dict[str, Any], label_of=count_label) -> None:
@@ -275,17 +283,7 @@ def _draw_1d(ax: Axes, diagram: dict[str, Any]) -> None:
         ax.text((low + high) / 2, 0.97, region["dominant"], transform=ax.get_xaxis_transform(), ha="center",
                 va="top", fontsize=9, bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8,
                                             "edgecolor": colour})
-    domain = diagram.get("domain_vertices_float") or []
-    if domain:
-        for (value,) in (domain[0], domain[-1]):
-            if x0 < value < x1:
-                ax.axvline(value, color="black", linewidth=2.0)
-    low_y, high_y = (min(lows), max(highs)) if lows else (0.0, 1.0)
-    pad = max(0.25, 0.15 * (high_y - low_y))
-    ax.set_ylim(low_y - pad, high_y + 2 * pad)
-    ax.set_xlim(x0, x1)
-    ax.set_xlabel(diagram["axis_labels"][0])
-    ax.set_ylabel(f"exponent of {diagram['base']} (log factors aside)")
+    _finish_1d(ax, diagram, (x0, x1), lows, highs, 2, f"exponent of {diagram['base']} (log factors aside)")
 
 
 def _draw_line(ax: Axes, line: dict[str, Any], index: int, two_axes: bool) -> None:

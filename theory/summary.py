@@ -61,7 +61,11 @@ def pack_pieces(pack: Pack | str | Path | None, line_scalings: list[tuple[str, s
         pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
         return pieces
     pieces["regions"] = diagram.to_dict()
-    phase_lines, notes = line_points(pack, diagram, line_scalings)
+    return _with_lines(pieces, *line_points(pack, diagram, line_scalings))
+
+
+def _with_lines(pieces: dict[str, Any], phase_lines: list, notes: list[str]) -> dict[str, Any]:
+    """``pieces`` with the lines placed on its diagram (``phase_lines``) and the notes of those that could not be."""
     if notes:
         pieces.setdefault("notes", []).extend(notes)
     if phase_lines:
@@ -78,12 +82,7 @@ def _law_pieces(pack: Pack, pieces: dict[str, Any], line_scalings: list[tuple[st
         pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
         return pieces
     pieces["regions"] = document
-    phase_lines, notes = law_line_points(pack, document, line_scalings)
-    if notes:
-        pieces.setdefault("notes", []).extend(notes)
-    if phase_lines:
-        pieces["phase_lines"] = phase_lines
-    return pieces
+    return _with_lines(pieces, *law_line_points(pack, document, line_scalings))
 
 
 def law_scaling(pack: Pack, line_scalings: list[tuple[str, str]]) -> str | None:
