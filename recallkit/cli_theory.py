@@ -240,14 +240,7 @@ def regions_command(
                                      domain=domain or ())
     document = diagram.to_dict()
     if out is not None:
-        from recallkit.reports import paper, phase  # matplotlib (about 0.5 s): only a figure needs it, not the text
-
-        lines, notes = theory.line_points(pack, diagram, [(text, text) for text in line or ()])
-        if notes:  # a line the diagram cannot show is a mistake in the command, not a footnote
-            raise InputError(f"--line: {notes[0]}")
-        figure = phase.draw_phase_diagram(document, lines=lines)
-        paper.save_paper_figure(figure, out)
-        typer.echo(f"wrote {out}", err=True)
+        _draw(document, theory.line_points(pack, diagram, [(text, text) for text in line or ()]), out)
     if json_output:
         _echo_json(document)
     else:
@@ -256,21 +249,24 @@ def regions_command(
         typer.echo(f"warning: {pack.name}: the hand-stated corollary disagrees with the computed regions", err=True)
 
 
+def _draw(document: dict, placed: tuple[list, list[str]], out: Path) -> None:
+    """``regions --out``: the diagram (a condition's or a law's) with the ``--line`` lines placed on it."""
+    from recallkit.reports import paper, phase  # matplotlib (about 0.5 s): only a figure needs it, not the text
+
+    lines, notes = placed
+    if notes:  # a line the diagram cannot show is a mistake in the command, not a footnote
+        raise InputError(f"--line: {notes[0]}")
+    paper.save_paper_figure(phase.draw_phase_diagram(document, lines=lines), out)
+    typer.echo(f"wrote {out}", err=True)
+
+
 def _law_regions(pack, law: str | None, scaling: str | None, axes: str | None, box: str | None,
                  domain: list[str] | None, out: Path | None, line: list[str] | None, json_output: bool) -> None:
     """``regions`` for a law: its regions over the free exponents, drawn like a phase diagram with ``--out``."""
-    from recallkit.theory.laws import law_regions
-    from recallkit.theory.summary import law_line_points
-
-    document = law_regions(pack, law, scaling, axes, box=theory.parse_box(box) if box else None, domain=domain or ())
+    document = theory.law_regions(pack, law, scaling, axes, box=theory.parse_box(box) if box else None,
+                                  domain=domain or ())
     if out is not None:
-        from recallkit.reports import paper, phase  # matplotlib: only a figure needs it
-
-        lines, notes = law_line_points(pack, document, [(text, text) for text in line or ()])
-        if notes:  # a line the diagram cannot show is a mistake in the command, not a footnote
-            raise InputError(f"--line: {notes[0]}")
-        paper.save_paper_figure(phase.draw_phase_diagram(document, lines=lines), out)
-        typer.echo(f"wrote {out}", err=True)
+        _draw(document, theory.law_line_points(pack, document, [(text, text) for text in line or ()]), out)
     if json_output:
         _echo_json(document)
     else:

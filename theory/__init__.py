@@ -21,17 +21,18 @@ from recallkit.theory.errors import InputError, RecallkitError
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time these load on first use (see __getattr__)
     from recallkit.theory.expr import compile_numeric, parse_expression, parse_linear_constraints
-    from recallkit.theory.laws import law_exponents, predict_laws
+    from recallkit.theory.laws import law_exponents, law_regions, predict_laws
     from recallkit.theory.pack import (Corollary, Fact, Law, LawTerm, LowerBound, Pack, Term, list_packs, load_pack,
                                        pack_from_dict)
     from recallkit.theory.predict import Prediction, predict
     from recallkit.theory.regions import Region, RegionDiagram, compute_regions, parse_box
     from recallkit.theory.scaling import Monomial, Scaling, parse_scaling, power_text, reduce_term
-    from recallkit.theory.summary import line_points
+    from recallkit.theory.summary import law_line_points, line_points
 
 __all__ = [
     "Corollary", "Fact", "InputError", "Law", "LawTerm", "LowerBound", "Monomial", "Pack", "Prediction", "RecallkitError",
-    "Region", "RegionDiagram", "Scaling", "Term", "compile_numeric", "compute_regions", "law_exponents", "line_points", "list_packs", "load_pack",
+    "Region", "RegionDiagram", "Scaling", "Term", "compile_numeric", "compute_regions", "law_exponents", "law_line_points", "law_regions", "line_points",
+    "list_packs", "load_pack",
     "pack_from_dict", "parse_box", "parse_expression", "parse_linear_constraints", "parse_scaling",
     "power_text", "predict", "predict_laws", "reduce_term",
 ]
@@ -40,11 +41,11 @@ _MODULE_OF = {
     **dict.fromkeys(("compile_numeric", "parse_expression", "parse_linear_constraints"), "expr"),
     **dict.fromkeys(("Corollary", "Fact", "Law", "LawTerm", "LowerBound", "Pack", "Term", "list_packs", "load_pack",
                      "pack_from_dict"), "pack"),
-    **dict.fromkeys(("law_exponents", "predict_laws"), "laws"),
+    **dict.fromkeys(("law_exponents", "law_regions", "predict_laws"), "laws"),
     **dict.fromkeys(("Prediction", "predict"), "predict"),
     **dict.fromkeys(("Region", "RegionDiagram", "compute_regions", "parse_box"), "regions"),
     **dict.fromkeys(("Monomial", "Scaling", "parse_scaling", "power_text", "reduce_term"), "scaling"),
-    "line_points": "summary",
+    **dict.fromkeys(("law_line_points", "line_points"), "summary"),
 }
 # Submodules the names above load; an eager package had them as attributes, so they stay attributes.
 _SUBMODULES = ("analysis", "errors", "expr", "laws", "pack", "regions", "scaling", "schema", "symbols")
