@@ -438,13 +438,17 @@ def _judge_at(claim: Any, level: float, thresholds: tuple[tuple[Any, bool], tupl
     if reasons:
         return ClaimResult(claim.id, claim.text, claim.relation, side_a, side_b, float(level), NOT_RUN,
                            "not run in this preset: " + "; ".join(reasons), claim.provenance, name)
-    if thresholds[0][0] is None:  # both sides run, but no threshold in common
-        return ClaimResult(claim.id, claim.text, claim.relation, side_a, side_b, float(level), NOT_RUN,
-                           "not run in this preset: the two lines share no threshold "
-                           f"in this preset{f' ({preset})' if preset else ''}", claim.provenance, name)
     (thr_a, rel_a), (thr_b, rel_b) = thresholds
-    fit_a = next(f for f in sources[0].fits if f.line == claim.a.line and _same_threshold(f, thr_a, rel_a))
-    fit_b = next(f for f in sources[1].fits if f.line == claim.b.line and _same_threshold(f, thr_b, rel_b))
+    if thr_a is None:  # no threshold: the lines' checks without one (a law's metric against its base), if both have
+        fit_a, fit_b = (next((f for f in source.fits if f.line == side.line and f.threshold is None), None)
+                        for side, source in zip((claim.a, claim.b), sources))
+        if fit_a is None or fit_b is None:  # both sides run, but no threshold in common
+            return ClaimResult(claim.id, claim.text, claim.relation, side_a, side_b, float(level), NOT_RUN,
+                               "not run in this preset: the two lines share no threshold "
+                               f"in this preset{f' ({preset})' if preset else ''}", claim.provenance, name)
+    else:
+        fit_a = next(f for f in sources[0].fits if f.line == claim.a.line and _same_threshold(f, thr_a, rel_a))
+        fit_b = next(f for f in sources[1].fits if f.line == claim.b.line and _same_threshold(f, thr_b, rel_b))
     side_a.note = None if fit_a.fit is not None else fit_a.verdict.reason
     side_b.note = None if fit_b.fit is not None else fit_b.verdict.reason
     return compare_fits(fit_a, fit_b, claim.relation, alpha=level, side_a=side_a, side_b=side_b, claim_id=claim.id,
