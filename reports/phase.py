@@ -171,20 +171,26 @@ def _draw_law(diagram: dict[str, Any], lines: Sequence[dict[str, Any]] | None, a
     return fig
 
 
-def _draw_law_1d(ax: Axes, diagram: dict[str, Any]) -> None:
-    """A band per dominant term along the axis, named with the metric's power of the base there, and that power's
-    exponent drawn as a curve: the slope a measurement along a line at that point tests."""
+def _bands(ax: Axes, diagram: dict[str, Any], key: str):
+    """A one-axis diagram's regions, each shaded as a band: (region, colour, (low, high), xs, the exponent ``key``
+    at xs, the ties' text)."""
     axis = diagram["axes"][0]
-    (x0, x1), = diagram["box_float"]
-    ys_all: list[float] = []
     for index, region in enumerate(diagram["regions"]):
         colour = _REGION_COLOURS[index % len(_REGION_COLOURS)]
         (low,), (high,) = region["vertices_float"][0], region["vertices_float"][-1]
         ax.axvspan(low, high, color=colour, alpha=0.15, linewidth=0)
         xs = [low + (high - low) * i / 60 for i in range(61)]
-        ys = _evaluate(region["exponent"], axis, xs)
-        ys_all.extend(ys)
         tied = f" (= {', '.join(region['tied_with'])})" if region.get("tied_with") else ""
+        yield region, colour, (low, high), xs, _evaluate(region[key], axis, xs), tied
+
+
+def _draw_law_1d(ax: Axes, diagram: dict[str, Any]) -> None:
+    """A band per dominant term along the axis, named with the metric's power of the base there, and that power's
+    exponent drawn as a curve: the slope a measurement along a line at that point tests."""
+    (x0, x1), = diagram["box_float"]
+    ys_all: list[float] = []
+    for region, colour, (low, high), xs, ys, tied in _bands(ax, diagram, "exponent"):
+        ys_all.extend(ys)
         label = law_label(diagram, region)
         against = ", ".join(f"{name}: {power['exponent']}" for name, power in region.get("variables", {}).items())
         ax.plot(xs, ys, color=colour, linewidth=2.2, label=f"{region['dominant']}{tied} dominant: {label}"
@@ -251,13 +257,7 @@ def _draw_1d(ax: Axes, diagram: dict[str, Any]) -> None:
     (x0, x1), = diagram["box_float"]
     lows, highs = [], []
     bounds_drawn: set[str] = set()
-    for index, region in enumerate(diagram["regions"]):
-        colour = _REGION_COLOURS[index % len(_REGION_COLOURS)]
-        (low,), (high,) = region["vertices_float"][0], region["vertices_float"][-1]
-        ax.axvspan(low, high, color=colour, alpha=0.15, linewidth=0)
-        xs = [low + (high - low) * i / 60 for i in range(61)]
-        ys = _evaluate(region["required_param_exponent"], axis, xs)
-        tied = f" (= {', '.join(region['tied_with'])})" if region.get("tied_with") else ""
+    for region, colour, (low, high), xs, ys, tied in _bands(ax, diagram, "required_param_exponent"):
         gap = gap_label(diagram, region)
         ax.plot(xs, ys, color=colour, linewidth=2.2, label=f"required, {region['dominant']}{tied} dominant: "
                 f"{count_label(diagram, region)}" + (f"; {gap}" if gap else ""))
