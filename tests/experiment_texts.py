@@ -11,7 +11,7 @@ import pytest
 from recallkit.empirics.experiment import load_experiment
 from recallkit.theory.errors import InputError
 
-__all__ = ["FAST_LINEAR_FIXED", "TINY_LINEAR_MEMORY", "experiment_load_error", "linear_memory_experiment", "linear_memory_grid",
+__all__ = ["FAST_LINEAR_FIXED", "TINY_LINEAR_MEMORY", "TINY_THREE_STEP_BODY", "experiment_load_error", "linear_memory_experiment", "linear_memory_grid",
            "probe_grid"]
 
 #: [fixed] of a linear memory that reaches its threshold in a few dozen steps (lr 1000: the loss is convex)
@@ -97,3 +97,13 @@ def experiment_load_error(path: str) -> str:
     message = str(info.value)
     assert "\n" not in message and message.startswith(path), message
     return message
+
+
+# a tiny attention-only three-step experiment's line, step sizes and search bounds (the top keys and presets vary)
+TINY_THREE_STEP_BODY = """[[lines]]
+scaling = "N=V*log(V), L=V**0.5"
+[fixed]
+eta = 1.0
+gamma = 1e7
+[search]
+"""

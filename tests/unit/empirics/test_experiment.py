@@ -8,6 +8,7 @@ import pytest
 
 from recallkit.empirics.experiment import SafeExpression, load_experiment
 from recallkit.theory.errors import InputError
+from tests.experiment_texts import TINY_THREE_STEP_BODY
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [
@@ -25,13 +26,7 @@ task = "token_retrieval"
 model = "attention-only"
 trainer = "three_step"
 thresholds = [0.1]
-[[lines]]
-scaling = "N=V*log(V), L=V**0.5"
-[fixed]
-eta = 1.0
-gamma = 1e7
-[search]
-min = 4
+""" + TINY_THREE_STEP_BODY + """min = 4
 max = 64
 [presets.quick]
 V = [32, 64, 128]

@@ -12,6 +12,7 @@ from recallkit.empirics.experiment import experiment_from_dict
 from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore
 from recallkit.theory.errors import InputError
+from tests.experiment_texts import TINY_THREE_STEP_BODY
 
 
 def fake_loss(config: dict) -> float:
@@ -111,13 +112,7 @@ trainer = "three_step"
 metric = "loss"
 {direction}
 thresholds = [0.5, 2.0]
-[[lines]]
-scaling = "N=V*log(V), L=V**0.5"
-[fixed]
-eta = 1.0
-gamma = 1e7
-[search]
-min = 2
+""" + TINY_THREE_STEP_BODY + """min = 2
 max = 64
 [presets.quick]
 V = [32]
