@@ -250,6 +250,9 @@ class DaskExecutor:
                 self.client = Client(scheduler, timeout=30)
             except (OSError, TimeoutError, ValueError) as exc:
                 raise InputError(f"--scheduler: cannot connect to {scheduler}: {exc}") from None
+            except MemoryError:  # something answered, not in Dask's protocol: its bytes read as a huge frame length
+                raise InputError(f"--scheduler: cannot connect to {scheduler}: it answered, but not as a Dask "
+                                 f"scheduler (expected the address of `dask scheduler`, tcp://HOST:PORT)") from None
             self.address = scheduler
 
     def run(self, configs: Sequence[dict]) -> list[dict]:

@@ -51,3 +51,30 @@ def test_executor_flags_are_checked():
         make_executor("local", local_workers=2)
     with pytest.raises(InputError, match="--executor: expected local or dask"):
         make_executor("slurm")
+
+
+def test_a_scheduler_address_that_is_not_a_dask_scheduler_is_one_line():
+    """A --scheduler that answers, but not as a Dask scheduler (here an HTTP reply), ended in numpy's
+    ArrayMemoryError: distributed read the reply as a frame length of 3 EiB."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" * 4)
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        with pytest.raises(InputError, match=rf"^--scheduler: cannot connect to tcp://127.0.0.1:{port}: .*Dask"):
+            make_executor("dask", scheduler=f"tcp://127.0.0.1:{port}")
+    finally:
+        server.close()
