@@ -222,9 +222,11 @@ def fit_boundary_points(
         slope, log_power = _tested_slope(prediction, capacity)
         asymptotic = (slope, log_power)
         extra: dict[str, Any] = {"threshold_relative": relative}
+        line_realised = (realised or {}).get(line) or {}
+        check = threshold_text(threshold, relative)  # "" without a threshold: no per-check prediction
         if slope is not None and not capacity:
-            found = (realised or {}).get(line) or {}
-            own = (found.get("finite_size_by_check") or {}).get(check_id(threshold, relative)) if threshold else None
+            found = line_realised
+            own = (found.get("finite_size_by_check") or {}).get(check)
             if own is not None:  # the finite-size form at this check's own level (e.g. the argmax's accuracy)
                 found = {**found, "finite_size": own}
                 extra["finite_size_at"] = "the check's own level"
@@ -240,8 +242,8 @@ def fit_boundary_points(
             result = fit_points(group, options, capacity=capacity)
         if asymptotic[0] is not None and extra.get("prediction_compared"):
             extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
-        within = ((realised or {}).get(line) or {}).get("finite_size_within_ceiling") or {}
-        capped = within.get(check_id(threshold, relative)) if threshold else None
+        within = line_realised.get("finite_size_within_ceiling") or {}
+        capped = within.get(check)
         if capped is not None and capped.get("slope") is not None and result.fit is not None:
             # beside the tested one: the same form at the level within the instance's ceiling (DERIVATION of the
             # system: where the ceiling is a cap, a fraction of it asks for a fixed level among the inputs it allows)
@@ -378,14 +380,14 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
         try:
             if hook is not None:
                 entry["finite_size"] = _finite_size(plan, line, runs, hook)
-                by_check = {check_id(*key): _finite_size(plan, line, runs, hook, targets)
+                by_check = {threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
                             for key, targets in _check_targets(sweep, line.label).items()}
                 line_slope = (entry["finite_size"] or {}).get("slope")
                 if line_slope is not None and any(found is not None and abs(found["slope"] - line_slope) > 1e-9
                                                   for found in by_check.values()):  # the form reads the level
                     entry["finite_size_by_check"] = by_check
                     entry["finite_size_within_ceiling"] = {
-                        check_id(*key): _finite_size(plan, line, runs, hook, targets)
+                        threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
                         for key, targets in _check_targets(sweep, line.label, within_ceiling=True).items()}
         except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
             entry = {"error": str(exc)}
@@ -402,11 +404,6 @@ def _mean_metrics(runs: list[ProbeRun], skip: set[str]) -> dict[str, float]:
             if key not in skip and isinstance(value, (int, float)) and not isinstance(value, bool):
                 sums.setdefault(key, []).append(value)
     return {key: sum(values) / len(values) for key, values in sums.items()}
-
-
-def check_id(threshold: float, relative: bool) -> str:
-    """A check's key among a line's per-check predictions (JSON keys are strings): "0.1" or "0.25 x ceiling"."""
-    return f"{float(threshold):g} x ceiling" if relative else f"{float(threshold):g}"
 
 
 def _check_targets(sweep: Any, line: str, within_ceiling: bool = False) -> dict[tuple[float, bool], dict[Any, float]]:
@@ -613,7 +610,7 @@ def _realised(plan: Plan, sweep: Any, cache: Any) -> dict[str, Any]:
     if system is not None and system.finite_size and not system.finite_size.startswith("recallkit."):
         cache = None
     inputs = [repr(plan.experiment), repr(plan.pack), plan.realised, list(getattr(sweep, "runs", None) or []),
-              {f"{line.label} {check_id(*key)} {within}": targets for line in plan.experiment.lines
+              {f"{line.label} {threshold_text(*key)} {within}": targets for line in plan.experiment.lines
                for within in (False, True)
                for key, targets in _check_targets(sweep, line.label, within_ceiling=within).items()}]
     return cached_document(cache, "realised predictions", inputs, lambda: realised_predictions(plan, sweep))
