@@ -33,11 +33,9 @@ def term_probe_entry(context: Any) -> dict | None:
     except RecallkitError as exc:
         print(f"error: term probes: {exc} (continuing)", file=context.log)
         return None
-    if pack == DEFAULT_PACK["token_retrieval"]:
-        return {"name": "token_retrieval_probes", "kind": "term_probes",
-                "title": "Token retrieval: term-by-term probes", "probes": doc}
-    return {"name": f"{pack}_probes", "kind": "term_probes", "title": f"Token retrieval: term-by-term probes ({pack})",
-            "probes": doc}
+    main = pack == DEFAULT_PACK["token_retrieval"]  # the main job's entry keeps its name and title
+    return {"name": "token_retrieval_probes" if main else f"{pack}_probes", "kind": "term_probes",
+            "title": "Token retrieval: term-by-term probes" + ("" if main else f" ({pack})"), "probes": doc}
 
 
 # V = 32..128 on both lines, two decoders, two observations, three seeds: about 25 s on one CPU thread. Three-step GD is
