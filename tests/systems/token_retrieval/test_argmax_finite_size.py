@@ -162,6 +162,20 @@ def test_the_medium_preset_reaches_1024_with_the_ceiling_at_2v_everywhere():
     assert medium.search.max >= 2 * max(medium.base_values)
 
 
+def test_the_attention_only_probes_have_a_medium_grid_that_keeps_assumption_1():
+    """`report tr_fig2_attention_only --preset medium` probes the attention-only terms at this grid: each axis over
+    five points, the base N >= V log V at every V it varies (the attention fraction drifts below it, §8)."""
+    from recallkit.systems.token_retrieval.judge import load_probe_grid
+
+    quick = load_probe_grid("token_retrieval", "token_retrieval_attn", "quick")
+    grid = load_probe_grid("token_retrieval", "token_retrieval_attn", "medium")
+    assert all(len(values) == 5 for values in grid.vary.values()) and len(grid.seeds) > len(quick.seeds)
+    for name, values in grid.vary.items():  # twice the quick preset's log range on every axis
+        wide, narrow = max(values) / min(values), max(quick.vary[name]) / min(quick.vary[name])
+        assert math.log(wide) == pytest.approx(2 * math.log(narrow))
+    assert all(grid.base["N"] >= V * math.log(V) for V in grid.vary["V"])
+
+
 def test_an_accuracy_at_or_below_chance_has_no_finite_size_form():
     # at V = 8 chance is 0.125: accuracy 0.1 needs no signal at all (argmax_snr < 0), so no signal-to-noise
     # ratio can be inverted for d there, and the hook says so (the prediction then falls back to the realised grid)
