@@ -9,13 +9,14 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
+from recallkit.empirics.records import threshold_text
 from recallkit.reports import render
 from recallkit.reports.style import PAGE_LANDSCAPE, cut_lines, new_figure, style_context, wrap_lines
 
 __all__ = ["appendix_items", "appendix_chunks", "appendix_page", "appendix_pages"]
 
 _APPENDIX_FONT = 7.5
-_APPENDIX_WIDTH = 205  # characters per line of the appendix (a landscape page holds about 220 at 7.5 pt)
+_APPENDIX_WIDTH = 195  # characters per line of the appendix (at 205 a long reason ran off the page's right edge)
 _APPENDIX_LINES = 53  # (0.92 - 0.03) of the page at 7.5 pt x 1.3
 
 
@@ -33,7 +34,7 @@ def appendix_items(rows: Sequence[dict], section_of: dict[str, str]) -> list[tup
             continue
         thr = r.get("threshold")
         head = (f"[{r.get('check')}] {section_of.get(r['experiment'], r['experiment'])}: {r.get('line') or ''}"
-                + (f", threshold {float(thr):g}" if thr is not None else "")
+                + (f", threshold {threshold_text(thr, bool(r.get('threshold_relative')))}" if thr is not None else "")
                 + (f", {r.get('metric')} against {r['variable']}" if r.get("kind") == "law" and r.get("variable") else ""))
         body = [line for text in reasons for line in wrap_lines(text, _APPENDIX_WIDTH, initial_indent="    ",
                                                                  subsequent_indent="    ")]

@@ -226,6 +226,18 @@ def test_appendix_has_every_reason_in_full_and_pages_cut_them(built):
     assert f"{decided[0]['verdict']} by the quick preset (V = 64 .. 512, 4 values; 6 seeds):" in appendix
 
 
+def test_appendix_names_a_relative_threshold_as_a_fraction_of_the_ceiling():
+    """The appendix headed a check at 0.25 of the ceiling 'threshold 0.25', the label of an absolute threshold."""
+    from recallkit.reports.appendix import appendix_items
+
+    rows = [{"check": 4, "experiment": "e", "line": "l", "threshold": 0.25, "threshold_relative": True,
+             "verdict": "inconsistent", "verdict_reason": "r"},
+            {"check": 5, "experiment": "e", "line": "l", "threshold": 0.1, "verdict": "consistent",
+             "verdict_reason": "r"}]
+    assert [head for head, _ in appendix_items(rows, {})] == ["[4] e: l, threshold 0.25 x ceiling",
+                                                               "[5] e: l, threshold 0.1"]
+
+
 def test_report_bytes_change_with_the_date(tmp_path, monkeypatch):
     # the reproducibility test can fail: a different SOURCE_DATE_EPOCH must give different bytes
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764493200")
