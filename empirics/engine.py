@@ -123,7 +123,7 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
     shared = {
         "device": describe(device),
         "threads": torch.get_num_threads(),
-        "math_path": math_path(),
+        "math_path": math_path(str(device) if device.type == "cuda" else None),
         "torch_version": torch.__version__,
         "batch_wall_time_s": elapsed,
         "batched_models": len(cfgs),

@@ -60,13 +60,19 @@ def pin_math_library() -> None:
     os.environ.setdefault(MKL_ENV, pinned_branch())
 
 
-@lru_cache(maxsize=1)
-def math_path() -> str:
-    """The code path of this process's arithmetic, recorded with every row, e.g.
-    ``"cpu AVX512, MKL_CBWR=AVX2"``; ``", MKL unpinned"`` when torch was imported before recallkit and
-    MKL may already have chosen its own path (then batch independence is not promised)."""
+@lru_cache(maxsize=8)
+def math_path(device: str | None = None) -> str:
+    """The code path of this process's arithmetic on ``device`` (the CPU when None), recorded with every row,
+    e.g. ``"cpu AVX512, MKL_CBWR=AVX2"``; ``", MKL unpinned"`` when torch was imported before recallkit and
+    MKL may already have chosen its own path (then batch independence is not promised). On a CUDA device:
+    its compute capability, the CUDA runtime torch was built with and whether float32 matmuls may use TF32,
+    e.g. ``"cuda sm_90, CUDA 13.0, TF32 off"`` (the CPU's path does not touch a GPU run's arithmetic)."""
     import torch  # here: the caller has torch loaded already (it is training)
 
+    if device is not None and str(device).startswith("cuda"):
+        major, minor = torch.cuda.get_device_capability(torch.device(device))
+        tf32 = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
+        return f"cuda sm_{major}{minor}, CUDA {torch.version.cuda}, TF32 {tf32}"
     capability = torch.backends.cpu.get_cpu_capability()
     if not torch.backends.mkl.is_available():
         return f"cpu {capability}, no MKL"
