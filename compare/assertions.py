@@ -231,6 +231,12 @@ def fit_boundary_points(
                 found = {**found, "finite_size": own}
                 extra["finite_size_at"] = "the check's own level"
             slope, log_power = _prefer_realised(slope, log_power, found, extra)
+            every = (line_realised.get("all_terms_by_check") or {}).get(check)
+            if every is not None and every.get("slope") is not None:  # every term at once (the system's hook)
+                binding = slope
+                slope, log_power = float(every["slope"]), 0.0
+                extra.update(predicted_slope_all_terms=slope, prediction_compared="all terms",
+                             all_terms_d={str(V): d for V, d in every["d"].items()})
         options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
                              delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
                              bootstrap_seed=bootstrap_seed)
@@ -242,6 +248,11 @@ def fit_boundary_points(
             result = fit_points(group, options, capacity=capacity)
         if asymptotic[0] is not None and extra.get("prediction_compared"):
             extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
+        if extra.get("prediction_compared") == "all terms" and result.fit is not None:
+            # beside the tested one: the binding terms alone (the finite-size form the check was tested against
+            # before the system predicted it from every term)
+            other = decide(result.fit, binding, delta=delta if delta is not None else DEFAULT_DELTA, alpha=alpha)
+            extra.update(verdict_binding_terms=other.verdict)
         within = line_realised.get("finite_size_within_ceiling") or {}
         capped = within.get(check)
         if capped is not None and capped.get("slope") is not None and result.fit is not None:
@@ -370,6 +381,7 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
         return out
     system = registry.system_of_pack(experiment.pack)
     hook = registry.load_object(system.finite_size) if system is not None and system.finite_size else None
+    all_terms = registry.load_object(system.all_terms) if hook is not None and system.all_terms else None
     runs = list(getattr(sweep, "runs", None) or [])
     for line in experiment.lines:
         realised = plan.realised.get(line.label) or {}
@@ -389,6 +401,10 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
                     entry["finite_size_within_ceiling"] = {
                         threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
                         for key, targets in _check_targets(sweep, line.label, within_ceiling=True).items()}
+                if all_terms is not None and entry["finite_size"] is not None:
+                    entry["all_terms_by_check"] = {
+                        threshold_text(*key): all_terms(pack.name, entry["finite_size"], targets)
+                        for key, targets in _check_targets(sweep, line.label).items()}
         except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
             entry = {"error": str(exc)}
         out[line.label] = entry

@@ -77,12 +77,15 @@ def format_table(doc: dict) -> str:
                      + (f" by {f['decided_by']}" if f.get("decided_by") else "") + f": {f['verdict_reason']}")
         compared = f.get("prediction_compared")
         if compared:
-            parts = [f"{name} {f[key]:.3f}" for name, key in (("finite-size", "predicted_slope_finite_size"),
+            parts = [f"{name} {f[key]:.3f}" for name, key in (("all terms", "predicted_slope_all_terms"),
+                                                                ("finite-size", "predicted_slope_finite_size"),
                                                                 ("realised grid", "predicted_slope_realised"),
                                                                 ("asymptotic", "predicted_slope_asymptotic"))
                      if f.get(key) is not None]
             lines.append(f"    predictions: {', '.join(parts)}; the verdict is against the {compared} one; against "
                          f"the asymptotic one: {f.get('verdict_asymptotic')}")
+            if f.get("verdict_binding_terms") is not None:
+                lines.append(f"    against the finite-size one (the binding terms alone): {f['verdict_binding_terms']}")
             if f.get("predicted_slope_within_ceiling") is not None:
                 lines.append(f"    within the ceiling (the level as a fraction of each instance's ceiling, as if the "
                              f"ceiling were a cap): {f['predicted_slope_within_ceiling']:.3f}, "

@@ -159,6 +159,9 @@ class System:
       metric's value that check's boundary reaches at that row, with ``target_metric`` its name, so a form that
       depends on the level asked for is taken at it); None where the system has no finite-size form;
       with ``term=None`` it returns the constants it used (shown with the prediction);
+    - ``all_terms``: ``"module:function"`` ``(pack, finite_size, targets) -> {"slope", "d", ...} | None``: one
+      check's boundary from every term of the pack at once, given the line's finite-size prediction and the level
+      the check's boundary reaches per base value; where it gives a slope the check is tested against it;
     - ``trainers``: ``"module:attribute"`` of each :class:`Trainer` the system adds to the shipped ones
       (imported the first time a trainer is looked up, see :func:`system_trainers`);
     - ``page_kinds``: the summary kinds whose pages this system draws.
@@ -174,6 +177,7 @@ class System:
     report_steps: tuple[str, ...] = ()
     probe: str | None = None
     finite_size: str | None = None
+    all_terms: str | None = None
     trainers: tuple[str, ...] = ()
     page_kinds: tuple[PageKind, ...] = ()
 

@@ -19,6 +19,7 @@ SYSTEM = System(
     report_steps=(f"{__name__}.steps:term_probe_entry", f"{__name__}.steps:gradient_access_entry"),
     probe=f"{__name__}.judge:run_probe",
     finite_size=f"{__name__}.judge:finite_size_factor",
+    all_terms=f"{__name__}.judge:all_terms_prediction",
     page_kinds=(PageKind("term_probes", pages=f"{__name__}.pages:probe_pages", rows=f"{__name__}.pages:summary_rows",
                          compared="each term's fitted exponent against the pack's, per variable (TOST)",
                          own_intro=True),

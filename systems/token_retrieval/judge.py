@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 import sympy as sp
 import torch  # loaded by term_probes below anyway
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from recallkit.compare.fits import finite_range_slope, fit_slope
 from recallkit.compare.verdicts import decide, decide_numbers, undecidable
@@ -545,15 +545,15 @@ PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01,
                     "trigger_overlap": 1.86, "trigger_crosstalk_positions": 1.27}
 
 
-def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapping[int, float], reference_V: int,
-                            accuracy: float | None = None, constants: Mapping[str, float] | None = None
-                            ) -> dict[str, Any]:
+def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapping[int, float] | None,
+                            reference_V: int | None, accuracy: float | Mapping[int, float] | None = None,
+                            constants: Mapping[str, float] | None = None, C: float | None = None) -> dict[str, Any]:
     """The boundary along one line from every noise term at once (DERIVATION.md §11), not from the binding ones:
     at each realised row (``line_prediction``: a fit document's prediction of the line, whose finite-size points and
     constants give V, N, L and the measured attention) the smallest d with signal >= C g(V) sqrt(sum of the terms'
     spreads squared), each term in its finite-size form times ``constants`` (default 1), g the union bound sqrt(log V)
     (``accuracy`` None) or :func:`argmax_snr` at ``accuracy``, and C fitted so that the d at ``reference_V`` is the
-    measured ``boundary_d`` there. Returns the d per V (inf where the d-free terms alone exceed the signal), the
+    measured ``boundary_d`` there, or given (``C``: then no boundary is read, and the prediction uses no run). Returns the d per V (inf where the d-free terms alone exceed the signal), the
     least-squares slope of log d^2 on log V over the finite ones, each term's share of the noise variance at them
     and C."""
     pack = load_pack(line_prediction["pack"])
@@ -581,10 +581,13 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         return signal / math.sqrt(sum(v * v for v in noise.values()))
 
     def needed(V: int) -> float:
-        return math.sqrt(math.log(V)) if accuracy is None else argmax_snr(accuracy, V)
+        if accuracy is None:
+            return math.sqrt(math.log(V))
+        return argmax_snr(float(accuracy[V] if isinstance(accuracy, Mapping) else accuracy), V)
 
-    reference = next(row for row in rows if row["V"] == reference_V)
-    C = ratio(reference, float(boundary_d[reference_V])) / needed(reference_V)
+    if C is None:
+        reference = next(row for row in rows if row["V"] == reference_V)
+        C = ratio(reference, float(boundary_d[reference_V])) / needed(reference_V)
     found: dict[int, float] = {}
     for row in rows:
         gap = lambda log_d, row=row: math.log(ratio(row, math.exp(log_d))) - math.log(C * needed(row["V"]))  # noqa: E731
@@ -599,6 +602,55 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
             total = sum(v * v for v in noise.values())
             shares[row["V"]] = {name: v * v / total for name, v in noise.items()}
     return {"d": found, "slope": slope, "shares": shares, "C": C}
+
+def count_cap(V: int, N: int) -> float:
+    """The accuracy three steps cannot exceed however large d is, from the label counts alone (DERIVATION.md §11.3):
+    the count part of the mean bias gives label k the logit A^2 (n_k / N - 1/V) on every input, and the signal gives
+    the correct label A^2 n_x / N more, where n_x is the test token's training count. Since labels are a permutation
+    of tokens, the correct label's own count is n_x too, so as d grows the correct label wins exactly when
+    2 n_x > max over the other labels of n_k: inputs of frequent tokens can be right, those of rare ones cannot.
+    With the counts i.i.d. Poisson(N / V) (ties counted half) this is E_x[P(max_k n_k < 2 n_x)]: on N ~ V log V it
+    stays near 0.3 (0.34 at V = 128, 0.26 at 2048), on N ~ V^1.5 it rises to 1 (0.58, 0.94)."""
+    if not (isinstance(V, int) and V >= 2 and isinstance(N, int) and N >= 1):
+        raise InputError(f"count_cap: expected integers V >= 2 and N >= 1, got V={V!r}, N={N!r}")
+    lam = N / V
+    counts = np.arange(0, int(lam + 12 * math.sqrt(lam) + 30))
+    pmf, cdf = stats.poisson.pmf(counts, lam), stats.poisson.cdf(counts, lam)
+    below = np.where(counts >= 1, cdf[np.clip(2 * counts - 1, 0, len(cdf) - 1)] ** (V - 1), 0.0)
+    at = cdf[np.clip(2 * counts, 0, len(cdf) - 1)] ** (V - 1)
+    return float(np.sum(pmf * (below + 0.5 * (at - below))))
+
+
+# The packs whose checks are predicted from every noise term at once (DERIVATION.md §11.3), with the constant each
+# term is taken at: the attention-only pack, whose terms the probes measured (PROBED_CONSTANTS, quick-preset
+# boundaries). The attention-MLP pack's MLP terms have no probed constants; it keeps the binding terms.
+ALL_TERMS_CONSTANTS = {"token_retrieval_attn": PROBED_CONSTANTS}
+
+
+def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Mapping[int, float]
+                         ) -> dict[str, Any] | None:
+    """The registry's all-terms hook (``System.all_terms``): one check's boundary along a line from every noise term
+    at once, no constant fitted (DERIVATION.md §11.3). At each realised row (``finite_size``: the line's finite-size
+    prediction, whose points and constants give V, N, L and the measured attention) the smallest d at which the
+    signal is :func:`argmax_snr` at the check's level (``targets``: V -> the accuracy the check's boundary reaches
+    there) times the spread of the summed noise, each term in its finite-size form times its probed constant
+    (:data:`ALL_TERMS_CONSTANTS`): the Gaussian argmax over the whole noise, the d-free floor (``mean_bias_counts``)
+    included, so the prediction reads the level against the line's cap without being told which reading applies.
+    Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it; None
+    for another pack, a row without a target, or a target the floor alone keeps out of reach (no finite d)."""
+    constants = ALL_TERMS_CONSTANTS.get(pack)
+    points = (finite_size or {}).get("points") or []
+    if constants is None or not points or any(int(p["V"]) not in targets for p in points):
+        return None
+    if any(not 1.0 / int(p["V"]) < float(targets[int(p["V"])]) < 1.0 for p in points):
+        return None  # at or below chance the argmax needs no signal; at 1 it needs an infinite one
+    found = sum_of_terms_prediction({"pack": pack, "realised": {"finite_size": finite_size}}, None, None,
+                                    accuracy={int(V): float(t) for V, t in targets.items()}, constants=constants,
+                                    C=1.0)
+    if found["slope"] is None or not all(math.isfinite(d) for d in found["d"].values()):
+        return None
+    return {"slope": found["slope"], "d": {int(V): d for V, d in found["d"].items()}, "shares": found["shares"]}
+
 
 def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:
     """The raw fit judged against the finite-size prediction: the slope, over the same rows, of log of

@@ -210,8 +210,12 @@ def test_the_verdict_is_taken_at_each_checks_own_accuracy():
     boundary = [{"line": label, "threshold": 0.15, "seed": s, "V": v, "d": 10 * v ** 0.9, "param_count": 100 * v ** 1.8}
                 for v in values for s in (0, 1, 2)]
     result = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}}, realised={label: found})[0]
-    assert result.to_dict()["predicted_slope"] == pytest.approx(1.800, abs=0.002)
+    assert result.extra["predicted_slope_finite_size"] == pytest.approx(1.800, abs=0.002)
     assert result.extra["finite_size_at"] == "the check's own level"
+    # (the tested one is every term at once at the same level, test_all_terms.py; without it, this one)
+    alone = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}},
+                                realised={label: {k: v for k, v in found.items() if k != "all_terms_by_check"}})[0]
+    assert alone.to_dict()["predicted_slope"] == pytest.approx(1.800, abs=0.002)
     # beside it, the level within each instance's ceiling (where the ceiling is a cap): a fraction of the ceiling is
     # that fixed accuracy, an absolute threshold the threshold over the ceiling (left out where it is above it)
     within = found["finite_size_within_ceiling"]
