@@ -226,11 +226,22 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
     return fig
 
 
+def _other_readings(fit: dict) -> list[str]:
+    """The predictions compare judged a check against beside the tested one: the binding terms alone where the
+    tested one is every term at once, and the level within the instance's ceiling (the other reading of a threshold
+    when the ceiling is a cap), e.g. ["binding terms alone: 1.76, inconclusive", "within the ceiling: 2.29, ..."]."""
+    out = []
+    if fit.get("verdict_binding_terms") is not None and fit.get("predicted_slope_finite_size") is not None:
+        out.append(f"binding terms alone: {fit['predicted_slope_finite_size']:.2f}, {fit['verdict_binding_terms']}")
+    if fit.get("predicted_slope_within_ceiling") is not None:
+        out.append(f"within the ceiling: {fit['predicted_slope_within_ceiling']:.2f}, {fit.get('verdict_within_ceiling')}")
+    return out
+
+
 def _within_ceiling(fit: dict) -> str:
-    """" (within the ceiling: 2.29, consistent)" where compare read the check's level within the instance's ceiling
-    too (the other reading of a threshold when the ceiling is a cap), else ""."""
-    within = fit.get("predicted_slope_within_ceiling")
-    return "" if within is None else f" (within the ceiling: {within:.2f}, {fit.get('verdict_within_ceiling')})"
+    """" (binding terms alone: 1.76, inconclusive; within the ceiling: 2.29, consistent)" or ""."""
+    others = _other_readings(fit)
+    return f" ({'; '.join(others)})" if others else ""
 
 
 def threshold_label(fit: dict) -> str:
@@ -323,6 +334,9 @@ def _caption(fig: Figure, fit: dict) -> None:
         width = int(fig.get_figwidth() * 13)
         fig.get_layout_engine().set(h_pad=0.1)
         text = short_reason(reason, fit, width)
+        if fit.get("verdict_binding_terms") is not None and fit.get("predicted_slope_finite_size") is not None:
+            text += (f"\nthe binding terms alone (the finite-size form before every term was summed): prediction "
+                     f"{fit['predicted_slope_finite_size']:.2f}, {fit['verdict_binding_terms']}")
         within = fit.get("predicted_slope_within_ceiling")
         if within is not None:  # the other reading of the level, where the instance's ceiling is a cap
             text += (f"\nwithin the ceiling (the level as a fraction of each instance's ceiling): prediction "

@@ -248,6 +248,21 @@ def test_fit_grid_names_the_within_ceiling_reading_next_to_the_verdict():
     assert "within the ceiling" not in text.splitlines()[1]
 
 
+def test_fit_grid_and_caption_name_the_binding_terms_verdict_beside_the_all_terms_one():
+    """A check tested against every term at once keeps the binding terms' prediction and verdict beside it."""
+    _, _, fits = synthetic_line()
+    first = dict(fits[0], verdict_reason="r", prediction_compared="all terms", predicted_slope_finite_size=1.763,
+                 verdict_binding_terms="inconclusive", predicted_slope_within_ceiling=1.477,
+                 verdict_within_ceiling="consistent")
+    fig = figures.fit_grid([first, *[dict(f, verdict_reason="r") for f in fits[1:]]], title="t")
+    text = next(t.get_text() for t in fig.texts if t.get_text().startswith("(1)"))
+    assert "(binding terms alone: 1.76, inconclusive; within the ceiling: 1.48, consistent): r" in text.splitlines()[0]
+    assert "binding terms" not in text.splitlines()[1]
+    single = figures.fit_plot(first)
+    caption = single._supxlabel.get_text()
+    assert "the binding terms alone" in caption and "1.76, inconclusive" in caption
+
+
 def test_fit_plot_without_slope_shows_reason():
     _, _, fits = synthetic_line()
     fit = dict(fits[0], slope=None, intercept=None, verdict="inconclusive", verdict_reason="only 2 distinct x")
