@@ -231,8 +231,10 @@ def fit_boundary_points(
                 found = {**found, "finite_size": own}
                 extra["finite_size_at"] = "the check's own level"
             slope, log_power = _prefer_realised(slope, log_power, found, extra)
-            every = (line_realised.get("all_terms_by_check") or {}).get(check)
-            if every is not None and every.get("slope") is not None:  # every term at once (the system's hook)
+            every = (line_realised.get("all_terms_by_check") or {}).get(check) or {}
+            if every.get("note"):  # an effect the system names for this line (e.g. a cap on its accuracy)
+                extra["prediction_note"] = every["note"]
+            if every.get("slope") is not None:  # every term at once (the system's hook)
                 binding = slope
                 slope, log_power = float(every["slope"]), 0.0
                 extra.update(predicted_slope_all_terms=slope, prediction_compared="all terms",

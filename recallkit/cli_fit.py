@@ -84,6 +84,8 @@ def format_table(doc: dict) -> str:
                      if f.get(key) is not None]
             lines.append(f"    predictions: {', '.join(parts)}; the verdict is against the {compared} one; against "
                          f"the asymptotic one: {f.get('verdict_asymptotic')}")
+            if f.get("prediction_note"):
+                lines.append(f"    note: {f['prediction_note']}")
             if f.get("verdict_binding_terms") is not None:
                 lines.append(f"    against the finite-size one (the binding terms alone): {f['verdict_binding_terms']}")
             if f.get("predicted_slope_within_ceiling") is not None:

@@ -198,6 +198,8 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
         chars = int(width_in * 15)
         reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_within_ceiling(fit)}: {fit['verdict_reason']}",
                                 fit, chars) for i, fit in enumerate(fits) if fit.get("verdict_reason")]
+        notes = dict.fromkeys(str(fit["prediction_note"]) for fit in fits if fit.get("prediction_note"))
+        reasons += [cut_lines(f"note: {note}", chars, max_lines=2) for note in notes]  # once per page, not per panel
         reason_text = "\n".join(reasons)
         reason_h = (reason_text.count("\n") + 1) * line_h if reasons else 0.0
         if reasons:
@@ -341,6 +343,8 @@ def _caption(fig: Figure, fit: dict) -> None:
         if within is not None:  # the other reading of the level, where the instance's ceiling is a cap
             text += (f"\nwithin the ceiling (the level as a fraction of each instance's ceiling): prediction "
                      f"{within:.2f}, {fit.get('verdict_within_ceiling')}")
+        if fit.get("prediction_note"):  # the effect the system names for this line
+            text += "\n" + cut_lines(f"note: {fit['prediction_note']}", width, max_lines=2)
         fig.supxlabel(text, fontsize=8, ha="center", color="0.25")
 
 

@@ -190,6 +190,7 @@ def summary_entries(summary: dict) -> list[dict]:
                 "verdict_binding_terms": fit.get("verdict_binding_terms"),
                 "predicted_slope_within_ceiling": fit.get("predicted_slope_within_ceiling"),
                 "verdict_within_ceiling": fit.get("verdict_within_ceiling"),
+                "prediction_note": fit.get("prediction_note"),
                 "verdict_asymptotic": fit.get("verdict_asymptotic"),
                 "n_points": fit.get("n_points"),
                 "n_censored": len(fit.get("censored") or []),

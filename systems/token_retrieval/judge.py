@@ -636,20 +636,29 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     there) times the spread of the summed noise, each term in its finite-size form times its probed constant
     (:data:`ALL_TERMS_CONSTANTS`): the Gaussian argmax over the whole noise, the d-free floor (``mean_bias_counts``)
     included, so the prediction reads the level against the line's cap without being told which reading applies.
-    Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it; None
-    for another pack, a row without a target, or a target the floor alone keeps out of reach (no finite d)."""
+    Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it, and a
+    ``note`` where the label counts cap the line's accuracy at a level that does not rise with V (:func:`count_cap`:
+    the effect that makes a fraction of such a line's ceiling a level among the inputs that can be right); slope
+    None for a row without a target or a target the floor alone keeps out of reach (no finite d); None for another
+    pack."""
     constants = ALL_TERMS_CONSTANTS.get(pack)
     points = (finite_size or {}).get("points") or []
-    if constants is None or not points or any(int(p["V"]) not in targets for p in points):
+    if constants is None or not points:
         return None
-    if any(not 1.0 / int(p["V"]) < float(targets[int(p["V"])]) < 1.0 for p in points):
-        return None  # at or below chance the argmax needs no signal; at 1 it needs an infinite one
+    caps = [count_cap(int(p["V"]), int(p["N"])) for p in points]
+    out: dict[str, Any] = {"slope": None, "count_cap": {int(p["V"]): c for p, c in zip(points, caps)}}
+    if caps[-1] <= caps[0]:
+        out["note"] = (f"the label counts cap this line's accuracy at {min(caps):.2f}-{max(caps):.2f}, not rising with "
+                       f"V (count_cap, DERIVATION.md §11.3): inputs of rare tokens cannot be right at any d, so a "
+                       f"fraction of its ceiling is a level among those that can (the within-ceiling reading)")
+    if any(int(p["V"]) not in targets or not 1.0 / int(p["V"]) < float(targets[int(p["V"])]) < 1.0 for p in points):
+        return out  # no target, or at or below chance (no signal needed) or at 1 (an infinite one)
     found = sum_of_terms_prediction({"pack": pack, "realised": {"finite_size": finite_size}}, None, None,
                                     accuracy={int(V): float(t) for V, t in targets.items()}, constants=constants,
                                     C=1.0)
-    if found["slope"] is None or not all(math.isfinite(d) for d in found["d"].values()):
-        return None
-    return {"slope": found["slope"], "d": {int(V): d for V, d in found["d"].items()}, "shares": found["shares"]}
+    if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
+        out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
+    return out
 
 
 def _finite_size_fit(rows, grid, term, variable, stat, fit_entry, statistic) -> dict[str, Any]:

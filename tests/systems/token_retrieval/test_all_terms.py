@@ -63,21 +63,23 @@ def test_a_higher_level_needs_more_d_and_the_floor_sets_how_the_slope_moves_with
              for level in (0.1, 0.2, 0.3)}
     assert all(found[0.2]["d"][V] > found[0.1]["d"][V] for V in found[0.1]["d"])
     assert found[0.2]["slope"] > found[0.1]["slope"] + 0.3
-    assert found[0.3] is None  # a level the floor alone keeps out of reach has no finite d: no prediction
+    assert found[0.3]["slope"] is None  # a level the floor alone keeps out of reach has no finite d: no prediction
+    # and the line names the effect: its label-count cap does not rise with V
+    assert "label counts cap this line's accuracy at 0.26-0.33" in found[0.1]["note"]
     # N ~ V^1.5: the floor falls away as V grows, so a higher level is shallower (the run: 1.585, 1.555, 1.473)
     label = "N=V**1.5, L=V**0.5"
     slopes = [all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))["slope"]
               for level in (0.1, 0.125, 0.15)]
     assert slopes == sorted(slopes, reverse=True) and slopes[0] - slopes[-1] > 0.05
+    assert "note" not in all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(0.1, label))
 
 
 def test_no_prediction_outside_what_it_covers():
     label = "N=V**1.5, L=V**0.5"
     fs, targets = _finite_size(label), _at(0.1, label)
     assert all_terms_prediction("token_retrieval", fs, targets) is None  # the attention-MLP pack: no probed constants
-    assert all_terms_prediction("token_retrieval_attn", fs, {**targets, 2048: 1 / 4096}) is None  # below chance
-    assert all_terms_prediction("token_retrieval_attn", fs, {**targets, 2048: 1.0}) is None
-    assert all_terms_prediction("token_retrieval_attn", fs, {V: t for V, t in targets.items() if V != 512}) is None
+    for bad in ({**targets, 2048: 1 / 4096}, {**targets, 2048: 1.0}, {V: t for V, t in targets.items() if V != 512}):
+        assert all_terms_prediction("token_retrieval_attn", fs, bad)["slope"] is None  # below chance, at 1, missing
     assert set(ALL_TERMS_CONSTANTS) == {"token_retrieval_attn"} and ALL_TERMS_CONSTANTS["token_retrieval_attn"] is PROBED_CONSTANTS
 
 
@@ -110,6 +112,7 @@ def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms
     assert result.extra["predicted_slope_finite_size"] == pytest.approx(BINDING_01[label], abs=0.02)
     assert result.extra["verdict_binding_terms"] in ("consistent", "inconsistent", "inconclusive")
     assert set(result.extra["all_terms_d"]) == {str(V) for V, _, _ in rows}
+    assert "prediction_note" not in result.extra  # this line's count cap rises with V: no note
     assert math.isclose(out["slope"], 1.58, abs_tol=1e-6)
 
 

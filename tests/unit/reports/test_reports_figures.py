@@ -261,6 +261,16 @@ def test_fit_grid_and_caption_name_the_binding_terms_verdict_beside_the_all_term
     single = figures.fit_plot(first)
     caption = single._supxlabel.get_text()
     assert "the binding terms alone" in caption and "1.76, inconclusive" in caption
+    assert "note:" not in caption
+
+
+def test_a_note_the_system_attaches_to_a_line_is_on_its_page_once():
+    _, _, fits = synthetic_line()
+    noted = [dict(f, verdict_reason="r", prediction_note="the counts cap this line") for f in fits]
+    fig = figures.fit_grid(noted, title="t")
+    texts = "\n".join(t.get_text() for t in fig.texts)
+    assert texts.count("note: the counts cap this line") == 1
+    assert "note: the counts cap this line" in figures.fit_plot(noted[0])._supxlabel.get_text()
 
 
 def test_fit_plot_without_slope_shows_reason():
