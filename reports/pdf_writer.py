@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from pypdf import PdfReader, PdfWriter
 from pypdf.annotations import Link
-from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject
+from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, IndirectObject, NameObject
 
 from recallkit.reports import render
 from recallkit.reports.contents import contents_links
@@ -41,8 +41,15 @@ def append_content(page, data: bytes) -> None:
         obj.set_data(content)
         return writer._add_object(obj)
 
-    contents = page["/Contents"]
-    parts = list(contents.get_object()) if isinstance(contents.get_object(), ArrayObject) else [contents]
+    # raw_get: the reference, not the stream it points to. A content stream must be an indirect object, and
+    # page["/Contents"] resolves it (pypdf 7 then wrote the stream itself into the array, where pdfium, MuPDF and
+    # poppler ignore it: every joined page rendered blank)
+    contents = page.raw_get("/Contents")
+    resolved = contents.get_object()
+    if isinstance(resolved, ArrayObject):
+        parts = [part if isinstance(part, IndirectObject) else writer._add_object(part) for part in resolved]
+    else:
+        parts = [contents if isinstance(contents, IndirectObject) else writer._add_object(resolved)]
     page[NameObject("/Contents")] = ArrayObject([stream(b"q"), *parts, stream(b"Q " + data)])
     resources = page["/Resources"].get_object()
     if "/Font" not in resources:

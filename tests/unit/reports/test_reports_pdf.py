@@ -259,6 +259,23 @@ def test_pdf_page_count_and_render(built, tmp_path):
     assert len(list(tmp_path.glob("p-*.png"))) == 2
 
 
+def test_every_joined_page_draws_from_indirect_content_streams(built):
+    """A page's content streams must be indirect objects (PDF 32000-1, 7.3.8): with pypdf 7 the footer stamp put the
+    drawn page's stream itself into the page's /Contents array, and pdfium, MuPDF and poppler drew every joined page
+    blank, while page counts and pypdf's own text extraction still looked right."""
+    from pypdf import PdfReader
+    from pypdf.generic import ArrayObject, IndirectObject
+
+    _, path = built
+    for number, page in enumerate(PdfReader(path).pages, 1):
+        contents = page.raw_get("/Contents")
+        parts = list(contents.get_object()) if isinstance(contents.get_object(), ArrayObject) else [contents]
+        assert parts and all(isinstance(part, IndirectObject) for part in parts), f"page {number}: {parts!r}"
+        # the page's own drawing is wrapped in q ... Q before the footer, so its graphics state cannot leak
+        assert parts[0].get_object().get_data() == b"q" and parts[-1].get_object().get_data().startswith(b"Q ")
+        assert len(parts) >= 3
+
+
 def real_theory_parts():
     """Regions, one predicted line and the terms of the shipped attention-only pack, as plain dicts."""
     pack = theory.load_pack("token_retrieval_attn")
