@@ -393,7 +393,10 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False, left
     if tested is not None:
         lines.append(f"tested prediction {tested:.3f} +- {fit.get('delta', 0.25):g}")
         if asymptotic is not None and abs(tested - asymptotic) > 5e-4:
-            lines.append(f"(finite-range; asymptotic {asymptotic:.3f}{_log_power_text(fit)})")
+            # what the tested one is (all terms, finite size, realised grid), as prediction_label names it: the box
+            # said "finite-range" for every one of them
+            lines.append(f"({fit.get('prediction_compared') or 'finite-range'}; asymptotic {asymptotic:.3f}"
+                         f"{_log_power_text(fit)})")
     band = fit.get("band")  # the equivalence band tested prediction +- delta
     if band and band[0] is not None:
         lines.append(f"equivalence band {_fmt_ci(band)}, alpha = {fit.get('alpha', 0.05):g}")

@@ -262,6 +262,11 @@ def test_fit_grid_and_caption_name_the_binding_terms_verdict_beside_the_all_term
     caption = single._supxlabel.get_text()
     assert "the binding terms alone" in caption and "1.76, inconclusive" in caption
     assert "note:" not in caption
+    # the verdict box names the tested prediction's kind (it said "finite-range" for every kind)
+    boxed = figures.fit_plot(dict(first, predicted_slope=1.606, predicted_slope_finite_range=None,
+                                  predicted_slope_asymptotic=1.5))
+    box = next(t.get_text() for t in boxed.axes[0].texts if t.get_text().startswith("verdict:"))
+    assert "tested prediction 1.606" in box and "(all terms; asymptotic 1.500" in box and "finite-range" not in box
 
 
 def test_a_note_the_system_attaches_to_a_line_is_on_its_page_once():
