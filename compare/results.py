@@ -211,7 +211,10 @@ def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *
         grid_values.append(coordinates.get(grid_key) if grid_key else used[-1]["x"])
 
     def _empty(reason: str) -> FitResult:
-        return options.empty(reason, used, censored)
+        result = options.empty(reason, used, censored)
+        if n_seeds:  # the seeds of the mean curves (the points' "seed" is "mean": counting those gave 1)
+            result.extra["n_seeds"] = n_seeds
+        return result
 
     distinct = min(len({p["x"] for p in used}), len(set(grid_values)))
     if distinct < MIN_DISTINCT_X:
@@ -346,7 +349,10 @@ def fit_curve_points(points: Sequence[PointLike], options: FitOptions | None = N
     n_seeds = len(kept[0].curve["seeds"]) if kept else 0
 
     def _empty(reason: str) -> FitResult:
-        return options.empty(reason, used, censored)
+        result = options.empty(reason, used, censored)
+        if n_seeds:  # the seeds of the mean curves (the points' "seed" is "mean": counting those gave 1)
+            result.extra["n_seeds"] = n_seeds
+        return result
 
     problem = _too_little_for_a_curve_fit(used, censored, n_seeds)
     if problem is not None:

@@ -55,6 +55,7 @@ def test_too_few_base_values_or_one_seed_is_inconclusive_with_the_reason():
     points[0]["censored"] = points[1]["censored"] = True
     (few,) = fit_boundary_points(points, 1.5, n_bootstrap=50)
     assert few.verdict.verdict == "inconclusive" and "base values have a boundary" in few.verdict.reason
+    assert few.to_dict()["n_seeds"] == 8  # the curves' seeds, not the one "mean" seed of their points
     one = _points(1.5, seeds=1)
     (single,) = fit_boundary_points(one, 1.5, n_bootstrap=50)
     assert single.verdict.verdict == "inconclusive" and ">= 2 seeds" in single.verdict.reason
