@@ -93,3 +93,20 @@ def test_bad_document_is_named(doc):
     bad = dict(doc, table=[{k: v for k, v in doc["table"][0].items() if k != "verdict"}])
     with pytest.raises(InputError, match=r"probes.table\[0\]: missing field 'verdict'"):
         probes.probe_table_figure(bad)
+
+
+def test_the_probe_page_says_what_explains_a_term_still_inconsistent_in_l():
+    """A term in L inconsistent against the finite-size prediction but consistent drift-corrected is explained on the
+    page (the finite-L normaliser formula, not the term); one that stays inconsistent drift-corrected is not."""
+    from recallkit.systems.token_retrieval.pages import l_statement
+
+    def row(term, finite, drift):
+        return {"term": term, "variable": "L", "verdict": "inconsistent", "finite_size": {"verdict": finite},
+                "drift_corrected": {"verdict": drift}}
+
+    text = l_statement({"table": [row("noise_self", "inconsistent", "consistent"),
+                                  row("signal", "consistent", "consistent")]})
+    assert "still inconsistent: noise_self." in text
+    assert "Drift-corrected, noise_self is consistent" in text and "normaliser formula" in text
+    unexplained = l_statement({"table": [row("noise_self", "inconsistent", "inconsistent")]})
+    assert "still inconsistent: noise_self." in unexplained and "Drift-corrected" not in unexplained
