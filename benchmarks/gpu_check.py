@@ -37,6 +37,7 @@ CELLS = {  # experiment whose gpu preset's largest cell is trained, and the line
     "tr_fig4": ("tr_fig4_mlp_width_rank2", None),
 }
 ACCURACY_ITEMS, LOSS_RTOL, MEMORY_TOLERANCE = 2, 1e-4, 0.25
+CELL_SEEDS = 8
 
 
 def sync(device: torch.device) -> None:
@@ -65,7 +66,9 @@ def largest_cell(name: str, smoke: bool) -> list[dict]:
     size = min(search.max, search.ceiling_size(experiment.base, base)) if search.method == "curve" else search.max
     if smoke:
         base, size = min(experiment.values_of(index)), 16
-    configs = [experiment.build_config(line, base, size, seed) for seed in experiment.seeds]
+    # at most eight seeds: the check times one batched call against one call per model, and more models of the
+    # largest cell only lengthen it (the preset's sweep, run after it, trains every seed)
+    configs = [experiment.build_config(line, base, size, seed) for seed in experiment.seeds[:CELL_SEEDS]]
     if smoke:
         configs = [dict(c, n_eval=min(c.get("n_eval", 256), 256)) for c in configs[:2]]
     return configs
