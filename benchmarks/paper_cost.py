@@ -23,8 +23,8 @@ Each probed config is costed with its task's own models, the ones the engine use
 multiply-adds (x 2) of the training and final evaluation; time = FLOPs / (efficiency x peak), with the
 peak of this CPU measured now (one thread, a 1024^3 float32 matmul, CPU time) and the efficiencies that
 ``benchmarks/engine.py`` measures on the largest quick cells (constants below), and for the GPU the H200's
-dense float32 rate (no TF32: torch's default for float32 matmul) with an efficiency that is ASSUMED, not
-measured: no GPU has run ``benchmarks/gpu_check.sh`` yet; replace GPU_EFFICIENCY with its numbers.
+dense float32 rate (no TF32: torch's default for float32 matmul) with the efficiency measured for three steps on
+one H200 (tr_fig2's gpu preset, ``empirics.cost.GPU_EFFICIENCY``; Adam's is still assumed).
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ from recallkit.empirics.executors import LocalExecutor
 from recallkit.empirics.plan import Plan, plan_of
 from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore
+from recallkit.theory.errors import InputError
 
 H200_MEMORY_GIB = 141
 THRESHOLD_STEP = 1.15  # each further threshold is crossed 15% higher in size
@@ -109,7 +110,11 @@ def simulate(planned: Plan, answers: Answers) -> list[dict]:
         key = json.dumps(config, sort_keys=True)
         if key not in lookup:
             for i, line in enumerate(exp.lines):
-                if exp.build_config(line, config[exp.base], config[exp.size], config["seed"]) == config:
+                try:
+                    built = exp.build_config(line, config[exp.base], config[exp.size], config["seed"])
+                except InputError:  # another line's size rule (m = d^3) need not allow this config's size
+                    continue
+                if built == config:
                     lookup[key] = i
                     break
         return lookup[key]
@@ -209,7 +214,7 @@ def main() -> None:
     print(f"this CPU: {cpu['hours_one_core']:,.1f} CPU-hours on one core "
           f"(matmul {cpu['matmul_gflops_one_thread']:.0f} GFLOP/s x efficiency {cpu['efficiency']:.2f})")
     print(f"{gpu['name']}: {gpu['minutes']:,.1f} minutes (float32 {gpu['fp32_tflops']:.0f} TFLOP/s x efficiency "
-          f"{gpu['efficiency']:.2f}, assumed until gpu_check.sh measures it); {result['models_per_h200_chunk']:,} of "
+          f"{gpu['efficiency']:.2f}: for three steps measured on tr_fig2's gpu preset, for Adam assumed); {result['models_per_h200_chunk']:,} of "
           f"the largest models per chunk in "
           f"half of its {H200_MEMORY_GIB} GiB")
     print("assumed, per line (the search's real bracket and bisection were run against these answers):")
