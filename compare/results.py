@@ -211,10 +211,7 @@ def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *
         grid_values.append(coordinates.get(grid_key) if grid_key else used[-1]["x"])
 
     def _empty(reason: str) -> FitResult:
-        result = options.empty(reason, used, censored)
-        if n_seeds:  # the seeds of the mean curves (the points' "seed" is "mean": counting those gave 1)
-            result.extra["n_seeds"] = n_seeds
-        return result
+        return options.empty(reason, used, censored)
 
     distinct = min(len({p["x"] for p in used}), len(set(grid_values)))
     if distinct < MIN_DISTINCT_X:
