@@ -403,12 +403,15 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
                     entry["finite_size_within_ceiling"] = {
                         threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
                         for key, targets in _check_targets(sweep, line.label, within_ceiling=True).items()}
-                if all_terms is not None and entry["finite_size"] is not None:
-                    entry["all_terms_by_check"] = {
-                        threshold_text(*key): all_terms(pack.name, entry["finite_size"], targets)
-                        for key, targets in _check_targets(sweep, line.label).items()}
         except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
             entry = {"error": str(exc)}
+        if all_terms is not None and entry.get("finite_size") is not None:
+            try:  # its own try: a failure here keeps the finite-size prediction (then tested as before)
+                entry["all_terms_by_check"] = {
+                    threshold_text(*key): all_terms(pack.name, entry["finite_size"], targets)
+                    for key, targets in _check_targets(sweep, line.label).items()}
+            except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
+                entry["all_terms_error"] = str(exc)
         out[line.label] = entry
     return out
 
@@ -622,10 +625,11 @@ def decided_by(experiment: Experiment, line: str | None) -> str:
 
 def _realised(plan: Plan, sweep: Any, cache: Any) -> dict[str, Any]:
     """:func:`realised_predictions`, kept in ``cache`` under all it reads: the experiment and the pack as written
-    (their reprs), the plan's realised grid, the runs' metrics; only where the pack's finite-size form (a system's
-    code, which may import torch) is recallkit's own, whose source the key holds."""
+    (their reprs), the plan's realised grid, the runs' metrics; only where the pack's finite-size and all-terms forms
+    (a system's code, which may import torch) are recallkit's own, whose source the key holds."""
     system = registry.system_of_pack(plan.experiment.pack) if plan.pack is not None else None
-    if system is not None and system.finite_size and not system.finite_size.startswith("recallkit."):
+    if system is not None and any(hook and not hook.startswith("recallkit.")
+                                  for hook in (system.finite_size, system.all_terms)):
         cache = None
     inputs = [repr(plan.experiment), repr(plan.pack), plan.realised, list(getattr(sweep, "runs", None) or []),
               {f"{line.label} {threshold_text(*key)} {within}": targets for line in plan.experiment.lines

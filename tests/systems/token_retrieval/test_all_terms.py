@@ -141,3 +141,23 @@ def test_the_label_count_cap_bounds_the_ceilings_and_moves_with_v_as_they_do():
     assert count_cap(2, 10**4) == pytest.approx(1.0)
     with pytest.raises(InputError, match="count_cap"):
         count_cap(1, 10)
+
+
+def test_a_failing_all_terms_hook_keeps_the_finite_size_prediction(monkeypatch):
+    """The all-terms form is computed after the finite-size one, in its own try: if it fails, the check is still
+    tested against the binding terms' finite-size prediction, and the failure is kept beside it."""
+    from recallkit.systems.token_retrieval import judge
+
+    def broken(*args):
+        raise ValueError("f(a) and f(b) must have different signs")
+
+    monkeypatch.setattr(judge, "all_terms_prediction", broken)
+    plan = plan_of(load_experiment("tr_fig2_attention_only", preset="gpu"))
+    label = "N=V**1.5, L=V**0.5"
+    rows, masses = GPU_ROWS[label]
+    runs = [SimpleNamespace(line=label, base_value=V, measured={"attention_mass": a}) for (V, _, _), a in zip(rows, masses)]
+    points = [SimpleNamespace(line=label, threshold=0.1, relative=False, seed=None, base_value=V, threshold_value=0.1,
+                              ceiling={"mean": 0.3}) for V, _, _ in rows]
+    found = realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
+    assert found["finite_size"]["slope"] == pytest.approx(BINDING_01[label], abs=0.02)
+    assert "different signs" in found["all_terms_error"] and "all_terms_by_check" not in found
