@@ -8,8 +8,10 @@ and on some CPUs (measured on AMD EPYC; reproduced on Intel by making MKL take i
 gradient entry, enough after a few hundred steps to move a loss from 2.7e-6 to 3.9e-6.
 
 MKL's conditional numerical reproducibility (CNR) fixes one code path and makes its results
-independent of alignment: with ``MKL_CBWR=AVX2`` every CPU that has AVX2 (Intel or AMD, AVX2 or
-AVX-512) runs the same kernels and gets the same bits from MKL. MKL reads the variable at its first
+independent of alignment: with ``MKL_CBWR=AVX2`` the kernels are fixed on every CPU that has AVX2 (Intel or
+AMD, AVX2 or AVX-512), so a batch's models match their runs alone on each. It does not make an AMD CPU's bits
+equal an Intel one's: on an AMD EPYC (AVX-512) the AVX2 and AVX512 branches gave the same bits as each other and
+other bits than an Intel Xeon at AVX2, so :func:`math_path` names the CPU vendor too. MKL reads the variable at its first
 call, so :func:`pin_math_library` runs when ``recallkit`` is imported, before anything here imports
 torch; a value the user set is kept (and recorded), and an empty one lets MKL choose (recorded as
 "MKL unpinned": then batch independence is not promised). torch's own vectorised kernels (softmax,
@@ -25,7 +27,7 @@ import os
 import sys
 from functools import lru_cache
 
-__all__ = ["MKL_ENV", "math_path", "pin_math_library", "pinned_branch"]
+__all__ = ["MKL_ENV", "cpu_vendor", "math_path", "pin_math_library", "pinned_branch"]
 
 MKL_ENV = "MKL_CBWR"
 
@@ -33,15 +35,26 @@ MKL_ENV = "MKL_CBWR"
 _TORCH_BEFORE_PIN: bool | None = None
 
 
-def _cpu_flags() -> set[str]:
+def _cpuinfo_field(name: str) -> str | None:
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
             for line in cpuinfo:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if line.split(":", 1)[0].strip() == name:
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return set()
+    return None
+
+
+def _cpu_flags() -> set[str]:
+    return set((_cpuinfo_field("flags") or "").split())
+
+
+def cpu_vendor() -> str:
+    """``GenuineIntel``, ``AuthenticAMD``, ... (``unknown`` without /proc/cpuinfo): part of the math path, since MKL
+    takes other kernels on other vendors at the same CNR branch (measured: a three-step run that sums to
+    155290.45986127853 on an Intel Xeon sums to 155290.35572004318 on an AMD EPYC, both AVX-512, MKL_CBWR=AVX2)."""
+    return _cpuinfo_field("vendor_id") or "unknown"
 
 
 def pinned_branch() -> str:
@@ -63,7 +76,7 @@ def pin_math_library() -> None:
 @lru_cache(maxsize=8)
 def math_path(device: str | None = None) -> str:
     """The code path of this process's arithmetic on ``device`` (the CPU when None), recorded with every row,
-    e.g. ``"cpu AVX512, MKL_CBWR=AVX2"``; ``", MKL unpinned"`` when torch was imported before recallkit and
+    e.g. ``"cpu AVX512 GenuineIntel, MKL_CBWR=AVX2"`` (torch's kernel capability, the CPU vendor, MKL's branch); ``", MKL unpinned"`` when torch was imported before recallkit and
     MKL may already have chosen its own path (then batch independence is not promised). On a CUDA device:
     its compute capability, the CUDA runtime torch was built with and whether float32 matmuls may use TF32,
     e.g. ``"cuda sm_90, CUDA 13.0, TF32 off"`` (the CPU's path does not touch a GPU run's arithmetic)."""
@@ -73,7 +86,7 @@ def math_path(device: str | None = None) -> str:
         major, minor = torch.cuda.get_device_capability(torch.device(device))
         tf32 = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
         return f"cuda sm_{major}{minor}, CUDA {torch.version.cuda}, TF32 {tf32}"
-    capability = torch.backends.cpu.get_cpu_capability()
+    capability = f"{torch.backends.cpu.get_cpu_capability()} {cpu_vendor()}"
     if not torch.backends.mkl.is_available():
         return f"cpu {capability}, no MKL"
     branch = os.environ.get(MKL_ENV, "")
