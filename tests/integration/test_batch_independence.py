@@ -25,7 +25,7 @@ import time
 import pytest
 
 from recallkit.empirics.engine import run_config, run_configs
-from recallkit.empirics.numerics import MKL_ENV, pinned_branch
+from recallkit.empirics.numerics import MKL_ENV, cpu_vendor, pinned_branch
 from recallkit.empirics.store import ResultStore
 
 pytestmark = pytest.mark.integration
@@ -117,7 +117,7 @@ def test_every_row_records_its_code_path(linear_store):
     import torch
 
     paths = {row["metrics"]["math_path"] for row in stored_rows(linear_store)}
-    assert paths == {f"cpu {torch.backends.cpu.get_cpu_capability()}, {MKL_ENV}={pinned_branch()}"}
+    assert paths == {f"cpu {torch.backends.cpu.get_cpu_capability()} {cpu_vendor()}, {MKL_ENV}={pinned_branch()}"}
 
 
 @pytest.mark.parametrize("capability", forced_capabilities())
@@ -126,7 +126,7 @@ def test_forced_code_paths_keep_rows_batch_independent(tmp_path, capability):
     store = tmp_path / "forced.db"
     sweep("assoc_memory_linear", store, capability=capability)
     checked = differing_rows(store, capability)
-    assert checked["rows"] >= 40 and checked["path"].startswith(f"cpu {capability},"), checked["path"]
+    assert checked["rows"] >= 40 and checked["path"].startswith(f"cpu {capability} {cpu_vendor()},"), checked["path"]
     assert checked["differ"] == []
 
 
