@@ -7,12 +7,15 @@ import math
 from types import SimpleNamespace
 
 import pytest
-
 from recallkit.compare.assertions import fit_boundary_points, realised_predictions
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan_of
-from recallkit.systems.token_retrieval.judge import (ALL_TERMS_CONSTANTS, PROBED_CONSTANTS, all_terms_prediction,
-                                                     sum_of_terms_prediction)
+from recallkit.systems.token_retrieval.judge import (
+    ALL_TERMS_CONSTANTS,
+    PROBED_CONSTANTS,
+    all_terms_prediction,
+    sum_of_terms_prediction,
+)
 
 # the GPU run's realised rows and its runs' mean attention on the informative position (its finite-size constants A)
 GPU_ROWS = {
@@ -94,14 +97,20 @@ def test_a_given_constant_is_the_fitted_one_when_the_boundary_is_its_own_predict
     assert per_V["d"] == pytest.approx(given["d"])
 
 
-def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms_verdict_beside():
+def _realised_at_01(label="N=V**1.5, L=V**0.5"):
+    """compare's realised predictions for one line of the gpu preset, with the GPU run's attention and a 0.1 check."""
     plan = plan_of(load_experiment("tr_fig2_attention_only", preset="gpu"))
-    label = "N=V**1.5, L=V**0.5"
     rows, masses = GPU_ROWS[label]
     runs = [SimpleNamespace(line=label, base_value=V, measured={"attention_mass": a}) for (V, _, _), a in zip(rows, masses)]
     points = [SimpleNamespace(line=label, threshold=0.1, relative=False, seed=None, base_value=V, threshold_value=0.1,
                               ceiling={"mean": 0.3}) for V, _, _ in rows]
-    found = realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
+    return realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
+
+
+def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms_verdict_beside():
+    label = "N=V**1.5, L=V**0.5"
+    rows = GPU_ROWS[label][0]
+    found = _realised_at_01(label)
     assert found["all_terms_by_check"]["0.1"]["slope"] == pytest.approx(1.606, abs=0.002)
     boundary = [{"line": label, "threshold": 0.1, "seed": s, "V": V, "d": 0.9 * V ** 0.79, "param_count": 0.81 * V ** 1.58}
                 for V, _, _ in rows for s in (0, 1, 2)]
@@ -152,12 +161,7 @@ def test_a_failing_all_terms_hook_keeps_the_finite_size_prediction(monkeypatch):
         raise ValueError("f(a) and f(b) must have different signs")
 
     monkeypatch.setattr(judge, "all_terms_prediction", broken)
-    plan = plan_of(load_experiment("tr_fig2_attention_only", preset="gpu"))
     label = "N=V**1.5, L=V**0.5"
-    rows, masses = GPU_ROWS[label]
-    runs = [SimpleNamespace(line=label, base_value=V, measured={"attention_mass": a}) for (V, _, _), a in zip(rows, masses)]
-    points = [SimpleNamespace(line=label, threshold=0.1, relative=False, seed=None, base_value=V, threshold_value=0.1,
-                              ceiling={"mean": 0.3}) for V, _, _ in rows]
-    found = realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
+    found = _realised_at_01(label)
     assert found["finite_size"]["slope"] == pytest.approx(BINDING_01[label], abs=0.02)
     assert "different signs" in found["all_terms_error"] and "all_terms_by_check" not in found
