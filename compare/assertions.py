@@ -224,6 +224,7 @@ def fit_boundary_points(
         extra: dict[str, Any] = {"threshold_relative": relative}
         line_realised = (realised or {}).get(line) or {}
         check = threshold_text(threshold, relative)  # "" without a threshold: no per-check prediction
+        binding: float | None = None  # the binding terms' slope, where every term at once is tested instead
         if slope is not None and not capacity:
             found = line_realised
             own = (found.get("finite_size_by_check") or {}).get(check)
@@ -250,7 +251,7 @@ def fit_boundary_points(
             result = fit_points(group, options, capacity=capacity)
         if asymptotic[0] is not None and extra.get("prediction_compared"):
             extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
-        if extra.get("prediction_compared") == "all terms" and result.fit is not None:
+        if binding is not None and result.fit is not None:
             # beside the tested one: the binding terms alone (the finite-size form the check was tested against
             # before the system predicted it from every term)
             other = decide(result.fit, binding, delta=delta if delta is not None else DEFAULT_DELTA, alpha=alpha)
@@ -391,11 +392,12 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
             out[line.label] = {"error": realised["error"]}
             continue
         entry: dict[str, Any] = {"realised": dict(realised), "finite_size": None}
+        check_targets = _check_targets(sweep, line.label)  # read once: the finite-size and all-terms forms share it
         try:
             if hook is not None:
                 entry["finite_size"] = _finite_size(plan, line, runs, hook)
                 by_check = {threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
-                            for key, targets in _check_targets(sweep, line.label).items()}
+                            for key, targets in check_targets.items()}
                 line_slope = (entry["finite_size"] or {}).get("slope")
                 if line_slope is not None and any(found is not None and abs(found["slope"] - line_slope) > 1e-9
                                                   for found in by_check.values()):  # the form reads the level
@@ -409,7 +411,7 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
             try:  # its own try: a failure here keeps the finite-size prediction (then tested as before)
                 entry["all_terms_by_check"] = {
                     threshold_text(*key): all_terms(pack.name, entry["finite_size"], targets)
-                    for key, targets in _check_targets(sweep, line.label).items()}
+                    for key, targets in check_targets.items()}
             except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
                 entry["all_terms_error"] = str(exc)
         out[line.label] = entry
