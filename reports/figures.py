@@ -196,8 +196,9 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
         if title:
             fig.text(0.5, 0.975, wrapped_title, ha="center", va="top", fontsize=14)
         chars = int(width_in * 15)
-        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_within_ceiling(fit)}: {fit['verdict_reason']}",
-                                fit, chars) for i, fit in enumerate(fits) if fit.get("verdict_reason")]
+        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_readings_suffix(fit)}: "
+                                f"{fit['verdict_reason']}", fit, chars)
+                   for i, fit in enumerate(fits) if fit.get("verdict_reason")]
         notes = dict.fromkeys(str(fit["prediction_note"]) for fit in fits if fit.get("prediction_note"))
         reasons += [cut_lines(f"note: {note}", chars, max_lines=2) for note in notes]  # once per page, not per panel
         reason_text = "\n".join(reasons)
@@ -228,21 +229,25 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
     return fig
 
 
-def _other_readings(fit: dict) -> list[str]:
-    """The predictions compare judged a check against beside the tested one: the binding terms alone where the
-    tested one is every term at once, and the level within the instance's ceiling (the other reading of a threshold
-    when the ceiling is a cap), e.g. ["binding terms alone: 1.76, inconclusive", "within the ceiling: 2.29, ..."]."""
+def _other_readings(fit: dict) -> list[tuple[str, str, float, str]]:
+    """The predictions compare judged a check against beside the tested one, as (short name, long name, slope,
+    verdict): the binding terms alone where the tested one is every term at once, and the level within the instance's
+    ceiling (the other reading of a threshold when the ceiling is a cap). The fit grid gives the short names next to
+    each verdict, a single fit's caption the long ones."""
     out = []
     if fit.get("verdict_binding_terms") is not None and fit.get("predicted_slope_finite_size") is not None:
-        out.append(f"binding terms alone: {fit['predicted_slope_finite_size']:.2f}, {fit['verdict_binding_terms']}")
+        out.append(("binding terms alone",
+                    "the binding terms alone (the finite-size form before every term was summed)",
+                    float(fit["predicted_slope_finite_size"]), str(fit["verdict_binding_terms"])))
     if fit.get("predicted_slope_within_ceiling") is not None:
-        out.append(f"within the ceiling: {fit['predicted_slope_within_ceiling']:.2f}, {fit.get('verdict_within_ceiling')}")
+        out.append(("within the ceiling", "within the ceiling (the level as a fraction of each instance's ceiling)",
+                    float(fit["predicted_slope_within_ceiling"]), str(fit.get("verdict_within_ceiling"))))
     return out
 
 
-def _within_ceiling(fit: dict) -> str:
+def _readings_suffix(fit: dict) -> str:
     """" (binding terms alone: 1.76, inconclusive; within the ceiling: 2.29, consistent)" or ""."""
-    others = _other_readings(fit)
+    others = [f"{short}: {slope:.2f}, {verdict}" for short, _, slope, verdict in _other_readings(fit)]
     return f" ({'; '.join(others)})" if others else ""
 
 
@@ -336,13 +341,8 @@ def _caption(fig: Figure, fit: dict) -> None:
         width = int(fig.get_figwidth() * 13)
         fig.get_layout_engine().set(h_pad=0.1)
         text = short_reason(reason, fit, width)
-        if fit.get("verdict_binding_terms") is not None and fit.get("predicted_slope_finite_size") is not None:
-            text += (f"\nthe binding terms alone (the finite-size form before every term was summed): prediction "
-                     f"{fit['predicted_slope_finite_size']:.2f}, {fit['verdict_binding_terms']}")
-        within = fit.get("predicted_slope_within_ceiling")
-        if within is not None:  # the other reading of the level, where the instance's ceiling is a cap
-            text += (f"\nwithin the ceiling (the level as a fraction of each instance's ceiling): prediction "
-                     f"{within:.2f}, {fit.get('verdict_within_ceiling')}")
+        for _, long, slope, verdict in _other_readings(fit):  # the predictions beside the tested one
+            text += f"\n{long}: prediction {slope:.2f}, {verdict}"
         if fit.get("prediction_note"):  # the effect the system names for this line
             text += "\n" + cut_lines(f"note: {fit['prediction_note']}", width, max_lines=2)
         fig.supxlabel(text, fontsize=8, ha="center", color="0.25")
@@ -366,6 +366,13 @@ def _log_power_text(fit: dict) -> str:
     return "" if power in (None, "") else f", log power {power}"
 
 
+def _prediction_kind(fit: dict) -> str:
+    """What the tested prediction is ("all terms", "finite size", "realised grid"; "finite-range" for the secant of
+    a prediction with a log factor): the legend and the verdict box name it alike (the box once said "finite-range"
+    for every kind)."""
+    return fit.get("prediction_compared") or "finite-range"
+
+
 def prediction_label(fit: dict, digits: int = 3) -> str:
     """"tested prediction: slope 1.695 (finite-range; asymptotic 1.500, log power 1)" - the one
     prediction the plot, the tables and the verdict share."""
@@ -374,8 +381,7 @@ def prediction_label(fit: dict, digits: int = 3) -> str:
         return "no prediction"
     text = f"tested prediction: slope {tested:.{digits}f}"
     if asymptotic is not None and abs(tested - asymptotic) > 5e-4:
-        kind = fit.get("prediction_compared") or "finite-range"
-        text += f" ({kind}; asymptotic {asymptotic:.{digits}f}{_log_power_text(fit)})"
+        text += f" ({_prediction_kind(fit)}; asymptotic {asymptotic:.{digits}f}{_log_power_text(fit)})"
     return text
 
 
@@ -393,10 +399,7 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False, left
     if tested is not None:
         lines.append(f"tested prediction {tested:.3f} +- {fit.get('delta', 0.25):g}")
         if asymptotic is not None and abs(tested - asymptotic) > 5e-4:
-            # what the tested one is (all terms, finite size, realised grid), as prediction_label names it: the box
-            # said "finite-range" for every one of them
-            lines.append(f"({fit.get('prediction_compared') or 'finite-range'}; asymptotic {asymptotic:.3f}"
-                         f"{_log_power_text(fit)})")
+            lines.append(f"({_prediction_kind(fit)}; asymptotic {asymptotic:.3f}{_log_power_text(fit)})")
     band = fit.get("band")  # the equivalence band tested prediction +- delta
     if band and band[0] is not None:
         lines.append(f"equivalence band {_fmt_ci(band)}, alpha = {fit.get('alpha', 0.05):g}")
