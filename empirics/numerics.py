@@ -11,8 +11,8 @@ MKL's conditional numerical reproducibility (CNR) fixes one code path and makes 
 independent of alignment: with ``MKL_CBWR=AVX2`` the kernels are fixed on every CPU that has AVX2 (Intel or
 AMD, AVX2 or AVX-512), so a batch's models match their runs alone on each. It does not make an AMD CPU's bits
 equal an Intel one's: on an AMD EPYC (AVX-512) the AVX2 and AVX512 branches gave the same bits as each other and
-other bits than an Intel Xeon at AVX2, so :func:`math_path` names the CPU vendor too. MKL reads the variable at its first
-call, so :func:`pin_math_library` runs when ``recallkit`` is imported, before anything here imports
+other bits than an Intel Xeon at AVX2, so :func:`math_path` names the CPU vendor too. MKL reads the variable
+at its first call, so :func:`pin_math_library` runs when ``recallkit`` is imported, before anything here imports
 torch; a value the user set is kept (and recorded), and an empty one lets MKL choose (recorded as
 "MKL unpinned": then batch independence is not promised). torch's own vectorised kernels (softmax,
 reductions, the optimisers) still follow the CPU's capability (``torch.backends.cpu``); each of those
@@ -76,10 +76,11 @@ def pin_math_library() -> None:
 @lru_cache(maxsize=8)
 def math_path(device: str | None = None) -> str:
     """The code path of this process's arithmetic on ``device`` (the CPU when None), recorded with every row,
-    e.g. ``"cpu AVX512 GenuineIntel, MKL_CBWR=AVX2"`` (torch's kernel capability, the CPU vendor, MKL's branch); ``", MKL unpinned"`` when torch was imported before recallkit and
-    MKL may already have chosen its own path (then batch independence is not promised). On a CUDA device:
-    its compute capability, the CUDA runtime torch was built with and whether float32 matmuls may use TF32,
-    e.g. ``"cuda sm_90, CUDA 13.0, TF32 off"`` (the CPU's path does not touch a GPU run's arithmetic)."""
+    e.g. ``"cpu AVX512 GenuineIntel, MKL_CBWR=AVX2"`` (torch's kernel capability, the CPU vendor, MKL's branch);
+    ``", MKL unpinned"`` when torch was imported before recallkit and MKL may already have chosen its own path
+    (then batch independence is not promised). On a CUDA device: its compute capability, the CUDA runtime torch
+    was built with and whether float32 matmuls may use TF32, e.g. ``"cuda sm_90, CUDA 13.0, TF32 off"`` (the CPU's
+    path does not touch a GPU run's arithmetic)."""
     import torch  # here: the caller has torch loaded already (it is training)
 
     if device is not None and str(device).startswith("cuda"):

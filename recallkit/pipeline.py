@@ -283,7 +283,8 @@ def _math_path(caches: Path | None) -> str:
     except OSError:
         return math_path()
     cache = DiskCache(caches / "environment")
-    key = cache_key("math path (capability, vendor, branch)", [build, cpu, {name: os.environ.get(name) for name in (MKL_ENV, "ATEN_CPU_CAPABILITY")}])
+    key = cache_key("math path (capability, vendor, branch)",
+                    [build, cpu, {name: os.environ.get(name) for name in (MKL_ENV, "ATEN_CPU_CAPABILITY")}])
     found = cache.get(key) if "torch" not in sys.modules else None
     if isinstance(found, str):
         return found

@@ -553,9 +553,9 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     constants give V, N, L and the measured attention) the smallest d with signal >= C g(V) sqrt(sum of the terms'
     spreads squared), each term in its finite-size form times ``constants`` (default 1), g the union bound sqrt(log V)
     (``accuracy`` None) or :func:`argmax_snr` at ``accuracy``, and C fitted so that the d at ``reference_V`` is the
-    measured ``boundary_d`` there, or given (``C``: then no boundary is read, and the prediction uses no run). Returns the d per V (inf where the d-free terms alone exceed the signal), the
-    least-squares slope of log d^2 on log V over the finite ones, each term's share of the noise variance at them
-    and C."""
+    measured ``boundary_d`` there, or given (``C``: then no boundary is read, and the prediction uses no run).
+    Returns the d per V (inf where the d-free terms alone exceed the signal), the least-squares slope of log d^2 on
+    log V over the finite ones, each term's share of the noise variance at them and C."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -603,6 +603,8 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
             shares[row["V"]] = {name: v * v / total for name, v in noise.items()}
     return {"d": found, "slope": slope, "shares": shares, "C": C}
 
+
+@functools.lru_cache(maxsize=1024)
 def count_cap(V: int, N: int) -> float:
     """The accuracy three steps cannot exceed however large d is, from the label counts alone (DERIVATION.md §11.3):
     the count part of the mean bias gives label k the logit A^2 (n_k / N - 1/V) on every input, and the signal gives
