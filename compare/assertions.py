@@ -187,6 +187,19 @@ def regressor_for(kind: str, base: str) -> tuple[str, bool]:
     return f"log {base}", False
 
 
+def _all_terms_extra(every: Mapping[str, Any], extra: dict[str, Any]) -> float | None:
+    """Record one check's all-terms prediction (the system's ``all_terms`` hook) in ``extra``; its slope, or None."""
+    if every.get("note"):  # an effect the system names for this line (e.g. a cap on its accuracy)
+        extra["prediction_note"] = every["note"]
+    if every.get("slope") is None:
+        return None
+    extra.update(predicted_slope_all_terms=float(every["slope"]), prediction_compared="all terms",
+                 all_terms_d={str(V): d for V, d in every["d"].items()})
+    if every.get("slope_gaussian_counts") is not None:  # the same with the label counts folded into one Gaussian
+        extra["predicted_slope_all_terms_gaussian_counts"] = float(every["slope_gaussian_counts"])
+    return float(every["slope"])
+
+
 def fit_boundary_points(
     points: Sequence[PointLike],
     predictions: Mapping[str, Mapping[str, Any] | float] | float | None,
@@ -232,14 +245,9 @@ def fit_boundary_points(
                 found = {**found, "finite_size": own}
                 extra["finite_size_at"] = "the check's own level"
             slope, log_power = _prefer_realised(slope, log_power, found, extra)
-            every = (line_realised.get("all_terms_by_check") or {}).get(check) or {}
-            if every.get("note"):  # an effect the system names for this line (e.g. a cap on its accuracy)
-                extra["prediction_note"] = every["note"]
-            if every.get("slope") is not None:  # every term at once (the system's hook)
-                binding = slope
-                slope, log_power = float(every["slope"]), 0.0
-                extra.update(predicted_slope_all_terms=slope, prediction_compared="all terms",
-                             all_terms_d={str(V): d for V, d in every["d"].items()})
+            every = _all_terms_extra((line_realised.get("all_terms_by_check") or {}).get(check) or {}, extra)
+            if every is not None:  # every term at once (the system's hook) is tested; the binding terms kept beside
+                binding, slope, log_power = slope, every, 0.0
         options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
                              delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
                              bootstrap_seed=bootstrap_seed)

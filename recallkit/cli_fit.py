@@ -78,6 +78,8 @@ def format_table(doc: dict) -> str:
         compared = f.get("prediction_compared")
         if compared:
             parts = [f"{name} {f[key]:.3f}" for name, key in (("all terms", "predicted_slope_all_terms"),
+                                                                ("all terms with Gaussian counts",
+                                                                 "predicted_slope_all_terms_gaussian_counts"),
                                                                 ("finite-size", "predicted_slope_finite_size"),
                                                                 ("realised grid", "predicted_slope_realised"),
                                                                 ("asymptotic", "predicted_slope_asymptotic"))

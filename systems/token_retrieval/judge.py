@@ -547,7 +547,8 @@ PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01,
 
 def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapping[int, float] | None,
                             reference_V: int | None, accuracy: float | Mapping[int, float] | None = None,
-                            constants: Mapping[str, float] | None = None, C: float | None = None) -> dict[str, Any]:
+                            constants: Mapping[str, float] | None = None, C: float | None = None,
+                            counts: str | None = None) -> dict[str, Any]:
     """The boundary along one line from every noise term at once (DERIVATION.md §11), not from the binding ones:
     at each realised row (``line_prediction``: a fit document's prediction of the line, whose finite-size points and
     constants give V, N, L and the measured attention) the smallest d with signal >= C g(V) sqrt(sum of the terms'
@@ -555,7 +556,10 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     (``accuracy`` None) or :func:`argmax_snr` at ``accuracy``, and C fitted so that the d at ``reference_V`` is the
     measured ``boundary_d`` there, or given (``C``: then no boundary is read, and the prediction uses no run).
     Returns the d per V (inf where the d-free terms alone exceed the signal), the least-squares slope of log d^2 on
-    log V over the finite ones, each term's share of the noise variance at them and C."""
+    log V over the finite ones, each term's share of the noise variance at them and C. ``counts`` names the d-free
+    label-count term to keep as Poisson counts (:func:`count_mixture_tau`, needs ``accuracy``) instead of one more
+    Gaussian spread: then the rest of the noise is the Gaussian, and the signal over it must reach C times the
+    mean count N / V over the spread the mixture allows (count units)."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -578,19 +582,36 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
 
     def ratio(row: Mapping[str, Any], d: float) -> float:
         signal, noise = parts(row, d)
-        return signal / math.sqrt(sum(v * v for v in noise.values()))
+        return signal / math.sqrt(sum(v * v for name, v in noise.items() if name != counts))
 
-    def needed(V: int) -> float:
+    def level(V: int) -> float:
+        return float(accuracy[V] if isinstance(accuracy, Mapping) else accuracy)
+
+    def needed(row: Mapping[str, Any]) -> float:
+        V = row["V"]
         if accuracy is None:
             return math.sqrt(math.log(V))
-        return argmax_snr(float(accuracy[V] if isinstance(accuracy, Mapping) else accuracy), V)
+        if counts is None:
+            return argmax_snr(level(V), V)
+        # b = 1: the count bias and the signal are the same A^2 / N per training sample (DERIVATION.md §4.1, §4.2;
+        # their probed constants, 0.99 and 1.01, agree within the probes' spread). Taking their ratio 1.02 instead
+        # would decide every tie 2 n_x = n_k against the correct label, a 0.02 bias in the cap at N ~ V log V.
+        lam = row["N"] / V
+        tau = count_mixture_tau(level(V), V, row["N"])
+        return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
 
+    if counts is not None and accuracy is None:
+        raise InputError("sum_of_terms_prediction: counts needs an accuracy (the mixture is solved at a level)")
     if C is None:
         reference = next(row for row in rows if row["V"] == reference_V)
-        C = ratio(reference, float(boundary_d[reference_V])) / needed(reference_V)
+        C = ratio(reference, float(boundary_d[reference_V])) / needed(reference)
     found: dict[int, float] = {}
     for row in rows:
-        gap = lambda log_d, row=row: math.log(ratio(row, math.exp(log_d))) - math.log(C * needed(row["V"]))  # noqa: E731
+        target = C * needed(row)
+        if not 0 < target < math.inf:  # out of reach at any d, or (near chance) no signal needed: no d to solve for
+            found[row["V"]] = math.inf
+            continue
+        gap = lambda log_d, row=row: math.log(ratio(row, math.exp(log_d))) - math.log(target)  # noqa: E731
         found[row["V"]] = math.exp(optimize.brentq(gap, 0.0, math.log(1e7))) if gap(math.log(1e7)) > 0 else math.inf
     reached = [(V, d) for V, d in found.items() if math.isfinite(d)]
     slope = (float(np.polyfit(np.log([V for V, _ in reached]), 2 * np.log([d for _, d in reached]), 1)[0])
@@ -623,26 +644,74 @@ def count_cap(V: int, N: int) -> float:
     return float(np.sum(pmf * (below + 0.5 * (at - below))))
 
 
+# The grid of the count mixture's inner integral (standard-normal units): coarser than the argmax's, since the integrand
+# is smooth at every tau the solver asks for (tau >= 1e-3 count units) and the sum over counts already averages it.
+_MIXTURE_GRID = np.linspace(-8.0, 8.0, 201)
+_MIXTURE_WEIGHTS = np.exp(-0.5 * _MIXTURE_GRID ** 2) / math.sqrt(2 * math.pi)
+
+
+def count_mixture_accuracy(V: int, N: int, tau: float, b: float = 1.0) -> float:
+    """The argmax accuracy when the label counts are kept as the Poisson counts they are (DERIVATION.md §11.3), not
+    folded into one Gaussian spread: in units of the signal per training sample of the test token, label k gets
+    b n_k from the count part of the mean bias, the correct label (whose count is the test token's own, n_x: labels
+    are a permutation of tokens) gets n_x more from the signal, and every label an i.i.d. Gaussian of spread ``tau``
+    from the d-dependent noise; the counts i.i.d. Poisson(N / V). So it is
+    E_{n_x} E_z[ P(b n + tau z' < (1 + b) n_x + tau z)^(V-1) ]: :func:`count_cap` as tau -> 0 (ties broken at
+    random rather than counted half), chance 1/V as tau -> infinity. ``b`` is the count bias per sample over the
+    signal per sample (1 in the derivation: both are A^2 / N per training sample of a token)."""
+    lam = N / V
+    counts = np.arange(0, int(lam + 10 * math.sqrt(lam) + 20))
+    pmf = stats.poisson.pmf(counts, lam)
+    keep = pmf > 1e-14
+    counts, pmf = counts[keep], pmf[keep]
+    correct = (1.0 + b) * counts[:, None] + tau * _MIXTURE_GRID[None, :]  # the correct label's logit: n_x by z
+    # P(a wrong label's logit >= t) = sum_m p(m) Phi((b m - t) / tau), at every t the correct label takes
+    above = special.ndtr((b * counts[None, None, :] - correct[:, :, None]) / tau) @ pmf
+    below_all = np.exp((V - 1) * np.log1p(-np.clip(above, 0.0, 1.0 - 1e-16)))
+    return float(pmf @ np.trapezoid(_MIXTURE_WEIGHTS[None, :] * below_all, _MIXTURE_GRID, axis=1))
+
+
+@functools.lru_cache(maxsize=4096)
+def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0) -> float:
+    """The largest Gaussian spread ``tau`` (count units, :func:`count_mixture_accuracy`) at which the argmax is still
+    right with probability ``accuracy``: 0.0 where the accuracy is out of reach at any spread (at or above the count
+    cap), inf where it needs no signal (near chance). The accuracy falls with tau over the range solved in."""
+    if not (isinstance(accuracy, (int, float)) and 0 < accuracy < 1):
+        raise InputError(f"count_mixture_tau: accuracy: expected a number in (0, 1), got {accuracy!r}")
+    low, high = math.log(1e-3), math.log(1e3)
+    gap = lambda log_tau: count_mixture_accuracy(V, N, math.exp(log_tau), b) - accuracy  # noqa: E731
+    if gap(low) <= 0:
+        return 0.0
+    if gap(high) >= 0:
+        return math.inf
+    return math.exp(optimize.brentq(gap, low, high, xtol=1e-6))
+
+
 # The packs whose checks are predicted from every noise term at once (DERIVATION.md §11.3), with the constant each
 # term is taken at: the attention-only pack, whose terms the probes measured (PROBED_CONSTANTS, quick-preset
 # boundaries). The attention-MLP pack's MLP terms have no probed constants; it keeps the binding terms.
 ALL_TERMS_CONSTANTS = {"token_retrieval_attn": PROBED_CONSTANTS}
+# The d-free label-count term each of those packs keeps as Poisson counts (count_mixture_tau) rather than as one more
+# Gaussian spread (DERIVATION.md §11.3): the correct label's own count is the test token's, so it enters the signal
+# and the count bias together, and on N ~ V log V (a few samples per token) it is far from Gaussian.
+COUNT_TERMS = {"token_retrieval_attn": "mean_bias_counts"}
 
 
 def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Mapping[int, float]
                          ) -> dict[str, Any] | None:
     """The registry's all-terms hook (``System.all_terms``): one check's boundary along a line from every noise term
     at once, no constant fitted (DERIVATION.md §11.3). At each realised row (``finite_size``: the line's finite-size
-    prediction, whose points and constants give V, N, L and the measured attention) the smallest d at which the
-    signal is :func:`argmax_snr` at the check's level (``targets``: V -> the accuracy the check's boundary reaches
-    there) times the spread of the summed noise, each term in its finite-size form times its probed constant
-    (:data:`ALL_TERMS_CONSTANTS`): the Gaussian argmax over the whole noise, the d-free floor (``mean_bias_counts``)
-    included, so the prediction reads the level against the line's cap without being told which reading applies.
-    Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it, and a
+    prediction, whose points and constants give V, N, L and the measured attention) the smallest d at which the argmax
+    over V labels is right with the check's probability (``targets``: V -> the accuracy the check's boundary reaches
+    there), every term in its finite-size form times its probed constant (:data:`ALL_TERMS_CONSTANTS`): the
+    d-dependent terms as one Gaussian spread per label, the d-free label counts (:data:`COUNT_TERMS`) as the Poisson
+    counts they are, the correct label's count being the test token's (:func:`count_mixture_tau`). So the
+    prediction reads the level against the line's cap without being told which reading applies.
+    Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it,
+    ``slope_gaussian_counts`` (the same with the counts folded into one Gaussian spread, :func:`argmax_snr`), and a
     ``note`` where the label counts cap the line's accuracy at a level that does not rise with V (:func:`count_cap`:
     the effect that makes a fraction of such a line's ceiling a level among the inputs that can be right); slope
-    None for a row without a target or a target the floor alone keeps out of reach (no finite d); None for another
-    pack."""
+    None for a row without a target or a target the counts keep out of reach at any d; None for another pack."""
     constants = ALL_TERMS_CONSTANTS.get(pack)
     points = (finite_size or {}).get("points") or []
     if constants is None or not points:
@@ -655,11 +724,16 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
                        f"fraction of its ceiling is a level among those that can (the within-ceiling reading)")
     if any(int(p["V"]) not in targets or not 1.0 / int(p["V"]) < float(targets[int(p["V"])]) < 1.0 for p in points):
         return out  # no target, or at or below chance (no signal needed) or at 1 (an infinite one)
-    found = sum_of_terms_prediction({"pack": pack, "realised": {"finite_size": finite_size}}, None, None,
-                                    accuracy={int(V): float(t) for V, t in targets.items()}, constants=constants,
-                                    C=1.0)
+    line = {"pack": pack, "realised": {"finite_size": finite_size}}
+    levels = {int(V): float(t) for V, t in targets.items()}
+    found = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
+                                    counts=COUNT_TERMS.get(pack))
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
         out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
+    if COUNT_TERMS.get(pack) is not None:  # the same with the counts folded into one Gaussian spread, for the record
+        gaussian = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0)
+        if gaussian["slope"] is not None and all(math.isfinite(d) for d in gaussian["d"].values()):
+            out["slope_gaussian_counts"] = gaussian["slope"]
     return out
 
 

@@ -1,11 +1,12 @@
 """Every noise term at once (DERIVATION.md §11.3): a check of the attention-only model is tested against the d at which
-the signal is the argmax's signal-to-noise ratio at the check's own level times the spread of the summed noise, each
-term at its probed constant, no constant fitted to the boundaries. On the first GPU run of tr_fig2_attention_only
-(V = 128..2048, 8 seeds, one H200) it predicts the absolute thresholds of the N = V^1.5 lines within 0.05, where the
-binding terms alone were 0.18-0.23 too steep at L = V^0.5."""
+the argmax over V labels is right with the check's own probability, every term at its probed constant, the d-dependent
+terms as one Gaussian spread and the label counts as the Poisson counts they are (the correct label's count is the
+test token's), no constant fitted to the boundaries. The numbers below are the second GPU run of
+tr_fig2_attention_only's gpu preset (V = 128..2048, 16 seeds, one H200): out of sample for every constant used."""
 import math
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from recallkit.compare.assertions import fit_boundary_points, realised_predictions
 from recallkit.empirics.experiment import load_experiment
@@ -14,20 +15,32 @@ from recallkit.systems.token_retrieval.judge import (
     ALL_TERMS_CONSTANTS,
     PROBED_CONSTANTS,
     all_terms_prediction,
+    count_cap,
+    count_mixture_accuracy,
+    count_mixture_tau,
     sum_of_terms_prediction,
 )
 
 # the GPU run's realised rows and its runs' mean attention on the informative position (its finite-size constants A)
 GPU_ROWS = {
     "N=V**1.5, L=V**0.5": ([(128, 1448, 11), (256, 4096, 16), (512, 11585, 22), (1024, 32768, 32), (2048, 92681, 45)],
-                           [0.20089, 0.14604, 0.11106, 0.07844, 0.05707]),
+                           [0.20167, 0.14604, 0.11073, 0.07853, 0.05708]),
     "N=V**1.5, L=V**0.25": ([(128, 1448, 3), (256, 4096, 4), (512, 11585, 4), (1024, 32768, 5), (2048, 92681, 6)],
-                            [0.49463, 0.41513, 0.41391, 0.35763, 0.31529]),
+                            [0.49535, 0.41504, 0.41436, 0.35777, 0.31535]),
     "N=V*log(V), L=V**0.5": ([(128, 621, 11), (256, 1419, 16), (512, 3194, 22), (1024, 7097, 32), (2048, 15615, 45)],
-                             [0.20582, 0.14792, 0.11036, 0.07816, 0.05736]),
+                             [0.20892, 0.14695, 0.11096, 0.07878, 0.05729]),
 }
-# what that run measured at accuracy 0.1 (seed-curve fits, 90% interval) and what the binding terms alone predicted
-MEASURED_01 = {"N=V**1.5, L=V**0.5": (1.585, 1.517, 1.652), "N=V**1.5, L=V**0.25": (1.501, 1.420, 1.582)}
+# its ceilings: seed-mean accuracy at d = 2V, V = 128 .. 2048
+GPU_CEILINGS = {
+    "N=V*log(V), L=V**0.5": [0.138, 0.1542, 0.1214, 0.1237, 0.1139],
+    "N=V**1.5, L=V**0.5": [0.2515, 0.2793, 0.3134, 0.396, 0.4663],
+    "N=V**1.5, L=V**0.25": [0.3391, 0.4133, 0.5034, 0.6302, 0.7371],
+}
+# what it measured (seed-curve fits: slope and 90% interval) and what the binding terms alone predicted at 0.1
+MEASURED = {("N=V**1.5, L=V**0.5", 0.1): (1.538, 1.485, 1.592), ("N=V**1.5, L=V**0.25", 0.1): (1.497, 1.432, 1.562),
+            ("N=V*log(V), L=V**0.5", 0.1): (2.369, 2.270, 2.468),
+            ("N=V*log(V), L=V**0.5", "0.25 x ceiling"): (2.185, 2.082, 2.288),
+            ("N=V*log(V), L=V**0.5", "0.5 x ceiling"): (2.156, 1.970, 2.342)}
 BINDING_01 = {"N=V**1.5, L=V**0.5": 1.763, "N=V**1.5, L=V**0.25": 1.476}
 
 
@@ -37,39 +50,85 @@ def _finite_size(label):
 
 
 def _at(level, label):
+    if isinstance(level, str):  # a fraction of each V's ceiling
+        fraction = float(level.split()[0])
+        return {V: fraction * c for (V, _, _), c in zip(GPU_ROWS[label][0], GPU_CEILINGS[label])}
     return {V: level for V, _, _ in GPU_ROWS[label][0]}
 
 
-@pytest.mark.parametrize("label", sorted(MEASURED_01))
-def test_every_term_at_once_predicts_the_gpu_runs_absolute_thresholds(label):
-    found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(0.1, label))
-    slope, low, high = MEASURED_01[label]
-    assert low - 0.05 < found["slope"] < high + 0.05  # the measured interval, give or take 0.05
-    assert abs(found["slope"] - slope) < abs(BINDING_01[label] - slope) + 0.05
-    # and it is a prediction of the level too, not only of the slope: the d at V = 2048 within 30% of the run's
-    measured_d = {"N=V**1.5, L=V**0.5": 635.7, "N=V**1.5, L=V**0.25": 337.8}[label]
-    assert found["d"][2048] == pytest.approx(measured_d, rel=0.3)
-    assert set(found["shares"][2048]) >= {"mean_bias", "mean_bias_counts", "grad_noise"}
+@pytest.mark.parametrize("label, level", sorted(MEASURED, key=str))
+def test_every_term_at_once_is_consistent_with_the_gpu_run(label, level):
+    """Each of these checks' 90% interval lies inside the +-0.25 band around the prediction: the run decides them
+    'consistent', out of sample (the constants were probed at V <= 512 on the CPU)."""
+    found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
+    _, low, high = MEASURED[(label, level)]
+    assert found["slope"] - 0.25 <= low and high <= found["slope"] + 0.25
 
 
-def test_the_pinned_slopes():
-    slopes = {label: all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(0.1, label))["slope"]
-              for label in GPU_ROWS}
-    assert slopes == pytest.approx({"N=V**1.5, L=V**0.5": 1.606, "N=V**1.5, L=V**0.25": 1.457,
-                                    "N=V*log(V), L=V**0.5": 2.532}, abs=0.002)
+@pytest.mark.parametrize("level", ["0.25 x ceiling", "0.5 x ceiling"])
+def test_the_counts_kept_as_counts_decide_the_n_v_log_v_fractions_of_the_ceiling(level):
+    """On N ~ V log V (a few samples per token) the label counts are far from one Gaussian spread: folded into one,
+    the prediction is 0.19-0.27 steeper than what the run measured, and the run cannot decide it; kept as Poisson
+    counts, it is within 0.05."""
+    label = "N=V*log(V), L=V**0.5"
+    found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
+    slope, low, high = MEASURED[(label, level)]
+    assert abs(found["slope"] - slope) < 0.05
+    assert found["slope_gaussian_counts"] - slope > 0.15
+    assert not (found["slope_gaussian_counts"] - 0.25 <= low and high <= found["slope_gaussian_counts"] + 0.25)
+
+
+def test_the_pinned_slopes_and_levels():
+    slopes, gaussian, at_2048 = {}, {}, {}
+    for label in GPU_ROWS:
+        found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(0.1, label))
+        slopes[label], gaussian[label], at_2048[label] = found["slope"], found["slope_gaussian_counts"], found["d"][2048]
+    assert slopes == pytest.approx({"N=V**1.5, L=V**0.5": 1.691, "N=V**1.5, L=V**0.25": 1.538,
+                                    "N=V*log(V), L=V**0.5": 2.300}, abs=0.002)
+    assert gaussian == pytest.approx({"N=V**1.5, L=V**0.5": 1.607, "N=V**1.5, L=V**0.25": 1.458,
+                                      "N=V*log(V), L=V**0.5": 2.534}, abs=0.002)
+    # the levels: on N ~ V^1.5 within 20% of the d the run measured at V = 2048 (623 and 346); on N ~ V log V the
+    # slope is right but the level is 2.3 times too small (1449 against 3332): what caps that line's accuracy below
+    # the count cap is not in the terms (its ceilings are 0.11-0.15, the cap 0.26-0.33)
+    assert at_2048["N=V**1.5, L=V**0.5"] == pytest.approx(623.5, rel=0.2)
+    assert at_2048["N=V**1.5, L=V**0.25"] == pytest.approx(346.3, rel=0.2)
+    assert 2.0 < 3331.9 / at_2048["N=V*log(V), L=V**0.5"] < 2.6
+
+
+def test_the_count_mixture_is_its_model():
+    """count_mixture_accuracy against a simulation of the model it integrates: counts Poisson(N/V), label k's logit
+    n_k + tau z_k, the correct label's (its count the test token's) 2 n_x + tau z_0."""
+    rng = np.random.default_rng(0)
+    V, N, trials = 128, 621, 20000
+    for tau in (0.5, 2.0):
+        counts = rng.poisson(N / V, size=(trials, V))
+        logits = counts + tau * rng.standard_normal((trials, V))
+        logits[:, 0] += counts[:, 0]  # the correct label: label 0, its count the test token's
+        simulated = float(np.mean(np.argmax(logits, axis=1) == 0))
+        assert count_mixture_accuracy(V, N, tau) == pytest.approx(simulated, abs=4 * math.sqrt(0.25 / trials))
+    # its limits: the count cap as the Gaussian noise vanishes (ties broken at random there, counted half in the cap),
+    # chance as it swamps the counts; and the spread the solver returns gives back the accuracy asked for
+    assert count_mixture_accuracy(1024, 7097, 1e-3) == pytest.approx(count_cap(1024, 7097), abs=0.01)
+    assert count_mixture_accuracy(1024, 7097, 1e3) == pytest.approx(1 / 1024, rel=0.05)
+    tau = count_mixture_tau(0.1, 1024, 7097)
+    assert count_mixture_accuracy(1024, 7097, tau) == pytest.approx(0.1, abs=1e-5)
+    assert count_mixture_tau(0.5, 1024, 7097) == 0.0  # above the cap (0.27): out of reach at any d
+    assert [count_mixture_accuracy(1024, 7097, t) for t in (0.5, 1, 2, 4)] == sorted(
+        [count_mixture_accuracy(1024, 7097, t) for t in (0.5, 1, 2, 4)], reverse=True)
 
 
 def test_a_higher_level_needs_more_d_and_the_floor_sets_how_the_slope_moves_with_it():
-    # N ~ V log V: the label-count floor does not fall with V, so a level nearer the cap it sets is steeper
+    # N ~ V log V: a level nearer the count cap needs more d and (the cap not rising with V) a steeper slope; a level
+    # above the cap has no finite d
     label = "N=V*log(V), L=V**0.5"
     found = {level: all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
              for level in (0.1, 0.2, 0.3)}
     assert all(found[0.2]["d"][V] > found[0.1]["d"][V] for V in found[0.1]["d"])
     assert found[0.2]["slope"] > found[0.1]["slope"] + 0.3
-    assert found[0.3]["slope"] is None  # a level the floor alone keeps out of reach has no finite d: no prediction
+    assert found[0.3]["slope"] is None  # a level the counts keep out of reach has no finite d: no prediction
     # and the line names the effect: its label-count cap does not rise with V
     assert "label counts cap this line's accuracy at 0.26-0.33" in found[0.1]["note"]
-    # N ~ V^1.5: the floor falls away as V grows, so a higher level is shallower (the run: 1.585, 1.555, 1.473)
+    # N ~ V^1.5: the floor falls away as V grows, so a higher level is shallower (the run: 1.538, 1.444, 1.386)
     label = "N=V**1.5, L=V**0.5"
     slopes = [all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))["slope"]
               for level in (0.1, 0.125, 0.15)]
@@ -111,12 +170,12 @@ def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms
     label = "N=V**1.5, L=V**0.5"
     rows = GPU_ROWS[label][0]
     found = _realised_at_01(label)
-    assert found["all_terms_by_check"]["0.1"]["slope"] == pytest.approx(1.606, abs=0.002)
+    assert found["all_terms_by_check"]["0.1"]["slope"] == pytest.approx(1.691, abs=0.002)
     boundary = [{"line": label, "threshold": 0.1, "seed": s, "V": V, "d": 0.9 * V ** 0.79, "param_count": 0.81 * V ** 1.58}
                 for V, _, _ in rows for s in (0, 1, 2)]
     result = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}}, realised={label: found})[0]
     out = result.to_dict()
-    assert out["predicted_slope"] == pytest.approx(1.606, abs=0.002)
+    assert out["predicted_slope"] == pytest.approx(1.691, abs=0.002)
     assert result.extra["prediction_compared"] == "all terms"
     assert result.extra["predicted_slope_finite_size"] == pytest.approx(BINDING_01[label], abs=0.02)
     assert result.extra["verdict_binding_terms"] in ("consistent", "inconsistent", "inconclusive")
@@ -125,19 +184,10 @@ def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms
     assert math.isclose(out["slope"], 1.58, abs_tol=1e-6)
 
 
-# the GPU run's ceilings: seed-mean accuracy at d = 2V, V = 128 .. 2048
-GPU_CEILINGS = {
-    "N=V*log(V), L=V**0.5": [0.131, 0.139, 0.123, 0.125, 0.116],
-    "N=V**1.5, L=V**0.5": [0.267, 0.298, 0.298, 0.405, 0.461],
-    "N=V**1.5, L=V**0.25": [0.332, 0.434, 0.578, 0.629, 0.743],
-}
-
-
 def test_the_label_count_cap_bounds_the_ceilings_and_moves_with_v_as_they_do():
     """The count cap (the accuracy at d -> infinity from the label counts, which are the test tokens' counts) is an
     upper bound on every measured ceiling; it falls slowly on N ~ V log V, where the ceilings are flat, and rises
     towards 1 on N ~ V^1.5, where they rise."""
-    from recallkit.systems.token_retrieval.judge import count_cap
     from recallkit.theory.errors import InputError
 
     for label, ceilings in GPU_CEILINGS.items():
