@@ -548,7 +548,7 @@ PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01,
 def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapping[int, float] | None,
                             reference_V: int | None, accuracy: float | Mapping[int, float] | None = None,
                             constants: Mapping[str, float] | None = None, C: float | None = None,
-                            counts: str | None = None) -> dict[str, Any]:
+                            counts: str | None = None, exact_hits: bool = False) -> dict[str, Any]:
     """The boundary along one line from every noise term at once (DERIVATION.md §11), not from the binding ones:
     at each realised row (``line_prediction``: a fit document's prediction of the line, whose finite-size points and
     constants give V, N, L and the measured attention) the smallest d with signal >= C g(V) sqrt(sum of the terms'
@@ -559,7 +559,9 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     log V over the finite ones, each term's share of the noise variance at them and C. ``counts`` names the d-free
     label-count term to keep as Poisson counts (:func:`count_mixture_tau`, needs ``accuracy``) instead of one more
     Gaussian spread: then the rest of the noise is the Gaussian, and the signal over it must reach C times the
-    mean count N / V over the spread the mixture allows (count units)."""
+    mean count N / V over the spread the mixture allows (count units); ``exact_hits`` adds to it the labels of the
+    test input's L - 1 noise tokens, each r = (1 - A) / ((L - 1) A) of the signal per count more (DERIVATION.md §4.5,
+    A the measured attention on the informative position)."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -596,8 +598,10 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         # b = 1: the count bias and the signal are the same A^2 / N per training sample (DERIVATION.md §4.1, §4.2;
         # their probed constants, 0.99 and 1.01, agree within the probes' spread). Taking their ratio 1.02 instead
         # would decide every tie 2 n_x = n_k against the correct label, a 0.02 bias in the cap at N ~ V log V.
-        lam = row["N"] / V
-        tau = count_mixture_tau(level(V), V, row["N"])
+        lam, L, mass = row["N"] / V, row["L"], masses[V]
+        hits = L - 1 if exact_hits and L > 1 else 0
+        r = round((1.0 - mass) / ((L - 1) * mass), 6) if hits else 0.0
+        tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r)
         return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
 
     if counts is not None and accuracy is None:
@@ -650,36 +654,43 @@ _MIXTURE_GRID = np.linspace(-8.0, 8.0, 201)
 _MIXTURE_WEIGHTS = np.exp(-0.5 * _MIXTURE_GRID ** 2) / math.sqrt(2 * math.pi)
 
 
-def count_mixture_accuracy(V: int, N: int, tau: float, b: float = 1.0) -> float:
+def count_mixture_accuracy(V: int, N: int, tau: float, b: float = 1.0, hits: int = 0, r: float = 0.0) -> float:
     """The argmax accuracy when the label counts are kept as the Poisson counts they are (DERIVATION.md §11.3), not
     folded into one Gaussian spread: in units of the signal per training sample of the test token, label k gets
     b n_k from the count part of the mean bias, the correct label (whose count is the test token's own, n_x: labels
     are a permutation of tokens) gets n_x more from the signal, and every label an i.i.d. Gaussian of spread ``tau``
-    from the d-dependent noise; the counts i.i.d. Poisson(N / V). So it is
-    E_{n_x} E_z[ P(b n + tau z' < (1 + b) n_x + tau z)^(V-1) ]: :func:`count_cap` as tau -> 0 (ties broken at
-    random rather than counted half), chance 1/V as tau -> infinity. ``b`` is the count bias per sample over the
-    signal per sample (1 in the derivation: both are A^2 / N per training sample of a token)."""
+    from the d-dependent noise; the counts i.i.d. Poisson(N / V). ``hits`` of the wrong labels (the labels of the
+    test input's noise tokens, the exact hits of §4.5) get r n_k more, r the attention on one noise position over
+    the attention on the informative one. So it is
+    E_{n_x} E_z[ P(b n + tau z' < (1 + b) n_x + tau z)^(V-1-hits) P((b + r) n + tau z' < ...)^hits ]: the cap of
+    the counts and hits as tau -> 0 (:func:`count_cap` without hits; ties broken at random rather than counted
+    half), chance 1/V as tau -> infinity. ``b`` is the count bias per sample over the signal per sample (1 in the
+    derivation: both are A^2 / N per training sample of a token)."""
     lam = N / V
     counts = np.arange(0, int(lam + 10 * math.sqrt(lam) + 20))
     pmf = stats.poisson.pmf(counts, lam)
     keep = pmf > 1e-14
     counts, pmf = counts[keep], pmf[keep]
     correct = (1.0 + b) * counts[:, None] + tau * _MIXTURE_GRID[None, :]  # the correct label's logit: n_x by z
-    # P(a wrong label's logit >= t) = sum_m p(m) Phi((b m - t) / tau), at every t the correct label takes
-    above = special.ndtr((b * counts[None, None, :] - correct[:, :, None]) / tau) @ pmf
-    below_all = np.exp((V - 1) * np.log1p(-np.clip(above, 0.0, 1.0 - 1e-16)))
-    return float(pmf @ np.trapezoid(_MIXTURE_WEIGHTS[None, :] * below_all, _MIXTURE_GRID, axis=1))
+
+    def log_below(per_count: float) -> np.ndarray:  # log P(a wrong label's logit < t), at every t the correct takes
+        above = special.ndtr((per_count * counts[None, None, :] - correct[:, :, None]) / tau) @ pmf
+        return np.log1p(-np.clip(above, 0.0, 1.0 - 1e-16))
+
+    log_all = (V - 1 - hits) * log_below(b) + (hits * log_below(b + r) if hits else 0.0)
+    return float(pmf @ np.trapezoid(_MIXTURE_WEIGHTS[None, :] * np.exp(log_all), _MIXTURE_GRID, axis=1))
 
 
 @functools.lru_cache(maxsize=4096)
-def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0) -> float:
-    """The largest Gaussian spread ``tau`` (count units, :func:`count_mixture_accuracy`) at which the argmax is still
-    right with probability ``accuracy``: 0.0 where the accuracy is out of reach at any spread (at or above the count
-    cap), inf where it needs no signal (near chance). The accuracy falls with tau over the range solved in."""
+def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0, hits: int = 0, r: float = 0.0) -> float:
+    """The largest Gaussian spread ``tau`` (count units, :func:`count_mixture_accuracy`, same ``b``, ``hits``, ``r``)
+    at which the argmax is still right with probability ``accuracy``: 0.0 where the accuracy is out of reach at any
+    spread (at or above the cap of the counts and hits), inf where it needs no signal (near chance). The accuracy
+    falls with tau over the range solved in."""
     if not (isinstance(accuracy, (int, float)) and 0 < accuracy < 1):
         raise InputError(f"count_mixture_tau: accuracy: expected a number in (0, 1), got {accuracy!r}")
     low, high = math.log(1e-3), math.log(1e3)
-    gap = lambda log_tau: count_mixture_accuracy(V, N, math.exp(log_tau), b) - accuracy  # noqa: E731
+    gap = lambda log_tau: count_mixture_accuracy(V, N, math.exp(log_tau), b, hits, r) - accuracy  # noqa: E731
     if gap(low) <= 0:
         return 0.0
     if gap(high) >= 0:
@@ -693,7 +704,8 @@ def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0) -> float:
 ALL_TERMS_CONSTANTS = {"token_retrieval_attn": PROBED_CONSTANTS}
 # The d-free label-count term each of those packs keeps as Poisson counts (count_mixture_tau) rather than as one more
 # Gaussian spread (DERIVATION.md §11.3): the correct label's own count is the test token's, so it enters the signal
-# and the count bias together, and on N ~ V log V (a few samples per token) it is far from Gaussian.
+# and the count bias together, and on N ~ V log V (a few samples per token) it is far from Gaussian. The same packs
+# take the exact hits beside it (§4.5: the labels of the test input's noise tokens), the other d-free competitor.
 COUNT_TERMS = {"token_retrieval_attn": "mean_bias_counts"}
 
 
@@ -705,8 +717,9 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     over V labels is right with the check's probability (``targets``: V -> the accuracy the check's boundary reaches
     there), every term in its finite-size form times its probed constant (:data:`ALL_TERMS_CONSTANTS`): the
     d-dependent terms as one Gaussian spread per label, the d-free label counts (:data:`COUNT_TERMS`) as the Poisson
-    counts they are, the correct label's count being the test token's (:func:`count_mixture_tau`). So the
-    prediction reads the level against the line's cap without being told which reading applies.
+    counts they are, the correct label's count being the test token's, and the labels of the test input's L - 1
+    noise tokens with their exact hits (:func:`count_mixture_tau`; DERIVATION.md §4.5). So the prediction reads the
+    level against the line's cap without being told which reading applies.
     Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it,
     ``slope_gaussian_counts`` (the same with the counts folded into one Gaussian spread, :func:`argmax_snr`), and a
     ``note`` where the label counts cap the line's accuracy at a level that does not rise with V (:func:`count_cap`:
@@ -727,7 +740,7 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     line = {"pack": pack, "realised": {"finite_size": finite_size}}
     levels = {int(V): float(t) for V, t in targets.items()}
     found = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
-                                    counts=COUNT_TERMS.get(pack))
+                                    counts=COUNT_TERMS.get(pack), exact_hits=COUNT_TERMS.get(pack) is not None)
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
         out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
     if COUNT_TERMS.get(pack) is not None:  # the same with the counts folded into one Gaussian spread, for the record
