@@ -698,6 +698,16 @@ def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0, hits: int
     return math.exp(optimize.brentq(gap, low, high, xtol=1e-6))
 
 
+def hits_cap(V: int, N: int, L: int, attention: float) -> float:
+    """The accuracy three steps cannot exceed however large d is, from the label counts and the exact hits together
+    (DERIVATION.md §4.5, §11.3): :func:`count_mixture_accuracy` as the Gaussian noise vanishes, the labels of the
+    L - 1 noise tokens r = (1 - A) / ((L - 1) A) of the signal per count ahead, A the attention on the informative
+    position. Below :func:`count_cap` (0.59 against 0.85 at V = 1024, N = V^1.5, L = 32)."""
+    hits = L - 1 if L > 1 else 0
+    r = round((1.0 - attention) / ((L - 1) * attention), 6) if hits else 0.0
+    return count_mixture_accuracy(V, N, 1e-3, 1.0, hits, r)
+
+
 # The packs whose checks are predicted from every noise term at once (DERIVATION.md §11.3), with the constant each
 # term is taken at: the attention-only pack, whose terms the probes measured (PROBED_CONSTANTS, quick-preset
 # boundaries). The attention-MLP pack's MLP terms have no probed constants; it keeps the binding terms.
@@ -729,12 +739,16 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     points = (finite_size or {}).get("points") or []
     if constants is None or not points:
         return None
-    caps = [count_cap(int(p["V"]), int(p["N"])) for p in points]
-    out: dict[str, Any] = {"slope": None, "count_cap": {int(p["V"]): c for p, c in zip(points, caps)}}
-    if caps[-1] <= caps[0]:
-        out["note"] = (f"the label counts cap this line's accuracy at {min(caps):.2f}-{max(caps):.2f}, not rising with "
-                       f"V (count_cap, DERIVATION.md §11.3): inputs of rare tokens cannot be right at any d, so a "
-                       f"fraction of its ceiling is a level among those that can (the within-ceiling reading)")
+    counted = [count_cap(int(p["V"]), int(p["N"])) for p in points]
+    caps = [hits_cap(int(p["V"]), int(p["N"]), int(p["L"]), float(c["A"]))
+            for p, c in zip(points, finite_size.get("constants") or [])] if COUNT_TERMS.get(pack) else counted
+    out: dict[str, Any] = {"slope": None, "count_cap": {int(p["V"]): c for p, c in zip(points, counted)},
+                           "cap": {int(p["V"]): c for p, c in zip(points, caps)}}
+    if len(caps) == len(points) and caps[-1] <= caps[0]:
+        out["note"] = (f"the label counts and the exact hits cap this line's accuracy at {min(caps):.2f}-"
+                       f"{max(caps):.2f} at any d, not rising with V (DERIVATION.md §11.3): inputs of rare tokens "
+                       f"cannot be right, so a fraction of its ceiling is a level among those that can (the "
+                       f"within-ceiling reading)")
     if any(int(p["V"]) not in targets or not 1.0 / int(p["V"]) < float(targets[int(p["V"])]) < 1.0 for p in points):
         return out  # no target, or at or below chance (no signal needed) or at 1 (an infinite one)
     line = {"pack": pack, "realised": {"finite_size": finite_size}}

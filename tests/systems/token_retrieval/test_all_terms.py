@@ -19,6 +19,7 @@ from recallkit.systems.token_retrieval.judge import (
     count_cap,
     count_mixture_accuracy,
     count_mixture_tau,
+    hits_cap,
     sum_of_terms_prediction,
 )
 
@@ -159,7 +160,7 @@ def test_a_higher_level_needs_more_d_and_the_floor_sets_how_the_slope_moves_with
     assert found[0.15]["slope"] > found[0.1]["slope"] + 0.2
     assert found[0.25]["slope"] is None  # a level the counts and hits keep out of reach has no finite d: no prediction
     # and the line names the effect: its label-count cap does not rise with V
-    assert "label counts cap this line's accuracy at 0.26-0.33" in found[0.1]["note"]
+    assert "label counts and the exact hits cap this line's accuracy at 0.19-0.26" in found[0.1]["note"]
     # N ~ V^1.5: the floor falls away as V grows, so a higher level is shallower (the run: 1.538, 1.444, 1.386)
     label = "N=V**1.5, L=V**0.5"
     slopes = [all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))["slope"]
@@ -224,9 +225,13 @@ def test_the_label_count_cap_bounds_the_ceilings_and_moves_with_v_as_they_do():
 
     for label, ceilings in GPU_CEILINGS.items():
         caps = [count_cap(V, N) for V, N, _ in GPU_ROWS[label][0]]
-        assert all(cap > ceiling for cap, ceiling in zip(caps, ceilings))
-        rising = label.startswith("N=V**1.5")
-        assert (caps == sorted(caps)) == rising and (caps == sorted(caps, reverse=True)) != rising
+        # with the exact hits (§4.5) the cap is lower, still above every ceiling, and moves the same way
+        with_hits = [hits_cap(V, N, L, a) for (V, N, L), a in zip(*GPU_ROWS[label])]
+        for bound in (caps, with_hits):
+            assert all(cap > ceiling for cap, ceiling in zip(bound, ceilings))
+            rising = label.startswith("N=V**1.5")
+            assert (bound == sorted(bound)) == rising and (bound == sorted(bound, reverse=True)) != rising
+        assert all(h < c - 0.05 for h, c in zip(with_hits, caps))
     assert count_cap(128, 621) == pytest.approx(0.335, abs=0.001)
     assert count_cap(2048, 92681) == pytest.approx(0.935, abs=0.001)
     assert count_cap(2, 10**4) == pytest.approx(1.0)
