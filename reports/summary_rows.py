@@ -187,6 +187,8 @@ def summary_entries(summary: dict) -> list[dict]:
                 "predicted_slope_realised": fit.get("predicted_slope_realised"),
                 "predicted_slope_finite_size": fit.get("predicted_slope_finite_size"),
                 "predicted_slope_all_terms": fit.get("predicted_slope_all_terms"),
+                "predicted_slope_all_terms_gaussian_counts": fit.get("predicted_slope_all_terms_gaussian_counts"),
+                "method": fit.get("method"),
                 "verdict_binding_terms": fit.get("verdict_binding_terms"),
                 "predicted_slope_within_ceiling": fit.get("predicted_slope_within_ceiling"),
                 "verdict_within_ceiling": fit.get("verdict_within_ceiling"),

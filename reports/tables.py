@@ -42,6 +42,7 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
             "slope": f.get("slope"),
             "slope_ci": f.get("slope_ci"),
             "slope_ci_bootstrap": f.get("slope_ci_bootstrap"),
+            "method": f.get("method"),
             "predicted_slope": f.get("predicted_slope"),
             "predicted_slope_tested": f.get("predicted_slope_finite_range", f.get("predicted_slope")),
             "dominant": f.get("dominant") or dominant_of.get(line) or dominant_of.get(f.get("experiment"), ""),
@@ -52,6 +53,14 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
 
 _HEADER = ["experiment", "line", "thr.", "fitted\nslope", "95% CI\n(HC3)", "95% CI\n(bootstrap)",
            "tested\nprediction", "dominant\nterm", "verdict"]
+_CI_COLUMN = 4  # its heading names the interval the rows carry: HC3 for a regression, seed curves for a curve fit
+
+
+def _header(rows: Sequence[dict]) -> list[str]:
+    """The slope table's heading, its interval column named after what the rows' fits computed."""
+    curves = {r.get("method") == "curve" for r in rows if r.get("kind") not in ("claim", "grid")}
+    shown = {frozenset({True}): "95% CI\n(seed curves)", frozenset({False, True}): "95% CI (HC3 or\nseed curves)"}
+    return [shown.get(frozenset(curves), h) if i == _CI_COLUMN else h for i, h in enumerate(_HEADER)]
 _WRAP = [23, 25, 6, 8, 14, 14, 15, 16, 13]
 _WIDTHS = [0.165, 0.18, 0.05, 0.07, 0.11, 0.11, 0.095, 0.10, 0.12]
 
@@ -161,7 +170,7 @@ def draw_slope_table(ax, rows: Sequence[dict]) -> None:
     if not cells:
         ax.text(0.5, 0.5, "no fits to show", ha="center", va="center", transform=ax.transAxes)
         return
-    table = ax.table(cellText=cells, colLabels=_HEADER, colWidths=_WIDTHS, loc="upper center",
+    table = ax.table(cellText=cells, colLabels=_header(rows), colWidths=_WIDTHS, loc="upper center",
                      cellLoc="left", colLoc="left")
     table.auto_set_font_size(False)
     table.set_fontsize(8.5)

@@ -342,6 +342,21 @@ def test_slope_table_colours_verdicts(tmp_path):
     _look(fig, tmp_path, "slopes")
 
 
+def test_slope_table_names_the_interval_its_rows_carry():
+    """The interval column's heading says what was computed: HC3 for regression fits, the seed-curve bootstrap for
+    curve fits (it read "HC3" over seed-curve intervals on every Fig 2 page)."""
+    _, _, fits = synthetic_line()
+
+    def heading(rows):
+        return tables.slope_table(rows).axes[0].tables[0].get_celld()[(0, 4)].get_text().get_text()
+
+    regression = tables.slope_rows(fits)
+    curves = tables.slope_rows([{**f, "method": "curve"} for f in fits])
+    assert heading(regression) == "95% CI\n(HC3)"
+    assert heading(curves) == "95% CI\n(seed curves)"
+    assert heading(regression + curves) == "95% CI (HC3 or\nseed curves)"
+
+
 def test_mathtext_accepts_what_sympy_latex_emits():
     V, N, L, d, m = sympy.symbols("V N L d m", positive=True)
     for expr in [N * d / V, L * sympy.log(V), sympy.sqrt(L * V / N), sympy.Max(V / m, 1), sympy.Min(d, N),
