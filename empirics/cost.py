@@ -71,11 +71,13 @@ CPU_MATMUL_GFLOPS = 213.0
 # CPU time, medians of three runs: tr_fig2 64%, tr_fig5 65%).
 CPU_EFFICIENCY = {"three_step": 0.64, "adam": 0.65}
 GPU_FP32_TFLOPS = 67.0  # NVIDIA H200 SXM: dense float32 (non-tensor-core) peak, the datasheet figure
-# Three steps: measured on one H200 (2026-12-04, torch 2.11): tr_fig2_attention_only's gpu preset, 1063 TFLOP of
-# the FLOP model in 94 s of sweep, 0.17 of the rate above (11.3 TFLOP/s). Small models sit far below it:
-# tr_fig4_mlp_width_rank2's gpu preset reached 0.018 (132 TFLOP in 112 s; per-step overhead, not FLOPs), which
+# Three steps: measured on one H200 (2026-12-04, torch 2.11): tr_fig2_attention_only's gpu preset at its 16 seeds,
+# 2080 TFLOP of the FLOP model in 163 s of sweep, 0.19 of the rate above (12.8 TFLOP/s; at 8 seeds 1063 TFLOP in
+# 94 s, 0.17: more models per batched call). Its largest cell alone reached 0.52 of the measured float32 matmul
+# rate (benchmarks/gpu_check.py); the search's smaller cells and rounds bring the sweep down. Small models sit far
+# below: tr_fig4_mlp_width_rank2's gpu preset reached 0.018 (132 TFLOP in 112 s; per-step overhead, not FLOPs), which
 # MODEL_SECONDS / STEP_SECONDS price. Adam: not measured on a GPU, assumed.
-GPU_EFFICIENCY = {"three_step": 0.17, "adam": 0.20}
+GPU_EFFICIENCY = {"three_step": 0.19, "adam": 0.20}
 # What the FLOP models leave out, fitted to the main job's cold store (module docstring): measured alone, a
 # step of the anchor's tiny linear memory takes 46 us and one of the autograd tasks' 0.6-0.7 ms.
 STEP_SECONDS = 5e-4
