@@ -560,8 +560,8 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     label-count term to keep as Poisson counts (:func:`count_mixture_tau`, needs ``accuracy``) instead of one more
     Gaussian spread: then the rest of the noise is the Gaussian, and the signal over it must reach C times the
     mean count N / V over the spread the mixture allows (count units); ``exact_hits`` adds to it the labels of the
-    test input's L - 1 noise tokens, each r = (1 - A) / ((L - 1) A) of the signal per count more (DERIVATION.md §4.5,
-    A the measured attention on the informative position)."""
+    test input's L - 1 noise tokens, each r of the signal per count ahead (:func:`exact_hit_share`, DERIVATION.md
+    §4.5, at the measured attention)."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -598,10 +598,9 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         # b = 1: the count bias and the signal are the same A^2 / N per training sample (DERIVATION.md §4.1, §4.2;
         # their probed constants, 0.99 and 1.01, agree within the probes' spread). Taking their ratio 1.02 instead
         # would decide every tie 2 n_x = n_k against the correct label, a 0.02 bias in the cap at N ~ V log V.
-        lam, L, mass = row["N"] / V, row["L"], masses[V]
-        hits = L - 1 if exact_hits and L > 1 else 0
-        r = round((1.0 - mass) / ((L - 1) * mass), 6) if hits else 0.0
+        hits, r = exact_hit_share(row["L"], masses[V]) if exact_hits else (0, 0.0)
         tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r)
+        lam = row["N"] / V
         return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
 
     if counts is not None and accuracy is None:
@@ -615,7 +614,8 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         if not 0 < target < math.inf:  # out of reach at any d, or (near chance) no signal needed: no d to solve for
             found[row["V"]] = math.inf
             continue
-        gap = lambda log_d, row=row: math.log(ratio(row, math.exp(log_d))) - math.log(target)  # noqa: E731
+        gap = lambda log_d, row=row, target=target: (  # noqa: E731
+            math.log(ratio(row, math.exp(log_d))) - math.log(target))
         found[row["V"]] = math.exp(optimize.brentq(gap, 0.0, math.log(1e7))) if gap(math.log(1e7)) > 0 else math.inf
     reached = [(V, d) for V, d in found.items() if math.isfinite(d)]
     slope = (float(np.polyfit(np.log([V for V, _ in reached]), 2 * np.log([d for _, d in reached]), 1)[0])
@@ -698,14 +698,21 @@ def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0, hits: int
     return math.exp(optimize.brentq(gap, low, high, xtol=1e-5))
 
 
+def exact_hit_share(L: int, attention: float) -> tuple[int, float]:
+    """(hits, r) of :func:`count_mixture_accuracy` for a test input of length L (DERIVATION.md §4.5): its L - 1 noise
+    tokens' labels, each r = (1 - A) / ((L - 1) A) of the signal per count ahead of the other wrong labels, A the
+    attention on the informative position (the rest split evenly over the noise positions). r is rounded to 6
+    digits, so that equal rows share the cached solve."""
+    if L <= 1:
+        return 0, 0.0
+    return L - 1, round((1.0 - attention) / ((L - 1) * attention), 6)
+
+
 def hits_cap(V: int, N: int, L: int, attention: float) -> float:
     """The accuracy three steps cannot exceed however large d is, from the label counts and the exact hits together
-    (DERIVATION.md §4.5, §11.3): :func:`count_mixture_accuracy` as the Gaussian noise vanishes, the labels of the
-    L - 1 noise tokens r = (1 - A) / ((L - 1) A) of the signal per count ahead, A the attention on the informative
-    position. Below :func:`count_cap` (0.59 against 0.85 at V = 1024, N = V^1.5, L = 32)."""
-    hits = L - 1 if L > 1 else 0
-    r = round((1.0 - attention) / ((L - 1) * attention), 6) if hits else 0.0
-    return count_mixture_accuracy(V, N, 1e-3, 1.0, hits, r)
+    (DERIVATION.md §4.5, §11.3): :func:`count_mixture_accuracy` as the Gaussian noise vanishes, with
+    :func:`exact_hit_share`. Below :func:`count_cap` (0.59 against 0.85 at V = 1024, N = V^1.5, L = 32)."""
+    return count_mixture_accuracy(V, N, 1e-3, 1.0, *exact_hit_share(L, attention))
 
 
 # The packs whose checks are predicted from every noise term at once (DERIVATION.md §11.3), with the constant each

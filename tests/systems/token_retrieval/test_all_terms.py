@@ -96,7 +96,7 @@ def test_the_exact_hits_bring_the_higher_levels_of_n_v15_l_v05_into_the_band(lev
     0.125 and 0.15 by about 0.2 and the run cannot call it consistent; with them it does."""
     label = "N=V**1.5, L=V**0.5"
     line = {"pack": "token_retrieval_attn", "realised": {"finite_size": _finite_size(label)}}
-    common = dict(accuracy=_at(level, label), constants=PROBED_CONSTANTS, C=1.0, counts="mean_bias_counts")
+    common = {"accuracy": _at(level, label), "constants": PROBED_CONSTANTS, "C": 1.0, "counts": "mean_bias_counts"}
     without = sum_of_terms_prediction(line, None, None, **common)["slope"]
     with_hits = sum_of_terms_prediction(line, None, None, exact_hits=True, **common)["slope"]
     _, low, high = MEASURED[(label, level)]
