@@ -54,15 +54,20 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
 _HEADER = ["experiment", "line", "thr.", "fitted\nslope", "95% CI\n(HC3)", "95% CI\n(bootstrap)",
            "tested\nprediction", "dominant\nterm", "verdict"]
 _CI_COLUMN = 4  # its heading names the interval the rows carry: HC3 for a regression, seed curves for a curve fit
+_WRAP = [23, 25, 6, 8, 14, 14, 15, 16, 13]
+_WIDTHS = [0.165, 0.18, 0.05, 0.07, 0.11, 0.11, 0.095, 0.10, 0.12]
 
 
 def _header(rows: Sequence[dict]) -> list[str]:
     """The slope table's heading, its interval column named after what the rows' fits computed."""
     curves = {r.get("method") == "curve" for r in rows if r.get("kind") not in ("claim", "grid")}
-    shown = {frozenset({True}): "95% CI\n(seed curves)", frozenset({False, True}): "95% CI (HC3 or\nseed curves)"}
-    return [shown.get(frozenset(curves), h) if i == _CI_COLUMN else h for i, h in enumerate(_HEADER)]
-_WRAP = [23, 25, 6, 8, 14, 14, 15, 16, 13]
-_WIDTHS = [0.165, 0.18, 0.05, 0.07, 0.11, 0.11, 0.095, 0.10, 0.12]
+    if curves == {True}:
+        interval = "95% CI\n(seed curves)"
+    elif curves == {True, False}:
+        interval = "95% CI (HC3 or\nseed curves)"
+    else:
+        interval = _HEADER[_CI_COLUMN]
+    return [interval if i == _CI_COLUMN else h for i, h in enumerate(_HEADER)]
 
 
 def slope_table(rows: Sequence[dict], title: str = "Fitted against predicted slopes",

@@ -708,10 +708,12 @@ def exact_hit_share(L: int, attention: float) -> tuple[int, float]:
     return L - 1, round((1.0 - attention) / ((L - 1) * attention), 6)
 
 
+@functools.lru_cache(maxsize=1024)
 def hits_cap(V: int, N: int, L: int, attention: float) -> float:
     """The accuracy three steps cannot exceed however large d is, from the label counts and the exact hits together
     (DERIVATION.md §4.5, §11.3): :func:`count_mixture_accuracy` as the Gaussian noise vanishes, with
-    :func:`exact_hit_share`. Below :func:`count_cap` (0.59 against 0.85 at V = 1024, N = V^1.5, L = 32)."""
+    :func:`exact_hit_share`. Below :func:`count_cap` (0.59 against 0.85 at V = 1024, N = V^1.5, L = 32). Cached:
+    the all-terms hook asks it for every check of a line, at the same rows."""
     return count_mixture_accuracy(V, N, 1e-3, 1.0, *exact_hit_share(L, attention))
 
 
@@ -746,9 +748,10 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     points = (finite_size or {}).get("points") or []
     if constants is None or not points:
         return None
+    counts = COUNT_TERMS.get(pack)
     counted = [count_cap(int(p["V"]), int(p["N"])) for p in points]
     caps = [hits_cap(int(p["V"]), int(p["N"]), int(p["L"]), float(c["A"]))
-            for p, c in zip(points, finite_size.get("constants") or [])] if COUNT_TERMS.get(pack) else counted
+            for p, c in zip(points, finite_size.get("constants") or [])] if counts else counted
     out: dict[str, Any] = {"slope": None, "count_cap": {int(p["V"]): c for p, c in zip(points, counted)},
                            "cap": {int(p["V"]): c for p, c in zip(points, caps)}}
     if len(caps) == len(points) and caps[-1] <= caps[0]:
@@ -761,10 +764,10 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     line = {"pack": pack, "realised": {"finite_size": finite_size}}
     levels = {int(V): float(t) for V, t in targets.items()}
     found = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
-                                    counts=COUNT_TERMS.get(pack), exact_hits=COUNT_TERMS.get(pack) is not None)
+                                    counts=counts, exact_hits=counts is not None)
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
         out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
-    if COUNT_TERMS.get(pack) is not None:  # the same with the counts folded into one Gaussian spread, for the record
+    if counts is not None:  # the same with the counts folded into one Gaussian spread, for the record
         gaussian = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0)
         if gaussian["slope"] is not None and all(math.isfinite(d) for d in gaussian["d"].values()):
             out["slope_gaussian_counts"] = gaussian["slope"]
