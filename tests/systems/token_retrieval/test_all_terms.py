@@ -215,6 +215,13 @@ def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms
     assert set(result.extra["all_terms_d"]) == {str(V) for V, _, _ in rows}
     assert "prediction_note" not in result.extra  # this line's count cap rises with V: no note
     assert math.isclose(out["slope"], 1.58, abs_tol=1e-6)
+    # the form with the counts folded into one Gaussian stays beside the tested one, in the record and on fit's output
+    assert out["predicted_slope_all_terms_gaussian_counts"] == pytest.approx(1.607, abs=0.002)
+    from recallkit.cli_fit import format_table
+
+    shown = format_table({"fits": [out], "experiment": "tr_fig2_attention_only", "preset": "gpu", "kind": "min_size",
+                          "store": "s.db"})
+    assert "predictions: all terms 1.667, all terms with Gaussian counts 1.607, finite-size" in shown
 
 
 def test_the_label_count_cap_bounds_the_ceilings_and_moves_with_v_as_they_do():

@@ -355,6 +355,11 @@ def test_slope_table_names_the_interval_its_rows_carry():
     assert heading(regression) == "95% CI\n(HC3)"
     assert heading(curves) == "95% CI\n(seed curves)"
     assert heading(regression + curves) == "95% CI (HC3 or\nseed curves)"
+    # the report's summary pages draw the rows of summary.json, which carry the method too
+    from recallkit.reports.summary_rows import summary_entries
+
+    entry = {"name": "tr_fig2_attention_only", "kind": "min_size", "fits": [{**f, "method": "curve"} for f in fits]}
+    assert heading(summary_entries({"experiments": [entry]})) == "95% CI\n(seed curves)"
 
 
 def test_mathtext_accepts_what_sympy_latex_emits():
