@@ -58,7 +58,7 @@ GRID_VARIABLES = ("V", "N", "d", "L", "m")
 STATISTICS = ("spread", "max_wrong")
 METHODS = ("axis", "joint")
 # Bumped whenever empirics.probes changes what a row holds, so that stale stored rows are not reused.
-PROBE_ROW_VERSION = 1
+PROBE_ROW_VERSION = 2
 STORE_TASK = "token_retrieval_probe"
 
 

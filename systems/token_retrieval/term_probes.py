@@ -26,11 +26,16 @@ Components (keys of :func:`decompose`):
   trigger_crosstalk_grouped  the same for k != y_n: grouped by token like grad_noise
   trigger_crosstalk_positions  training noise positions r_n against the test trigger
   grad_noise         a_n e_{x_n} . t for other-label samples (k != y_n), less grad_noise_label
-  grad_noise_positions  r_n . t for other-label samples (k != y_n)
+  grad_noise_positions  r_n . t for other-label samples (k != y_n), where the tokens differ
+  grad_noise_positions_coincidences  the same where a training noise token is a token of the test input:
+                     through u_k . u_{y_n} only, so it falls like d^-1/2, not d^-1 (derivation §4.4)
   grad_noise_label   k != y_n, x_n = x: same informative token, other label (u_k . u_y overlap)
   token_crosstalk    k = y_n, x_n != x: informative-token overlap e_{x_n} . e_x
   localisation       k = y_n: training informative token against the test noise positions r
-  noise_self         k = y_n: training noise positions r_n against the test content t
+  noise_self         k = y_n: training noise positions r_n against the test content t, where the tokens differ
+  noise_self_coincidences  the same where a training noise token IS a token of the test input (e . e = 1):
+                     d-free, on average (1 - A) / (A^2 V) signal units per training sample of the label
+                     (derivation §4.4); in no pack term: the all-terms prediction takes it exactly
   feature_mean       (relu only) the constant part of the relu kernel
   kernel_nonlinear   (mlp) kernel minus its linear and constant parts
   mlp_noise          (mlp) finite-width features minus the infinite-width kernel
@@ -56,8 +61,9 @@ RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)
 
 COMPONENTS = ("signal", "mean_bias", "mean_bias_counts", "mean_bias_attention", "mean_bias_counts_attention",
               "trigger_crosstalk", "trigger_crosstalk_grouped", "trigger_crosstalk_positions",
-              "grad_noise", "grad_noise_positions", "grad_noise_label", "token_crosstalk", "localisation",
-              "noise_self", "feature_mean", "kernel_nonlinear", "mlp_noise", "finite_eta", "step1")
+              "grad_noise", "grad_noise_positions", "grad_noise_positions_coincidences", "grad_noise_label",
+              "token_crosstalk", "localisation", "noise_self", "noise_self_coincidences", "feature_mean",
+              "kernel_nonlinear", "mlp_noise", "finite_eta", "step1")
 
 # pack term (theory/packs/token_retrieval*.toml) -> probe components whose sum it predicts.
 # mlp_noise and mlp_noise_samples share one component (the finite-width fluctuation cannot be split
@@ -184,8 +190,10 @@ class ThreeStepModel:
         return {"tokens": tokens, "positions": positions, "informative": informative,
                 "labels": self.perm[informative]}
 
-    def attend(self, W: torch.Tensor, s: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """-> (o [n, d], a = attention on the informative position [n], r = noise-position part [n, d])."""
+    def attend(self, W: torch.Tensor, s: dict
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """-> (o [n, d], a = attention on the informative position [n], r = noise-position part [n, d],
+        the attention itself [n, L])."""
         h = self.E[s["tokens"]]                                          # [n, L, d]
         is_inf = torch.nn.functional.one_hot(s["positions"], self.cfg.L).double()
         h = h + is_inf[..., None] * self.z
@@ -193,7 +201,21 @@ class ThreeStepModel:
         o = torch.einsum("nl,nld->nd", att, h)
         a = (att * is_inf).sum(-1)
         r = torch.einsum("nl,nld->nd", att * (1 - is_inf), self.E[s["tokens"]])
-        return o, a, r
+        return o, a, r, att
+
+    def token_mass(self, att: torch.Tensor, s: dict, noise_only: bool, scale: torch.Tensor,
+                   sparse: bool = False) -> torch.Tensor:
+        """[n, V]: the attention each sample gives each token of the vocabulary (times the sample's ``scale``),
+        over its noise positions only or over all of them (a token that occurs twice gets both weights); sparse
+        (COO, at most L entries a row) or dense."""
+        weights = att * (1 - torch.nn.functional.one_hot(s["positions"], self.cfg.L).double()) if noise_only else att
+        weights = weights * scale[:, None]
+        n, L = weights.shape
+        if sparse:
+            rows = torch.arange(n).repeat_interleave(L)
+            return torch.sparse_coo_tensor(torch.stack([rows, s["tokens"].reshape(-1)]), weights.reshape(-1),
+                                           (n, self.cfg.V), check_invariants=True).coalesce()
+        return torch.zeros(n, self.cfg.V, dtype=torch.float64).scatter_add_(1, s["tokens"], weights)
 
     def features(self, o: torch.Tensor) -> torch.Tensor:
         if self.W1 is None:
@@ -207,7 +229,7 @@ class ThreeStepModel:
         return phi / (phi.std(-1, keepdim=True) + 1e-12)
 
     def logits(self, W: torch.Tensor, Vm: torch.Tensor, s: dict) -> torch.Tensor:
-        o, _, _ = self.attend(W, s)
+        o = self.attend(W, s)[0]
         return self.features(o) @ Vm.T @ self.U.T
 
     def loss(self, W, Vm) -> torch.Tensor:
@@ -265,8 +287,8 @@ def decompose(cfg: ProbeConfig) -> dict:
     U, z = model.U, model.z
     tr, te = model.train, model.test
 
-    o_tr, a_tr, r_tr = model.attend(W1, tr)
-    o_te, a_te, r_te = model.attend(W1, te)
+    o_tr, a_tr, r_tr, att_tr = model.attend(W1, tr)
+    o_te, a_te, r_te, att_te = model.attend(W1, te)
     phi_tr, phi_te = model.features(o_tr), model.features(o_te)
     logits = phi_te @ V2.T @ U.T
 
@@ -325,11 +347,19 @@ def decompose(cfg: ProbeConfig) -> dict:
     comp["trigger_crosstalk_positions"] = s(C, (rr_tr @ z)[:, None] * ae[None, :])
     comp["grad_noise_label"] = s(Co, EE * same_token)
     comp["grad_noise"] = s(Co, inf_tr @ t_te.T) - comp["grad_noise_label"]
-    comp["grad_noise_positions"] = s(Co, rr_tr @ t_te.T)
     comp["signal"] = s(Cd, EE * same_token)
     comp["token_crosstalk"] = s(Cd, EE * (1 - same_token))
     comp["localisation"] = s(Cd, inf_tr @ rr_te.T)
-    comp["noise_self"] = s(Cd, rr_tr @ t_te.T)
+    # a training noise token equal to a token of the test input adds e . e = 1, not O(1/sqrt(d)): its own, d-free part
+    # (derivation §4.4), by the exact token matches: the [N, V] noise mass of each training sample against the
+    # [n_test, V] mass of each test input (its t: every position, the informative one included)
+    matches = torch.sparse.mm(model.token_mass(att_tr, tr, True, lin_tr, sparse=True),
+                              model.token_mass(att_te, te, False, lin_te).T)
+    positions = rr_tr @ t_te.T
+    comp["noise_self_coincidences"] = s(Cd, matches)
+    comp["noise_self"] = s(Cd, positions) - comp["noise_self_coincidences"]
+    comp["grad_noise_positions_coincidences"] = s(Co, matches)
+    comp["grad_noise_positions"] = s(Co, positions) - comp["grad_noise_positions_coincidences"]
     comp["feature_mean"] = s(C, constant)
     comp["kernel_nonlinear"] = s(C, rest)
     comp["mlp_noise"] = s(C, mlp)
@@ -450,7 +480,7 @@ def probe_flops(cfg: ProbeConfig) -> float:
     w = m or d
     steps = 9 * N * (3 * L * d + m * d + w * d + d * V)
     split = (3 * (N + n) * L * d + (N + n) * m * d + (N + 2 * n) * (w * d + d * V) + 3 * V * N * d
-             + N * n * (w + 8 * d) + 18 * V * N * n)
+             + N * n * (w + 8 * d + L) + 19 * V * N * n)
     return 2.0 * (steps + split)
 
 
@@ -466,7 +496,7 @@ def probe_bytes(cfg: ProbeConfig) -> int:
     instance = f * (2 * V * d + 2 * d + m * d) + 8 * V
     samples = 8 * (N + n) * (L + 3)
     steps = f * (3 * N * L * d + 3 * N * m + 3 * N * V)
-    split = f * (2 * N * L * d + 2 * N * m + 6 * V * N + 14 * N * n + 20 * n * V)
+    split = f * (2 * N * L * d + 2 * N * m + 6 * V * N + 16 * N * n + 22 * n * V)
     return instance + samples + max(steps, split)
 
 
