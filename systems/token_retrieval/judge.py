@@ -510,7 +510,8 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
     over the mean spread of the whole logit over the wrong labels), ``argmax_snr_needed`` (:func:`argmax_snr` at
     ``accuracy``), ``gauss_accuracy`` (the accuracy if the wrong labels' logits were Gaussian around their mean,
     given each input's own margin), each pack term's share of the summed noise variance (``shares``) and its spread
-    over the wrong labels divided by gamma (``terms``). One thread of float64 work each; 1-10 s at V = 512."""
+    over the wrong labels divided by gamma (``terms``), the token coincidences (:data:`COINCIDENCES`,
+    :data:`POSITION_COINCIDENCES`) among them. One thread of float64 work each; 1-10 s at V = 512."""
     out = []
     for point in points:
         for seed in seeds:
@@ -524,8 +525,11 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
             wrong = logits[wrong_mask].reshape(len(labels), -1)
             centre, spread = wrong.mean(1), wrong.std(1)
             margin = (logits[index, labels] - centre) / spread
-            sizes = {name: size["spread"] for name, size in term_sizes(result).items()
-                     if name in PACK_TERM_COMPONENTS and name != "signal" and not name.startswith("mlp")}
+            # the pack's noise terms and the token coincidences, which are in none of them (DERIVATION.md §4.4)
+            parts = {**PACK_TERM_COMPONENTS, COINCIDENCES: (COINCIDENCES,),
+                     POSITION_COINCIDENCES: (POSITION_COINCIDENCES,)}
+            sizes = {name: size["spread"] for name, size in term_sizes(result, parts).items()
+                     if name != "signal" and not name.startswith("mlp")}
             total = sum(v * v for v in sizes.values())
             signal = float(result["components"]["signal"][index, labels].mean())
             out.append({**{k: int(point[k]) for k in ("V", "N", "L", "d")}, "seed": int(seed),
@@ -539,16 +543,19 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
 # Each attention-only pack term's measured spread over the wrong labels (the signal: its mean at the label) over its
 # finite-size value without the union bound (term_sizes against finite_size_factor): the median over 72 probe rows
 # at and around tr_fig2_attention_only's quick-preset boundaries (3 lines x 4 V x d at 0.71, 1, 1.41 times the
-# boundary x 2 seeds; DERIVATION.md §11). The spread of the pack's constants the derivation drops.
+# boundary x 2 seeds; DERIVATION.md §11). The spread of the pack's constants the derivation drops. noise_self and
+# grad_noise_positions are measured without their token coincidences (term_probes splits them off; DERIVATION.md
+# §4.4): with them they were 1.40 and 1.42, and grew with d.
 PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01, "grad_noise": 1.21,
-                    "grad_noise_positions": 1.42, "noise_self": 1.40, "localisation": 1.31, "embedding_crosstalk": 2.39,
+                    "grad_noise_positions": 1.03, "noise_self": 1.04, "localisation": 1.31, "embedding_crosstalk": 2.39,
                     "trigger_overlap": 1.86, "trigger_crosstalk_positions": 1.27}
 
 
 def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapping[int, float] | None,
                             reference_V: int | None, accuracy: float | Mapping[int, float] | None = None,
                             constants: Mapping[str, float] | None = None, C: float | None = None,
-                            counts: str | None = None, exact_hits: bool = False) -> dict[str, Any]:
+                            counts: str | None = None, exact_hits: bool = False,
+                            coincidences: bool = False) -> dict[str, Any]:
     """The boundary along one line from every noise term at once (DERIVATION.md §11), not from the binding ones:
     at each realised row (``line_prediction``: a fit document's prediction of the line, whose finite-size points and
     constants give V, N, L and the measured attention) the smallest d with signal >= C g(V) sqrt(sum of the terms'
@@ -561,7 +568,9 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     Gaussian spread: then the rest of the noise is the Gaussian, and the signal over it must reach C times the
     mean count N / V over the spread the mixture allows (count units); ``exact_hits`` adds to it the labels of the
     test input's L - 1 noise tokens, each r of the signal per count ahead (:func:`exact_hit_share`, DERIVATION.md
-    §4.5, at the measured attention)."""
+    §4.5, at the measured attention). ``coincidences`` adds the d-free part of ``noise_self`` (training noise tokens
+    equal to the test's tokens, :func:`coincidence_share`, §4.4): with ``counts``, inside the mixture; without, as
+    one more Gaussian spread, ``noise_self_coincidences``, of the same variance (rho^2 + q) N / V count units."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -580,11 +589,19 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
                 signal = value
             else:
                 noise[name] = value / math.sqrt(math.log(row["V"]))  # its spread: the union bound taken out
+        if coincidences:  # in units of the signal per training sample, signal / lam (DERIVATION.md §4.4)
+            lam = row["N"] / row["V"]
+            rho, q = coincidence_share(row["V"], row["L"], masses[row["V"]])
+            # the label's own samples: d-free, over the labels' counts; the other labels' samples: through the
+            # overlaps u_k . (u_y - u_bar), variance 1/d per label, so (rho^2 + q) N / d
+            noise[COINCIDENCES] = signal / lam * math.sqrt((rho * rho + q) * lam)
+            noise[POSITION_COINCIDENCES] = signal / lam * math.sqrt((rho * rho + q) * row["N"] / d)
         return signal, noise
 
     def ratio(row: Mapping[str, Any], d: float) -> float:
         signal, noise = parts(row, d)
-        return signal / math.sqrt(sum(v * v for name, v in noise.items() if name != counts))
+        mixed = (counts, COINCIDENCES) if counts is not None else ()  # the mixture takes these as they are
+        return signal / math.sqrt(sum(v * v for name, v in noise.items() if name not in mixed))
 
     def level(V: int) -> float:
         return float(accuracy[V] if isinstance(accuracy, Mapping) else accuracy)
@@ -599,7 +616,8 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         # their probed constants, 0.99 and 1.01, agree within the probes' spread). Taking their ratio 1.02 instead
         # would decide every tie 2 n_x = n_k against the correct label, a 0.02 bias in the cap at N ~ V log V.
         hits, r = exact_hit_share(row["L"], masses[V]) if exact_hits else (0, 0.0)
-        tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r)
+        rho, q = coincidence_share(V, row["L"], masses[V]) if coincidences else (0.0, 0.0)
+        tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r, rho, q)
         lam = row["N"] / V
         return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
 
@@ -629,6 +647,13 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     return {"d": found, "slope": slope, "shares": shares, "C": C}
 
 
+# The name of the d-free coincidences of noise_self (DERIVATION.md §4.4) among a prediction's noise shares: a probe
+# component (term_probes), not a pack term.
+COINCIDENCES = "noise_self_coincidences"
+# The same coincidences in the other labels' samples, the part of grad_noise_positions that falls like d^-1/2, not d^-1.
+POSITION_COINCIDENCES = "grad_noise_positions_coincidences"
+
+
 @functools.lru_cache(maxsize=1024)
 def count_cap(V: int, N: int) -> float:
     """The accuracy three steps cannot exceed however large d is, from the label counts alone (DERIVATION.md §11.3):
@@ -654,43 +679,49 @@ _MIXTURE_GRID = np.linspace(-8.0, 8.0, 201)
 _MIXTURE_WEIGHTS = np.exp(-0.5 * _MIXTURE_GRID ** 2) / math.sqrt(2 * math.pi)
 
 
-def count_mixture_accuracy(V: int, N: int, tau: float, b: float = 1.0, hits: int = 0, r: float = 0.0) -> float:
+def count_mixture_accuracy(V: int, N: int, tau: float, b: float = 1.0, hits: int = 0, r: float = 0.0,
+                           rho: float = 0.0, q: float = 0.0) -> float:
     """The argmax accuracy when the label counts are kept as the Poisson counts they are (DERIVATION.md §11.3), not
     folded into one Gaussian spread: in units of the signal per training sample of the test token, label k gets
     b n_k from the count part of the mean bias, the correct label (whose count is the test token's own, n_x: labels
     are a permutation of tokens) gets n_x more from the signal, and every label an i.i.d. Gaussian of spread ``tau``
     from the d-dependent noise; the counts i.i.d. Poisson(N / V). ``hits`` of the wrong labels (the labels of the
     test input's noise tokens, the exact hits of §4.5) get r n_k more, r the attention on one noise position over
-    the attention on the informative one. So it is
-    E_{n_x} E_z[ P(b n + tau z' < (1 + b) n_x + tau z)^(V-1-hits) P((b + r) n + tau z' < ...)^hits ]: the cap of
-    the counts and hits as tau -> 0 (:func:`count_cap` without hits; ties broken at random rather than counted
-    half), chance 1/V as tau -> infinity. ``b`` is the count bias per sample over the signal per sample (1 in the
-    derivation: both are A^2 / N per training sample of a token)."""
+    the attention on the informative one. The coincidences of §4.4 (a noise token of one of label k's n_k training
+    samples that is a token of the test input) give every label, the correct one included, rho n_k more on average
+    and a spread sqrt(q n_k) about it (:func:`coincidence_share`), taken as Gaussian beside tau. So it is
+    E_{n_x} E_z[ P((b + rho) n + s(n) z' < (1 + b + rho) n_x + s(n_x) z)^(V-1-hits) P((b + rho + r) n + ...)^hits ],
+    s(n) = sqrt(tau^2 + q n): the cap of the counts, hits and coincidences as tau -> 0 (:func:`count_cap` without
+    hits and coincidences; ties broken at random rather than counted half), chance 1/V as tau -> infinity. ``b`` is
+    the count bias per sample over the signal per sample (1 in the derivation: both are A^2 / N per training sample
+    of a token)."""
     lam = N / V
     counts = np.arange(0, int(lam + 10 * math.sqrt(lam) + 20))
     pmf = stats.poisson.pmf(counts, lam)
     keep = pmf > 1e-10  # the counts left out move the accuracy by under V * 1e-10
     counts, pmf = counts[keep], pmf[keep]
-    correct = (1.0 + b) * counts[:, None] + tau * _MIXTURE_GRID[None, :]  # the correct label's logit: n_x by z
+    spread = np.sqrt(tau * tau + q * counts)  # each label's Gaussian spread, by its own count
+    correct = (1.0 + b + rho) * counts[:, None] + spread[:, None] * _MIXTURE_GRID[None, :]  # n_x by z
 
     def log_below(per_count: float) -> np.ndarray:  # log P(a wrong label's logit < t), at every t the correct takes
-        above = special.ndtr((per_count * counts[None, None, :] - correct[:, :, None]) / tau) @ pmf
+        above = special.ndtr((per_count * counts[None, None, :] - correct[:, :, None]) / spread[None, None, :]) @ pmf
         return np.log1p(-np.clip(above, 0.0, 1.0 - 1e-16))
 
-    log_all = (V - 1 - hits) * log_below(b) + (hits * log_below(b + r) if hits else 0.0)
+    log_all = (V - 1 - hits) * log_below(b + rho) + (hits * log_below(b + rho + r) if hits else 0.0)
     return float(pmf @ np.trapezoid(_MIXTURE_WEIGHTS[None, :] * np.exp(log_all), _MIXTURE_GRID, axis=1))
 
 
 @functools.lru_cache(maxsize=4096)
-def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0, hits: int = 0, r: float = 0.0) -> float:
-    """The largest Gaussian spread ``tau`` (count units, :func:`count_mixture_accuracy`, same ``b``, ``hits``, ``r``)
-    at which the argmax is still right with probability ``accuracy``: 0.0 where the accuracy is out of reach at any
-    spread (at or above the cap of the counts and hits), inf where it needs no signal (near chance). The accuracy
-    falls with tau over the range solved in."""
+def count_mixture_tau(accuracy: float, V: int, N: int, b: float = 1.0, hits: int = 0, r: float = 0.0,
+                      rho: float = 0.0, q: float = 0.0) -> float:
+    """The largest Gaussian spread ``tau`` (count units, :func:`count_mixture_accuracy`, same ``b``, ``hits``, ``r``,
+    ``rho``, ``q``) at which the argmax is still right with probability ``accuracy``: 0.0 where the accuracy is out
+    of reach at any spread (at or above the cap of the counts, hits and coincidences), inf where it needs no signal
+    (near chance). The accuracy falls with tau over the range solved in."""
     if not (isinstance(accuracy, (int, float)) and 0 < accuracy < 1):
         raise InputError(f"count_mixture_tau: accuracy: expected a number in (0, 1), got {accuracy!r}")
     low, high = math.log(1e-3), math.log(1e3)
-    gap = lambda log_tau: count_mixture_accuracy(V, N, math.exp(log_tau), b, hits, r) - accuracy  # noqa: E731
+    gap = lambda log_tau: count_mixture_accuracy(V, N, math.exp(log_tau), b, hits, r, rho, q) - accuracy  # noqa: E731
     if gap(low) <= 0:
         return 0.0
     if gap(high) >= 0:
@@ -708,13 +739,30 @@ def exact_hit_share(L: int, attention: float) -> tuple[int, float]:
     return L - 1, round((1.0 - attention) / ((L - 1) * attention), 6)
 
 
+def coincidence_share(V: int, L: int, attention: float) -> tuple[float, float]:
+    """(rho, q) of :func:`count_mixture_accuracy` for a test input of length L (DERIVATION.md §4.4): a training
+    sample's noise token that is a token of the test input adds e . e = 1 to its label's logit, not O(1/sqrt(d)).
+    Per training sample of a label, in units of the signal per sample (A^2, A the attention on the informative
+    position), the mean is exactly (1 - A) / (A^2 V): each of its noise weights (summing to 1 - A) meets each of
+    the test's weights (summing to 1) with probability 1 / V. With the noise weights even, r = (1 - A) / ((L - 1) A),
+    the matches are nearly Poisson and add the variance q = r^2 (L - 1) (1 + (L - 1) r^2) / V per sample (the
+    informative test token met at weight r, a noise one at r^2). Both are rounded to 6 digits, so that equal rows
+    share the cached solve."""
+    if L <= 1:
+        return 0.0, 0.0
+    r = (1.0 - attention) / ((L - 1) * attention)
+    return (round((1.0 - attention) / (attention * attention * V), 6),
+            round(r * r * (L - 1) * (1.0 + (L - 1) * r * r) / V, 6))
+
+
 @functools.lru_cache(maxsize=1024)
 def hits_cap(V: int, N: int, L: int, attention: float) -> float:
-    """The accuracy three steps cannot exceed however large d is, from the label counts and the exact hits together
-    (DERIVATION.md §4.5, §11.3): :func:`count_mixture_accuracy` as the Gaussian noise vanishes, with
-    :func:`exact_hit_share`. Below :func:`count_cap` (0.59 against 0.85 at V = 1024, N = V^1.5, L = 32). Cached:
-    the all-terms hook asks it for every check of a line, at the same rows."""
-    return count_mixture_accuracy(V, N, 1e-3, 1.0, *exact_hit_share(L, attention))
+    """The accuracy three steps cannot exceed however large d is, from the label counts, the exact hits and the
+    coincidences together (DERIVATION.md §4.4, §4.5, §11.3): :func:`count_mixture_accuracy` as the d-dependent
+    Gaussian noise vanishes, with :func:`exact_hit_share` and :func:`coincidence_share`. Below :func:`count_cap`
+    (0.52 against 0.85 at V = 1024, N = V^1.5, L = 32 and the attention 0.0785). Cached: the all-terms hook asks
+    it for every check of a line, at the same rows."""
+    return count_mixture_accuracy(V, N, 1e-3, 1.0, *exact_hit_share(L, attention), *coincidence_share(V, L, attention))
 
 
 # The packs whose checks are predicted from every noise term at once (DERIVATION.md §11.3), with the constant each
@@ -736,12 +784,14 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     over V labels is right with the check's probability (``targets``: V -> the accuracy the check's boundary reaches
     there), every term in its finite-size form times its probed constant (:data:`ALL_TERMS_CONSTANTS`): the
     d-dependent terms as one Gaussian spread per label, the d-free label counts (:data:`COUNT_TERMS`) as the Poisson
-    counts they are, the correct label's count being the test token's, and the labels of the test input's L - 1
-    noise tokens with their exact hits (:func:`count_mixture_tau`; DERIVATION.md §4.5). So the prediction reads the
-    level against the line's cap without being told which reading applies.
+    counts they are, the correct label's count being the test token's, the labels of the test input's L - 1
+    noise tokens with their exact hits (:func:`count_mixture_tau`; DERIVATION.md §4.5) and the token coincidences
+    (:func:`coincidence_share`; §4.4, §11.4). So the prediction reads the level against the line's cap without being
+    told which reading applies.
     Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it,
-    ``slope_gaussian_counts`` (the same with the counts folded into one Gaussian spread, :func:`argmax_snr`), and a
-    ``note`` where the label counts cap the line's accuracy at a level that does not rise with V (:func:`count_cap`:
+    ``slope_gaussian_counts`` (the same with the counts and coincidences folded into one Gaussian spread,
+    :func:`argmax_snr`), and a ``note`` where the label counts cap the line's accuracy at a level that does not rise
+    with V (:func:`hits_cap`:
     the effect that makes a fraction of such a line's ceiling a level among the inputs that can be right); slope
     None for a row without a target or a target the counts keep out of reach at any d; None for another pack."""
     constants = ALL_TERMS_CONSTANTS.get(pack)
@@ -755,8 +805,9 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     out: dict[str, Any] = {"slope": None, "count_cap": {int(p["V"]): c for p, c in zip(points, counted)},
                            "cap": {int(p["V"]): c for p, c in zip(points, caps)}}
     if len(caps) == len(points) and caps[-1] <= caps[0]:
-        out["note"] = (f"the label counts and the exact hits cap this line's accuracy at {min(caps):.2f}-"
-                       f"{max(caps):.2f} at any d, not rising with V (DERIVATION.md §11.3): inputs of rare tokens "
+        out["note"] = (f"the label counts, the exact hits and the coincidences cap this line's accuracy at "
+                       f"{min(caps):.2f}-{max(caps):.2f} at any d, not rising with V (DERIVATION.md §11.3, §11.4): "
+                       f"inputs of rare tokens "
                        f"cannot be right, so a fraction of its ceiling is a level among those that can (the "
                        f"within-ceiling reading)")
     if any(int(p["V"]) not in targets or not 1.0 / int(p["V"]) < float(targets[int(p["V"])]) < 1.0 for p in points):
@@ -764,11 +815,12 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     line = {"pack": pack, "realised": {"finite_size": finite_size}}
     levels = {int(V): float(t) for V, t in targets.items()}
     found = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
-                                    counts=counts, exact_hits=counts is not None)
+                                    counts=counts, exact_hits=counts is not None, coincidences=counts is not None)
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
         out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
     if counts is not None:  # the same with the counts folded into one Gaussian spread, for the record
-        gaussian = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0)
+        gaussian = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
+                                           coincidences=True)
         if gaussian["slope"] is not None and all(math.isfinite(d) for d in gaussian["d"].values()):
             out["slope_gaussian_counts"] = gaussian["slope"]
     return out
