@@ -305,6 +305,10 @@ def _entry(term, variable, statistic, prediction, components, shared, grid) -> d
     if shared:
         notes.append(f"shares its probe component with {', '.join(shared)} (the two cannot be split exactly); "
                      f"the fit measures whichever dominates on this grid, so at most one of them can agree")
+    if term.name in COINCIDENT_TERMS:
+        notes.append("measured without its exact token coincidences (a training noise token that is a token of the "
+                     "test input), which follow other orders and enter the all-terms prediction as derived "
+                     "(DERIVATION.md §4.4)")
     return {"pack": grid.pack, "preset": grid.preset, "term": term.name, "role": term.role, "variable": variable,
             "statistic": _statistic_for(term, statistic), "components": list(components),
             "predicted_exponent": prediction["exponent"], "predicted_exponent_exact": prediction["exponent_exact"],
@@ -652,6 +656,8 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
 COINCIDENCES = "noise_self_coincidences"
 # The same coincidences in the other labels' samples, the part of grad_noise_positions that falls like d^-1/2, not d^-1.
 POSITION_COINCIDENCES = "grad_noise_positions_coincidences"
+# The pack terms whose probe components are measured without those coincidences (term_probes splits them off).
+COINCIDENT_TERMS = ("noise_self", "grad_noise_positions")
 
 
 @functools.lru_cache(maxsize=1024)

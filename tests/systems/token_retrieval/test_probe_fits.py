@@ -194,6 +194,10 @@ seeds = [0, 1, 2]
     for name in ("mlp_noise", "mlp_noise_samples"):
         assert any("shares its probe component" in n for n in table[(name, "m")]["notes"])
     assert not any("shares" in n for n in table[("grad_noise", "m")]["notes"])
+    # the two terms whose components the probes measure without their token coincidences say so; the others do not
+    for name in ("noise_self", "grad_noise_positions"):
+        assert any("without its exact token coincidences" in n for n in table[(name, "d")]["notes"])
+    assert not any("coincidences" in n for n in table[("grad_noise", "d")]["notes"])
     assert table[("mlp_noise", "m")]["verdict"] == "consistent"
     assert table[("grad_noise", "m")]["predicted_exponent"] == 0.0
 
