@@ -824,6 +824,12 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
                                     counts=counts, exact_hits=counts is not None, coincidences=counts is not None)
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
         out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
+    out_of_reach = sorted(int(V) for V, d in found["d"].items() if not math.isfinite(d))
+    if out_of_reach:  # say why this check has no prediction from every term (the caller falls back to another form)
+        at = ", ".join(f"{levels[V]:.3g} at V = {V} (cap {out['cap'][V]:.3f})" for V in out_of_reach)
+        reach = (f"every term at once has no d for this check's level where it is at or above the cap of the "
+                 f"counts, hits and coincidences: {at}")
+        out["note"] = f"{out['note']}; {reach}" if out.get("note") else reach
     if counts is not None:  # the same with the counts folded into one Gaussian spread, for the record
         gaussian = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
                                            coincidences=True)

@@ -185,6 +185,10 @@ def test_a_higher_level_needs_more_d_and_the_floor_sets_how_the_slope_moves_with
     assert all(found[0.125]["d"][V] > found[0.1]["d"][V] for V in found[0.1]["d"])
     assert found[0.125]["slope"] > found[0.1]["slope"] + 0.2
     assert found[0.15]["cap"][2048] < 0.1505 and found[0.15]["slope"] is None  # the cap reaches 0.15 at V = 2048
+    # and the check says so (compare then tests it against the binding terms): only V = 2048 is out of reach
+    assert found[0.15]["note"].endswith("no d for this check's level where it is at or above the cap of the counts, "
+                                        "hits and coincidences: 0.15 at V = 2048 (cap 0.150)")
+    assert "no d for this check's level" not in found[0.125]["note"]
     assert found[0.25]["slope"] is None  # a level the counts and hits keep out of reach has no finite d: no prediction
     # and the line names the effect: its label-count cap does not rise with V
     assert "label counts, the exact hits and the coincidences cap this line's accuracy at 0.15-0.22" in found[0.1]["note"]
