@@ -572,9 +572,11 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     Gaussian spread: then the rest of the noise is the Gaussian, and the signal over it must reach C times the
     mean count N / V over the spread the mixture allows (count units); ``exact_hits`` adds to it the labels of the
     test input's L - 1 noise tokens, each r of the signal per count ahead (:func:`exact_hit_share`, DERIVATION.md
-    §4.5, at the measured attention). ``coincidences`` adds the d-free part of ``noise_self`` (training noise tokens
-    equal to the test's tokens, :func:`coincidence_share`, §4.4): with ``counts``, inside the mixture; without, as
-    one more Gaussian spread, ``noise_self_coincidences``, of the same variance (rho^2 + q) N / V count units."""
+    §4.5, at the measured attention). ``coincidences`` adds the token coincidences (training noise tokens equal to
+    the test's tokens, :func:`coincidence_share`, §4.4), which :data:`PROBED_CONSTANTS` leaves out of ``noise_self``
+    and ``grad_noise_positions``: on the label's own samples a d-free part, inside the mixture with ``counts``, else
+    one more Gaussian spread (:data:`COINCIDENCES`, variance (rho^2 + q) N / V count units); on the other labels'
+    samples a Gaussian term of variance (rho^2 + q) N / d (:data:`POSITION_COINCIDENCES`)."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
