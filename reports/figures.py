@@ -385,9 +385,32 @@ def prediction_label(fit: dict, digits: int = 3) -> str:
     return text
 
 
+def _covered(ax, box) -> int:
+    """How many of the axes' plotted points (scatter offsets and line vertices, in display coordinates) lie inside
+    the display-coordinate bounding box ``box``."""
+    inside = 0
+    for artist in list(ax.collections) + list(ax.lines):
+        if hasattr(artist, "get_xydata"):
+            xy = artist.get_xydata()
+        elif hasattr(artist, "get_offsets") and type(artist).__name__ == "PathCollection":
+            xy = artist.get_offsets()
+        else:
+            continue
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        xy = xy[np.all(np.isfinite(xy), axis=1) & np.all(xy > 0, axis=1)] if ax.get_xscale() == "log" else xy
+        if not len(xy):
+            continue
+        shown = ax.transData.transform(xy)
+        inside += int(np.sum((shown[:, 0] >= box.x0) & (shown[:, 0] <= box.x1)
+                             & (shown[:, 1] >= box.y0) & (shown[:, 1] <= box.y1)))
+    return inside
+
+
 def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False, left: bool = False) -> None:
     """The verdict and what it rests on, in the verdict's colour; ``numbers``: also the fitted slope
-    (when the legend does not give it); ``left``: in the lower left corner (where a falling line leaves room)."""
+    (when the legend does not give it); ``left``: in the lower left corner (where a falling line leaves room).
+    On a rising line the box goes to the lower right, or to the upper left where that covers fewer of the plotted
+    points (the data, the fitted line and the predictions), and it is slightly see-through."""
     verdict = fit.get("verdict")
     if not verdict:
         return
@@ -410,9 +433,24 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False, left
         lines.append(f"bootstrap CI {_fmt_ci(boot)}")
     if fit.get("r2") is not None:
         lines.append(f"R² = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
-    ax.text(0.02 if left else 0.98, 0.03, "\n".join(lines), transform=ax.transAxes, ha="left" if left else "right",
-            va="bottom", fontsize=fontsize,
-            bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5"))
+    box = ax.text(0.02 if left else 0.98, 0.03, "\n".join(lines), transform=ax.transAxes,
+                  ha="left" if left else "right", va="bottom", fontsize=fontsize, zorder=5,
+                  bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5",
+                            alpha=0.88))
+    if left:
+        return
+    ax.get_xlim(), ax.get_ylim()  # settle any pending autoscaling before reading display coordinates
+    here = _covered(ax, box.get_window_extent())  # the figure's own renderer, whatever its canvas
+    if here:
+        box.set_position((0.02, 0.97))
+        box.set_horizontalalignment("left")
+        box.set_verticalalignment("top")
+        legend = ax.get_legend()
+        if (_covered(ax, box.get_window_extent()) >= here  # no better, or onto the legend: back to the lower right
+                or (legend is not None and legend.get_window_extent().overlaps(box.get_window_extent()))):
+            box.set_position((0.98, 0.03))
+            box.set_horizontalalignment("right")
+            box.set_verticalalignment("bottom")
 
 
 def _major_labels_only(ax) -> None:

@@ -415,3 +415,34 @@ def test_fit_plot_keeps_points_in_view_when_band_is_wide():
     ys = np.exp([p["y"] for p in fit["points"]])
     assert lo <= ys.min() and hi >= ys.max()
     assert hi / lo < 1e4  # the e^35-wide band does not set the scale
+
+
+def _box_corner(ax):
+    box = next(t for t in ax.texts if t.get_text().startswith("verdict:"))
+    return box.get_horizontalalignment(), box.get_verticalalignment()
+
+
+@pytest.mark.parametrize("points_at, legend, corner", [
+    ("lower right", False, ("left", "top")),      # the default corner is taken and the upper left is free
+    ("upper left", False, ("right", "bottom")),   # nothing under the default corner: it stays
+    ("both", False, ("right", "bottom")),         # no better elsewhere: it stays
+    ("lower right", True, ("right", "bottom")),   # the upper left holds the legend: it stays
+])
+def test_verdict_box_moves_off_the_points_but_not_onto_the_legend(points_at, legend, corner):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4))
+    low_right = np.column_stack([np.linspace(70, 95, 30), np.linspace(1, 5, 30)])
+    up_left = np.column_stack([np.linspace(1, 20, 30), np.linspace(80, 99, 30)])
+    pts = {"lower right": low_right, "upper left": up_left,
+           "both": np.vstack([low_right, up_left, up_left])}[points_at]
+    ax.scatter(pts[:, 0], pts[:, 1], label="points")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 100)
+    if legend:
+        ax.legend(loc="upper left", fontsize=14)
+    figures._verdict_box(ax, {"verdict": "consistent", "predicted_slope": 1.5, "delta": 0.25,
+                              "band": [1.25, 1.75], "p_tost": 0.01, "r2": 0.9, "n_points": 30})
+    assert _box_corner(ax) == corner
+    box = next(t for t in ax.texts if t.get_text().startswith("verdict:"))
+    assert box.get_bbox_patch().get_alpha() < 1 and box.get_zorder() > 3  # the points show through it
+    plt.close(fig)
