@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from recallkit.empirics.store import ResultStore
+from recallkit.theory.errors import InputError
 
 from tests.experiment_texts import TINY_LINEAR_MEMORY
 
@@ -218,6 +219,40 @@ def _open_new_store(path: str, start, failures) -> None:
             opened.count()
     except BaseException as exc:  # noqa: BLE001 - every failure is reported back to the test
         failures.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_a_read_that_meets_a_half_written_page_is_read_again(tmp_path, monkeypatch):
+    # what a racer meets when another process checkpoints its log into the same file while it reads it as
+    # immutable: SQLite's "malformed" once, then the whole file
+    path = tmp_path / "s.db"
+    ResultStore(path).close()
+    real = ResultStore._open_checked
+    calls = []
+
+    def torn_once(self):
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        return real(self)
+
+    monkeypatch.setattr(ResultStore, "_open_checked", torn_once)
+    with ResultStore(path) as opened:
+        assert opened.count() == 0
+    assert len(calls) == 2
+
+
+def test_a_store_that_stays_malformed_is_refused_in_one_line_and_left_as_it_was(tmp_path):
+    path = tmp_path / "s.db"
+    ResultStore(path).close()
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[page:] = b"\xff" * (len(data) - page)  # every page after the first is garbage
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"s\.db: (unreadable results store|results store is corrupted) \(.+\); "
+                                         r"refusing to touch it"):
+        ResultStore(path)
+    assert path.read_bytes() == bytes(data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
 
 
 @pytest.mark.parametrize("empty_file", [False, True], ids=["no file", "empty file (a name reserved with mkstemp)"])
