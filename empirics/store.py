@@ -119,33 +119,34 @@ class ResultStore:
             raise InputError(f"{self.path}: cannot read the results store ({exc.strerror or exc})") from None
         if header != SQLITE_HEADER:
             raise InputError(f"{self.path}: not a recallkit results store (not a SQLite database); refusing to touch it")
-        # A file with no write-ahead log beside it is read as immutable (no lock, no -wal/-shm left beside a refused
-        # file). Another process may be writing that file at that moment (filling the same empty file, or
-        # checkpointing its log into it on close), and a read can then meet a half-written page: such a failure is
-        # read again after a short pause, and only one that persists refuses the file.
-        for pause in (0.02, 0.05, 0.1, 0.2, 0.4, None):
+        try:
+            if not self._read_checked():  # validated before any write
+                # a SQLite file without tables holds nobody's data: fill it in place (locked and idempotent, as
+                # another process may be filling the same empty file at this moment)
+                self._db.close()
+                _write_schema(self.path)
+                if not self._read_checked():
+                    raise InputError(f"{self.path}: cannot create the results store (its tables did not appear)")
+            if not readonly:
+                self._reopen_for_writing()
+        except _TornRead as exc:
+            raise InputError(str(exc)) from None
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{self.path}: unreadable results store ({exc}); refusing to touch it") from None
+
+    def _read_checked(self) -> bool:
+        """:meth:`_open_checked`, read again after short pauses when it fails. A file with no write-ahead log beside
+        it is read as immutable (no lock, no -wal/-shm left beside a refused file), and another process may be
+        writing it at that moment (filling the same empty file, or checkpointing its log into it on close): the
+        read can then meet a half-written page. Only a failure that persists is raised."""
+        for pause in (0.02, 0.05, 0.1, 0.2, 0.4):
             try:
-                self._open_existing(readonly)
-                return
-            except (sqlite3.DatabaseError, _TornRead) as exc:
+                return self._open_checked()
+            except (sqlite3.DatabaseError, _TornRead):
                 with contextlib.suppress(Exception):
                     self._db.close()
-                if pause is None:
-                    if isinstance(exc, _TornRead):
-                        raise InputError(str(exc)) from None
-                    raise InputError(f"{self.path}: unreadable results store ({exc}); refusing to touch it") from None
                 time.sleep(pause)
-
-    def _open_existing(self, readonly: bool) -> None:
-        if not self._open_checked():  # validated before any write
-            # a SQLite file without tables holds nobody's data: fill it in place (locked and idempotent, as
-            # another process may be filling the same empty file at this moment)
-            self._db.close()
-            _write_schema(self.path)
-            if not self._open_checked():
-                raise InputError(f"{self.path}: cannot create the results store (its tables did not appear)")
-        if not readonly:
-            self._reopen_for_writing()
+        return self._open_checked()
 
     def _create(self) -> None:
         """Make a new store that appears whole or not at all, so that processes starting at once on the same new
