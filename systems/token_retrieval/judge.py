@@ -516,6 +516,8 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
     given each input's own margin), each pack term's share of the summed noise variance (``shares``) and its spread
     over the wrong labels divided by gamma (``terms``), the token coincidences (:data:`COINCIDENCES`,
     :data:`POSITION_COINCIDENCES`) among them. One thread of float64 work each; 1-10 s at V = 512."""
+    # the pack's noise terms and the token coincidences, which are in none of them (DERIVATION.md §4.4)
+    parts = {**PACK_TERM_COMPONENTS, COINCIDENCES: (COINCIDENCES,), POSITION_COINCIDENCES: (POSITION_COINCIDENCES,)}
     out = []
     for point in points:
         for seed in seeds:
@@ -529,9 +531,6 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
             wrong = logits[wrong_mask].reshape(len(labels), -1)
             centre, spread = wrong.mean(1), wrong.std(1)
             margin = (logits[index, labels] - centre) / spread
-            # the pack's noise terms and the token coincidences, which are in none of them (DERIVATION.md §4.4)
-            parts = {**PACK_TERM_COMPONENTS, COINCIDENCES: (COINCIDENCES,),
-                     POSITION_COINCIDENCES: (POSITION_COINCIDENCES,)}
             sizes = {name: size["spread"] for name, size in term_sizes(result, parts).items()
                      if name != "signal" and not name.startswith("mlp")}
             total = sum(v * v for v in sizes.values())
@@ -581,6 +580,9 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
     masses = {row["V"]: c["A"] for row, c in zip(rows, finite["constants"])}
+    # (rho, q) of the token coincidences per row (DERIVATION.md §4.4), (0, 0) without them
+    coincident = {row["V"]: coincidence_share(row["V"], row["L"], masses[row["V"]]) if coincidences else (0.0, 0.0)
+                  for row in rows}
     constants = constants or {}
     symbols = [VARIABLES[v] for v in pack.variables]
     terms = {t.name: (t.role, sp.lambdify(symbols, t.expr, "math")) for t in pack.terms if t.role in ("signal", "noise")}
@@ -597,7 +599,7 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
                 noise[name] = value / math.sqrt(math.log(row["V"]))  # its spread: the union bound taken out
         if coincidences:  # in units of the signal per training sample, signal / lam (DERIVATION.md §4.4)
             lam = row["N"] / row["V"]
-            rho, q = coincidence_share(row["V"], row["L"], masses[row["V"]])
+            rho, q = coincident[row["V"]]
             # the label's own samples: d-free, over the labels' counts; the other labels' samples: through the
             # overlaps u_k . (u_y - u_bar), variance 1/d per label, so (rho^2 + q) N / d
             noise[COINCIDENCES] = signal / lam * math.sqrt((rho * rho + q) * lam)
@@ -622,8 +624,7 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         # their probed constants, 0.99 and 1.01, agree within the probes' spread). Taking their ratio 1.02 instead
         # would decide every tie 2 n_x = n_k against the correct label, a 0.02 bias in the cap at N ~ V log V.
         hits, r = exact_hit_share(row["L"], masses[V]) if exact_hits else (0, 0.0)
-        rho, q = coincidence_share(V, row["L"], masses[V]) if coincidences else (0.0, 0.0)
-        tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r, rho, q)
+        tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r, *coincident[V])
         lam = row["N"] / V
         return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
 
