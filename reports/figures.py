@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from matplotlib import patheffects
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -390,9 +391,9 @@ def _covered(ax, box) -> int:
     the display-coordinate bounding box ``box``."""
     inside = 0
     for artist in list(ax.collections) + list(ax.lines):
-        if hasattr(artist, "get_xydata"):
+        if isinstance(artist, Line2D):
             xy = artist.get_xydata()
-        elif hasattr(artist, "get_offsets") and type(artist).__name__ == "PathCollection":
+        elif isinstance(artist, PathCollection):  # a scatter (a band's PolyCollection has no points to cover)
             xy = artist.get_offsets()
         else:
             continue
