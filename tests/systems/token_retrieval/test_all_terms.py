@@ -60,6 +60,11 @@ def _finite_size(label):
     return {"points": [{"V": V, "N": N, "L": L} for V, N, L in rows], "constants": [{"A": a} for a in masses]}
 
 
+def _line(label):
+    """The line as sum_of_terms_prediction reads it: the attention-only pack and the GPU run's realised rows."""
+    return {"pack": "token_retrieval_attn", "realised": {"finite_size": _finite_size(label)}}
+
+
 def _at(level, label):
     if isinstance(level, str):  # a fraction of each V's ceiling
         fraction = float(level.split()[0])
@@ -90,7 +95,7 @@ def test_the_coincidences_make_n_v_log_v_at_01_steeper_than_the_gpu_run_measured
     slope, low, _ = MEASURED[N_LOG_N_01]
     assert found["slope"] == pytest.approx(2.567, abs=0.002)
     assert abs(found["slope"] - slope) < 0.25 and not (found["slope"] - 0.25 <= low)
-    line = {"pack": "token_retrieval_attn", "realised": {"finite_size": _finite_size(label)}}
+    line = _line(label)
     without = sum_of_terms_prediction(line, None, None, accuracy=_at(level, label), constants=PROBED_CONSTANTS, C=1.0,
                                       counts="mean_bias_counts", exact_hits=True)
     assert without["slope"] == pytest.approx(2.357, abs=0.002)
@@ -118,7 +123,7 @@ def test_the_exact_hits_bring_the_higher_levels_of_n_v15_l_v05_into_the_band(lev
     1.380); with them they come down by 0.03-0.05 and the run calls them consistent. (The coincidences are taken in
     both.)"""
     label = "N=V**1.5, L=V**0.5"
-    line = {"pack": "token_retrieval_attn", "realised": {"finite_size": _finite_size(label)}}
+    line = _line(label)
     common = {"accuracy": _at(level, label), "constants": PROBED_CONSTANTS, "C": 1.0, "counts": "mean_bias_counts",
               "coincidences": True}
     without = sum_of_terms_prediction(line, None, None, **common)["slope"]
@@ -211,7 +216,7 @@ def test_no_prediction_outside_what_it_covers():
 
 def test_a_given_constant_is_the_fitted_one_when_the_boundary_is_its_own_prediction():
     label = "N=V**1.5, L=V**0.5"
-    line = {"pack": "token_retrieval_attn", "realised": {"finite_size": _finite_size(label)}}
+    line = _line(label)
     given = sum_of_terms_prediction(line, None, None, accuracy=0.1, constants=PROBED_CONSTANTS, C=1.3)
     fitted = sum_of_terms_prediction(line, {512: given["d"][512]}, 512, accuracy=0.1, constants=PROBED_CONSTANTS)
     assert fitted["C"] == pytest.approx(1.3, rel=1e-6)
