@@ -58,7 +58,7 @@ GRID_VARIABLES = ("V", "N", "d", "L", "m")
 STATISTICS = ("spread", "max_wrong")
 METHODS = ("axis", "joint")
 # Bumped whenever empirics.probes changes what a row holds, so that stale stored rows are not reused.
-PROBE_ROW_VERSION = 2
+PROBE_ROW_VERSION = 3
 STORE_TASK = "token_retrieval_probe"
 
 
@@ -517,7 +517,8 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
     over the wrong labels divided by gamma (``terms``), the token coincidences (:data:`COINCIDENCES`,
     :data:`POSITION_COINCIDENCES`) among them. One thread of float64 work each; 1-10 s at V = 512."""
     # the pack's noise terms and the token coincidences, which are in none of them (DERIVATION.md §4.4)
-    parts = {**PACK_TERM_COMPONENTS, COINCIDENCES: (COINCIDENCES,), POSITION_COINCIDENCES: (POSITION_COINCIDENCES,)}
+    parts = {**PACK_TERM_COMPONENTS, COINCIDENCES: (COINCIDENCES,), POSITION_COINCIDENCES: (POSITION_COINCIDENCES,),
+             HIT_OVERLAPS: (HIT_OVERLAPS,)}
     out = []
     for point in points:
         for seed in seeds:
@@ -548,9 +549,10 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
 # at and around tr_fig2_attention_only's quick-preset boundaries (3 lines x 4 V x d at 0.71, 1, 1.41 times the
 # boundary x 2 seeds; DERIVATION.md §11). The spread of the pack's constants the derivation drops. noise_self and
 # grad_noise_positions are measured without their token coincidences (term_probes splits them off; DERIVATION.md
-# §4.4): with them they were 1.40 and 1.42, and grew with d.
-PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01, "grad_noise": 1.21,
-                    "grad_noise_positions": 1.03, "noise_self": 1.04, "localisation": 1.31, "embedding_crosstalk": 2.39,
+# §4.4): with them they were 1.40 and 1.42, and grew with d. grad_noise and localisation are measured without the
+# exact hits (term_probes splits them off; DERIVATION.md §4.3, §4.5): with them they were 1.21 and 1.31.
+PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01, "grad_noise": 1.05,
+                    "grad_noise_positions": 1.03, "noise_self": 1.04, "localisation": 1.07, "embedding_crosstalk": 2.39,
                     "trigger_overlap": 1.86, "trigger_crosstalk_positions": 1.27}
 
 
@@ -575,7 +577,10 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     the test's tokens, :func:`coincidence_share`, §4.4), which :data:`PROBED_CONSTANTS` leaves out of ``noise_self``
     and ``grad_noise_positions``: on the label's own samples a d-free part, inside the mixture with ``counts``, else
     one more Gaussian spread (:data:`COINCIDENCES`, variance (rho^2 + q) N / V count units); on the other labels'
-    samples a Gaussian term of variance (rho^2 + q) N / d (:data:`POSITION_COINCIDENCES`)."""
+    samples a Gaussian term (:data:`POSITION_COINCIDENCES`) whose mean per sample rides on the mean bias's overlap sum:
+    variance ((m + rho)^2 - m^2 + q) N / d, m the mean bias's coefficient (DERIVATION.md §11.5). ``exact_hits`` adds
+    the hits' part in the other labels (:data:`HIT_OVERLAPS`, §4.3): variance r^2 (L - 1) lam (lam + 1) / d plus its
+    covariance with that overlap sum, 2 (m + rho) r (L - 1) lam / d."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -597,13 +602,26 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
                 signal = value
             else:
                 noise[name] = value / math.sqrt(math.log(row["V"]))  # its spread: the union bound taken out
-        if coincidences:  # in units of the signal per training sample, signal / lam (DERIVATION.md §4.4)
-            lam = row["N"] / row["V"]
-            rho, q = coincident[row["V"]]
-            # the label's own samples: d-free, over the labels' counts; the other labels' samples: through the
-            # overlaps u_k . (u_y - u_bar), variance 1/d per label, so (rho^2 + q) N / d
-            noise[COINCIDENCES] = signal / lam * math.sqrt((rho * rho + q) * lam)
-            noise[POSITION_COINCIDENCES] = signal / lam * math.sqrt((rho * rho + q) * row["N"] / d)
+        # in units of the signal per training sample, signal / lam (DERIVATION.md §4.4, §11.5)
+        lam = row["N"] / row["V"]
+        unit = signal / lam
+        overlap = row["N"] / d  # the variance of the overlap sum sum_y (n_y - lam) u_k . (u_y - u_bar) (§4.2)
+        # the mean bias's coefficient on that sum; a per-sample mean that rides on the same sum adds to it coherently
+        coherent = noise.get("mean_bias", 0.0) / unit / math.sqrt(overlap)
+        rho, q = coincident[row["V"]]
+        if coincidences:
+            # the label's own samples: d-free, over the labels' counts. The other labels' samples: their mean rho per
+            # sample rides on the mean bias's overlap sum (the same c_kn, summed over the same samples), so the two
+            # add as (m + rho)^2 N / d, not m^2 + rho^2; the rest, q per sample, is independent (§11.5)
+            noise[COINCIDENCES] = unit * math.sqrt((rho * rho + q) * lam)
+            noise[POSITION_COINCIDENCES] = unit * math.sqrt(((coherent + rho) ** 2 - coherent ** 2 + q) * overlap)
+        if exact_hits:
+            # the exact hits (§4.5) through the other labels: the n_{x_j} samples of each test noise token x_j, r each,
+            # through u_k . (u_{Pi(x_j)} - u_bar): variance r^2 (L - 1) lam (lam + 1) / d, and a covariance with the
+            # coherent overlap sum, whose count deviation n_{x_j} - lam they share (§4.3, §11.5)
+            hits, r = exact_hit_share(row["L"], masses[row["V"]])
+            noise[HIT_OVERLAPS] = unit * math.sqrt(
+                hits * r * r * lam * (lam + 1) / d + 2 * (coherent + (rho if coincidences else 0.0)) * hits * r * lam / d)
         return signal, noise
 
     def ratio(row: Mapping[str, Any], d: float) -> float:
@@ -661,6 +679,11 @@ COINCIDENCES = "noise_self_coincidences"
 POSITION_COINCIDENCES = "grad_noise_positions_coincidences"
 # The pack terms whose probe components are measured without those coincidences (term_probes splits them off).
 COINCIDENT_TERMS = ("noise_self", "grad_noise_positions")
+# The exact hits (DERIVATION.md §4.5) through the other labels' overlaps: the part of grad_noise that falls like d^-1/2.
+# Their own labels' part (probe component localisation_hits) is in the count mixture (count_mixture_accuracy's hits).
+HIT_OVERLAPS = "grad_noise_hits"
+# The pack terms whose probe components are measured without the exact hits (term_probes splits them off).
+HIT_TERMS = ("grad_noise", "localisation")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -25,13 +25,18 @@ Components (keys of :func:`decompose`):
   trigger_crosstalk  training informative token a_n e_{x_n} against the test trigger a z_trig, k = y_n
   trigger_crosstalk_grouped  the same for k != y_n: grouped by token like grad_noise
   trigger_crosstalk_positions  training noise positions r_n against the test trigger
-  grad_noise         a_n e_{x_n} . t for other-label samples (k != y_n), less grad_noise_label
+  grad_noise         a_n e_{x_n} . t for other-label samples (k != y_n), less grad_noise_label and grad_noise_hits
+  grad_noise_hits    the same where the training informative token IS a noise token of the test input (the exact
+                     hits of derivation §4.5, spread over the other labels through u_k . u_{y_n}): falls like
+                     d^-1/2, not d^-1 (derivation §4.3)
   grad_noise_positions  r_n . t for other-label samples (k != y_n), where the tokens differ
   grad_noise_positions_coincidences  the same where a training noise token is a token of the test input:
                      through u_k . u_{y_n} only, so it falls like d^-1/2, not d^-1 (derivation §4.4)
   grad_noise_label   k != y_n, x_n = x: same informative token, other label (u_k . u_y overlap)
   token_crosstalk    k = y_n, x_n != x: informative-token overlap e_{x_n} . e_x
-  localisation       k = y_n: training informative token against the test noise positions r
+  localisation       k = y_n: training informative token against the test noise positions r, where the tokens differ
+  localisation_hits  the same where they are equal: the exact hits of derivation §4.5 (the labels of the test's noise
+                     tokens, d-free); in no pack term: the all-terms prediction takes them exactly
   noise_self         k = y_n: training noise positions r_n against the test content t, where the tokens differ
   noise_self_coincidences  the same where a training noise token IS a token of the test input (e . e = 1):
                      d-free, on average (1 - A) / (A^2 V) signal units per training sample of the label
@@ -61,8 +66,9 @@ RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)
 
 COMPONENTS = ("signal", "mean_bias", "mean_bias_counts", "mean_bias_attention", "mean_bias_counts_attention",
               "trigger_crosstalk", "trigger_crosstalk_grouped", "trigger_crosstalk_positions",
-              "grad_noise", "grad_noise_positions", "grad_noise_positions_coincidences", "grad_noise_label",
-              "token_crosstalk", "localisation", "noise_self", "noise_self_coincidences", "feature_mean",
+              "grad_noise", "grad_noise_hits", "grad_noise_positions", "grad_noise_positions_coincidences",
+              "grad_noise_label", "token_crosstalk", "localisation", "localisation_hits", "noise_self",
+              "noise_self_coincidences", "feature_mean",
               "kernel_nonlinear", "mlp_noise", "finite_eta", "step1")
 
 # pack term (theory/packs/token_retrieval*.toml) -> probe components whose sum it predicts.
@@ -346,10 +352,18 @@ def decompose(cfg: ProbeConfig) -> dict:
     comp["trigger_crosstalk_grouped"] = s(Co, trigger_pairs)
     comp["trigger_crosstalk_positions"] = s(C, (rr_tr @ z)[:, None] * ae[None, :])
     comp["grad_noise_label"] = s(Co, EE * same_token)
-    comp["grad_noise"] = s(Co, inf_tr @ t_te.T) - comp["grad_noise_label"]
+    # a training informative token that is a noise token of the test input adds a_n beta_j (e . e = 1): the exact
+    # hits (derivation §4.5), by the token matches of each training sample's informative mass with each test input's
+    # noise mass
+    informative_mass = torch.sparse_coo_tensor(torch.stack([torch.arange(N), tr["informative"]]), at,
+                                               (N, V), check_invariants=True).coalesce()
+    hits = torch.sparse.mm(informative_mass, model.token_mass(att_te, te, True, lin_te).T)
+    comp["grad_noise_hits"] = s(Co, hits)
+    comp["grad_noise"] = s(Co, inf_tr @ t_te.T) - comp["grad_noise_label"] - comp["grad_noise_hits"]
     comp["signal"] = s(Cd, EE * same_token)
     comp["token_crosstalk"] = s(Cd, EE * (1 - same_token))
-    comp["localisation"] = s(Cd, inf_tr @ rr_te.T)
+    comp["localisation_hits"] = s(Cd, hits)
+    comp["localisation"] = s(Cd, inf_tr @ rr_te.T) - comp["localisation_hits"]
     # a training noise token equal to a token of the test input adds e . e = 1, not O(1/sqrt(d)): its own, d-free part
     # (derivation §4.4), by the exact token matches: the [N, V] noise mass of each training sample against the
     # [n_test, V] mass of each test input (its t: every position, the informative one included)

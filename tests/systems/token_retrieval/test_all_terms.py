@@ -73,11 +73,12 @@ def _at(level, label):
 
 
 N_LOG_N_01 = ("N=V*log(V), L=V**0.5", 0.1)
+N_LOG_N_HALF = ("N=V*log(V), L=V**0.5", "0.5 x ceiling")
 
 
-@pytest.mark.parametrize("label, level", sorted(set(MEASURED) - {N_LOG_N_01}, key=str))
+@pytest.mark.parametrize("label, level", sorted(set(MEASURED) - {N_LOG_N_01, N_LOG_N_HALF}, key=str))
 def test_every_term_at_once_is_consistent_with_the_gpu_run(label, level):
-    """Each of these checks' 90% interval lies inside the +-0.25 band around the prediction: the run decides these 12
+    """Each of these checks' 90% interval lies inside the +-0.25 band around the prediction: the run decides these 11
     'consistent', out of sample (the constants were probed at V <= 512 on the CPU). With the counts folded into one
     Gaussian spread it decided 9 of them."""
     found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
@@ -86,32 +87,46 @@ def test_every_term_at_once_is_consistent_with_the_gpu_run(label, level):
 
 
 def test_the_coincidences_make_n_v_log_v_at_01_steeper_than_the_gpu_run_measured():
-    """The thirteenth: the coincidences (§4.4) lower that line's cap to 0.15 at V = 2048, and 0.1 comes near it, so the
-    prediction steepens from 2.36 (counts and hits) to 2.57 against the 2.37 measured: still inside the band, but the
-    run's interval is not, so it cannot decide it (the medium preset, V = 64..1024, measured 2.55 and reads it
-    consistent). The level moves towards the run's: 2466 at V = 2048 against 3332 measured (1699 without them)."""
+    """The twelfth: the coincidences (§4.4) lower that line's cap to 0.15 at V = 2048, and 0.1 comes near it, so the
+    prediction steepens from 2.36 (counts and hits, no coincidences) to 2.63 against the 2.37 measured: outside the
+    band, but the run's interval reaches into it, so it cannot decide it (the medium preset, V = 64..1024, measured
+    2.55 and reads it consistent). The level comes to the run's: 3068 at V = 2048 against 3332 measured (1722 without
+    the coincidences; 2466 before their mean rode on the mean bias and the hits on the overlaps, §11.5)."""
     label, level = N_LOG_N_01
     found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
     slope, low, _ = MEASURED[N_LOG_N_01]
-    assert found["slope"] == pytest.approx(2.567, abs=0.002)
-    assert abs(found["slope"] - slope) < 0.25 and not (found["slope"] - 0.25 <= low)
+    assert found["slope"] == pytest.approx(2.634, abs=0.002)
+    assert abs(found["slope"] - slope) > 0.25 and found["slope"] - 0.25 < MEASURED[N_LOG_N_01][2]
     line = _line(label)
     without = sum_of_terms_prediction(line, None, None, accuracy=_at(level, label), constants=PROBED_CONSTANTS, C=1.0,
                                       counts="mean_bias_counts", exact_hits=True)
-    assert without["slope"] == pytest.approx(2.357, abs=0.002)
+    assert without["slope"] == pytest.approx(2.359, abs=0.002)
     assert 3331.9 / found["d"][2048] < 3331.9 / without["d"][2048] - 0.5
+    assert found["d"][2048] == pytest.approx(3331.9, rel=0.1)
+
+
+def test_the_hit_overlaps_leave_n_v_log_v_at_half_the_ceiling_undecided_on_the_gpu_run():
+    """The thirteenth: the exact hits through the other labels and the coincidences' mean riding on the mean bias
+    (§11.5) add noise that grows with V on this line, and the prediction rises from 2.20 to 2.26; the run's 90% interval
+    [1.97, 2.34] then reaches 0.04 below the band. Not decided either way."""
+    label, level = N_LOG_N_HALF
+    found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
+    slope, low, high = MEASURED[N_LOG_N_HALF]
+    assert found["slope"] == pytest.approx(2.264, abs=0.002)
+    assert found["slope"] - 0.25 > low and high < found["slope"] + 0.25 and abs(found["slope"] - slope) < 0.25
 
 
 @pytest.mark.parametrize("level", ["0.25 x ceiling", "0.5 x ceiling"])
 def test_the_counts_kept_as_counts_decide_the_n_v_log_v_fractions_of_the_ceiling(level):
     """On N ~ V log V (a few samples per token) the label counts are far from one Gaussian spread: folded into one,
-    the prediction is 0.20-0.28 steeper than what the run measured, and the run cannot decide it; kept as Poisson
-    counts (with the exact hits and the coincidences), it is within 0.07."""
+    the prediction is 0.28-0.38 steeper than what the run measured, and the run cannot decide it; kept as Poisson
+    counts (with the exact hits and the coincidences), it is within 0.15, and 0.18-0.24 nearer."""
     label = "N=V*log(V), L=V**0.5"
     found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
     slope, low, high = MEASURED[(label, level)]
-    assert abs(found["slope"] - slope) < 0.07
-    assert found["slope_gaussian_counts"] - slope > 0.15
+    assert abs(found["slope"] - slope) < 0.15
+    assert found["slope_gaussian_counts"] - slope > 0.25
+    assert (found["slope_gaussian_counts"] - slope) - abs(found["slope"] - slope) > 0.15
     assert not (found["slope_gaussian_counts"] - 0.25 <= low and high <= found["slope_gaussian_counts"] + 0.25)
 
 
@@ -119,9 +134,9 @@ def test_the_counts_kept_as_counts_decide_the_n_v_log_v_fractions_of_the_ceiling
 def test_the_exact_hits_bring_the_higher_levels_of_n_v15_l_v05_into_the_band(level):
     """The labels of the test input's noise tokens get a d-free share of the signal (r = 0.38 of it per count at
     L = 45 here): the other cap besides the counts. Without them the counts form overshoots N = V^1.5, L = V^0.5 at
-    0.125 and 0.15 by about 0.19 and the run reads it at the band's edge (1.630 against 1.383 at 0.125, the band from
-    1.380); with them they come down by 0.03-0.05 and the run calls them consistent. (The coincidences are taken in
-    both.)"""
+    0.125 and 0.15 by about 0.18 (1.621 against 1.444 at 0.125); with them (their own labels in the mixture, their
+    overlaps with the other labels as one more spread, §11.5) they come down by 0.04-0.05 and the run calls them
+    consistent. (The coincidences are taken in both.)"""
     label = "N=V**1.5, L=V**0.5"
     line = _line(label)
     common = {"accuracy": _at(level, label), "constants": PROBED_CONSTANTS, "C": 1.0, "counts": "mean_bias_counts",
@@ -129,7 +144,7 @@ def test_the_exact_hits_bring_the_higher_levels_of_n_v15_l_v05_into_the_band(lev
     without = sum_of_terms_prediction(line, None, None, **common)["slope"]
     with_hits = sum_of_terms_prediction(line, None, None, exact_hits=True, **common)["slope"]
     _, low, high = MEASURED[(label, level)]
-    assert without - with_hits > 0.03 and without - MEASURED[(label, level)][0] > 0.18
+    assert without - with_hits > 0.035 and without - MEASURED[(label, level)][0] > 0.17
     assert with_hits - 0.25 <= low and high <= with_hits + 0.25
     assert with_hits == pytest.approx(all_terms_prediction("token_retrieval_attn", _finite_size(label),
                                                            _at(level, label))["slope"])
@@ -140,16 +155,16 @@ def test_the_pinned_slopes_and_levels():
     for label in GPU_ROWS:
         found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(0.1, label))
         slopes[label], gaussian[label], at_2048[label] = found["slope"], found["slope_gaussian_counts"], found["d"][2048]
-    assert slopes == pytest.approx({"N=V**1.5, L=V**0.5": 1.662, "N=V**1.5, L=V**0.25": 1.526,
-                                    "N=V*log(V), L=V**0.5": 2.567}, abs=0.002)
-    assert gaussian == pytest.approx({"N=V**1.5, L=V**0.5": 1.601, "N=V**1.5, L=V**0.25": 1.458,
-                                      "N=V*log(V), L=V**0.5": 2.573}, abs=0.002)
-    # the levels: on N ~ V^1.5 within 15% of the d the run measured at V = 2048 (623 and 346); on N ~ V log V still
-    # 1.35 times too small (2466 against 3332; 1.9 times without the coincidences): its ceilings are 0.11-0.15, the
-    # cap of the counts, hits and coincidences 0.15-0.22, and its accuracy rises with d more slowly than this form says
-    assert at_2048["N=V**1.5, L=V**0.5"] == pytest.approx(623.5, rel=0.15)
-    assert at_2048["N=V**1.5, L=V**0.25"] == pytest.approx(346.3, rel=0.15)
-    assert 1.2 < 3331.9 / at_2048["N=V*log(V), L=V**0.5"] < 1.5
+    assert slopes == pytest.approx({"N=V**1.5, L=V**0.5": 1.652, "N=V**1.5, L=V**0.25": 1.518,
+                                    "N=V*log(V), L=V**0.5": 2.634}, abs=0.002)
+    assert gaussian == pytest.approx({"N=V**1.5, L=V**0.5": 1.591, "N=V**1.5, L=V**0.25": 1.454,
+                                      "N=V*log(V), L=V**0.5": 2.645}, abs=0.002)
+    # the levels: every line within 10% of the d the run measured at V = 2048 (623, 346 and 3332; N ~ V log V was
+    # 1.35 times too small before the hits' overlaps and the coincidences' coherent mean, §11.5, and 1.9 times
+    # before the coincidences)
+    assert at_2048["N=V**1.5, L=V**0.5"] == pytest.approx(623.5, rel=0.1)
+    assert at_2048["N=V**1.5, L=V**0.25"] == pytest.approx(346.3, rel=0.1)
+    assert at_2048["N=V*log(V), L=V**0.5"] == pytest.approx(3331.9, rel=0.1)
 
 
 def test_the_count_mixture_is_its_model():
@@ -239,12 +254,12 @@ def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms
     label = "N=V**1.5, L=V**0.5"
     rows = GPU_ROWS[label][0]
     found = _realised_at_01(label)
-    assert found["all_terms_by_check"]["0.1"]["slope"] == pytest.approx(1.662, abs=0.002)
+    assert found["all_terms_by_check"]["0.1"]["slope"] == pytest.approx(1.652, abs=0.002)
     boundary = [{"line": label, "threshold": 0.1, "seed": s, "V": V, "d": 0.9 * V ** 0.79, "param_count": 0.81 * V ** 1.58}
                 for V, _, _ in rows for s in (0, 1, 2)]
     result = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}}, realised={label: found})[0]
     out = result.to_dict()
-    assert out["predicted_slope"] == pytest.approx(1.662, abs=0.002)
+    assert out["predicted_slope"] == pytest.approx(1.652, abs=0.002)
     assert result.extra["prediction_compared"] == "all terms"
     assert result.extra["predicted_slope_finite_size"] == pytest.approx(BINDING_01[label], abs=0.02)
     assert result.extra["verdict_binding_terms"] in ("consistent", "inconsistent", "inconclusive")
@@ -252,12 +267,12 @@ def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms
     assert "prediction_note" not in result.extra  # this line's count cap rises with V: no note
     assert math.isclose(out["slope"], 1.58, abs_tol=1e-6)
     # the form with the counts folded into one Gaussian stays beside the tested one, in the record and on fit's output
-    assert out["predicted_slope_all_terms_gaussian_counts"] == pytest.approx(1.601, abs=0.002)
+    assert out["predicted_slope_all_terms_gaussian_counts"] == pytest.approx(1.591, abs=0.002)
     from recallkit.cli_fit import format_table
 
     shown = format_table({"fits": [out], "experiment": "tr_fig2_attention_only", "preset": "gpu", "kind": "min_size",
                           "store": "s.db"})
-    assert "predictions: all terms 1.662, all terms with Gaussian counts 1.601, finite-size" in shown
+    assert "predictions: all terms 1.652, all terms with Gaussian counts 1.591, finite-size" in shown
 
 
 def test_the_label_count_cap_bounds_the_ceilings_and_moves_with_v_as_they_do():
@@ -295,6 +310,80 @@ def test_a_failing_all_terms_hook_keeps_the_finite_size_prediction(monkeypatch):
     found = _realised_at_01(label)
     assert found["finite_size"]["slope"] == pytest.approx(BINDING_01[label], abs=0.02)
     assert "different signs" in found["all_terms_error"] and "all_terms_by_check" not in found
+
+
+def test_the_hits_overlaps_and_the_coincidences_coherent_mean_are_what_the_probes_measure():
+    """Two parts of the noise that the all-terms form once took as independent of the mean bias (DERIVATION.md §11.5).
+    Within each test input, over the wrong labels other than the hits, the label counts regressed out, in units of the
+    signal per training sample, at V = 64, N = 512, L = 8, d = 128 (six seeds; 12 gave the same to 3%):
+    - the coincidences in the other labels' samples (mean rho per sample) ride on the mean bias's overlap sum: twice
+      their covariance with the mean bias is 2 m rho N / d (m the mean bias's own coefficient), measured 1.38 against
+      1.39; an independent term would have none;
+    - a training informative token that is a noise token of the test input (the exact hits, §4.5) reaches the other
+      labels through u_k . u_{y_n}: variance r^2 (L - 1) lam (lam + 1) / d and twice its covariance with the mean bias
+      2 m r (L - 1) lam / d, measured 1.19 and 1.30 times those (the noise tokens' attention is uneven, the
+      derivation's r is the even split);
+    - on the hit labels themselves the probe's localisation_hits gives each r of the signal per count."""
+    import torch
+    from recallkit.systems.token_retrieval.judge import exact_hit_share
+    from recallkit.systems.token_retrieval.term_probes import ProbeConfig, ThreeStepModel, decompose
+
+    V, N, L, d = 64, 512, 8, 128
+    lam, overlap = N / V, N / d
+    found = {"mean_bias": [], "coherent": [], "hits": [], "hits_mean_bias": [], "hit_lead": []}
+    masses = []
+    for seed in range(6):
+        cfg = ProbeConfig(V=V, N=N, d=d, L=L, n_test=256, seed=seed)
+        result, model = decompose(cfg), ThreeStepModel(cfg)
+        masses.append(result["norms"]["A_test"])
+        counts = torch.bincount(model.train["labels"], minlength=V).double().numpy()
+        comp = {k: v.numpy() for k, v in result["components"].items()}
+        hit_labels = model.perm[model.test["tokens"]].numpy()
+        for i, y in enumerate(result["labels"].numpy()):
+            if counts[y] == 0:
+                continue
+            per_count = comp["signal"][i, y] / counts[y]
+            wrong = np.ones(V, dtype=bool)
+            wrong[hit_labels[i]] = False
+            wrong[y] = False
+            X = np.column_stack([np.ones(wrong.sum()), counts[wrong]])
+
+            def rest(c, i=i, X=X, wrong=wrong, per_count=per_count):
+                v = c[i, wrong]
+                return (v - X @ np.linalg.lstsq(X, v, rcond=None)[0]) / per_count
+
+            mb, co, hi = rest(comp["mean_bias"]), rest(comp["grad_noise_positions_coincidences"]), rest(comp["grad_noise_hits"])
+            found["mean_bias"].append(mb.var())
+            found["coherent"].append(2 * np.mean(mb * co))
+            found["hits"].append(hi.var())
+            found["hits_mean_bias"].append(2 * np.mean(mb * hi))
+            others = sorted(set(hit_labels[i].tolist()) - {int(y)})
+            found["hit_lead"].extend(comp["localisation_hits"][i, others] / per_count / np.maximum(counts[others], 1))
+    measured = {k: float(np.mean(v)) for k, v in found.items()}
+    A = float(np.mean(masses))
+    rho, _ = coincidence_share(V, L, A)
+    hits, r = exact_hit_share(L, A)
+    m = math.sqrt(measured["mean_bias"] / overlap)
+    assert measured["coherent"] == pytest.approx(2 * m * rho * overlap, rel=0.1)
+    assert measured["hits"] == pytest.approx(hits * r * r * lam * (lam + 1) / d, rel=0.3)
+    assert measured["hits_mean_bias"] == pytest.approx(2 * m * hits * r * lam / d, rel=0.4)
+    assert measured["hit_lead"] == pytest.approx(r, rel=0.2)
+    # and the form takes them so: against the mean bias, the coincidences in the other labels' samples weigh
+    # (2 m rho + rho^2 + q) / m^2 of it (about 2 rho; taken as independent, (rho^2 + q) / m^2, a fifth of that), the
+    # hits' overlaps (r^2 (L - 1) lam (lam + 1) / d + 2 (m + rho) r (L - 1) lam / d) / (m^2 N / d)
+    from recallkit.systems.token_retrieval.judge import HIT_OVERLAPS, POSITION_COINCIDENCES
+
+    line = {"pack": "token_retrieval_attn",
+            "realised": {"finite_size": {"points": [{"V": V, "N": N, "L": L}, {"V": 128, "N": 1448, "L": 11}],
+                                         "constants": [{"A": A}, {"A": 0.2}]}}}
+    shares = sum_of_terms_prediction(line, None, None, accuracy=0.125, constants=PROBED_CONSTANTS, C=1.0,
+                                     counts="mean_bias_counts", exact_hits=True, coincidences=True)["shares"][V]
+    # in the form m is the mean bias's probed constant over the signal's (their normalisers cancel)
+    m, q = PROBED_CONSTANTS["mean_bias"] / PROBED_CONSTANTS["signal"], coincidence_share(V, L, A)[1]
+    assert shares[POSITION_COINCIDENCES] / shares["mean_bias"] == pytest.approx(
+        (2 * m * rho + rho * rho + q) / (m * m), rel=0.01)
+    assert shares[HIT_OVERLAPS] / shares["mean_bias"] == pytest.approx(
+        (hits * r * r * lam * (lam + 1) + 2 * (m + rho) * hits * r * lam) / (m * m * N), rel=0.01)
 
 
 def test_the_coincidences_are_what_the_probes_measure():
