@@ -560,7 +560,7 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
                             reference_V: int | None, accuracy: float | Mapping[int, float] | None = None,
                             constants: Mapping[str, float] | None = None, C: float | None = None,
                             counts: str | None = None, exact_hits: bool = False,
-                            coincidences: bool = False) -> dict[str, Any]:
+                            coincidences: bool = False, own_counts: bool = False) -> dict[str, Any]:
     """The boundary along one line from every noise term at once (DERIVATION.md §11), not from the binding ones:
     at each realised row (``line_prediction``: a fit document's prediction of the line, whose finite-size points and
     constants give V, N, L and the measured attention) the smallest d with signal >= C g(V) sqrt(sum of the terms'
@@ -580,7 +580,10 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     samples a Gaussian term (:data:`POSITION_COINCIDENCES`) whose mean per sample rides on the mean bias's overlap sum:
     variance ((m + rho)^2 - m^2 + q) N / d, m the mean bias's coefficient (DERIVATION.md §11.5). ``exact_hits`` adds
     the hits' part in the other labels (:data:`HIT_OVERLAPS`, §4.3): variance r^2 (L - 1) lam (lam + 1) / d plus its
-    covariance with that overlap sum, 2 (m + rho) r (L - 1) lam / d."""
+    covariance with that overlap sum, 2 (m + rho) r (L - 1) lam / d. ``own_counts`` (with ``counts``) takes the terms
+    that sum over a label's own samples (:data:`OWN_COUNT_TERMS`) at the label's own count rather than at the mean
+    count N / V (``count_mixture_accuracy``'s ``grown``; DERIVATION.md §11.6): the d is then solved on the mixture's
+    accuracy itself, C scaling every spread."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -646,13 +649,39 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         lam = row["N"] / V
         return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
 
+    def grown_accuracy(row: Mapping[str, Any], d: float, scale: float) -> float:
+        """The mixture's accuracy at d with the own-sample terms at each label's count, every spread times ``scale``."""
+        signal, noise = parts(row, d)
+        V, lam = row["V"], row["N"] / row["V"]
+        unit = signal / lam  # count units
+        own = {name: (noise.get(name, 0.0) / unit) ** 2 for name in OWN_COUNT_TERMS}
+        rest = sum((v / unit) ** 2 for name, v in noise.items()
+                   if name not in (counts, COINCIDENCES) and name not in OWN_COUNT_TERMS)
+        grown = own_count_spread(own, lam)
+        hits, r = exact_hit_share(row["L"], masses[V]) if exact_hits else (0, 0.0)
+        return count_mixture_accuracy(V, row["N"], scale * math.sqrt(rest), 1.0, hits, r, *coincident[V],
+                                      grown=tuple(scale * scale * g for g in grown))
+
     if counts is not None and accuracy is None:
         raise InputError("sum_of_terms_prediction: counts needs an accuracy (the mixture is solved at a level)")
+    if own_counts and counts is None:
+        raise InputError("sum_of_terms_prediction: own_counts needs counts (it grows the spreads inside the mixture)")
     if C is None:
         reference = next(row for row in rows if row["V"] == reference_V)
-        C = ratio(reference, float(boundary_d[reference_V])) / needed(reference)
+        if own_counts:
+            at = float(boundary_d[reference_V])
+            miss = lambda log_c: grown_accuracy(reference, at, math.exp(log_c)) - level(reference_V)  # noqa: E731
+            C = math.exp(optimize.brentq(miss, -7.0, 7.0, xtol=1e-6))
+        else:
+            C = ratio(reference, float(boundary_d[reference_V])) / needed(reference)
     found: dict[int, float] = {}
     for row in rows:
+        if own_counts:
+            gap = lambda log_d, row=row: grown_accuracy(row, math.exp(log_d), C) - level(row["V"])  # noqa: E731
+            # below chance or reached at d = 1 (no signal needed), or out of reach at any d: no d to solve for
+            solvable = level(row["V"]) > 1.0 / row["V"] and gap(0.0) < 0 < gap(math.log(1e7))
+            found[row["V"]] = math.exp(optimize.brentq(gap, 0.0, math.log(1e7), xtol=1e-4)) if solvable else math.inf
+            continue
         target = C * needed(row)
         if not 0 < target < math.inf:  # out of reach at any d, or (near chance) no signal needed: no d to solve for
             found[row["V"]] = math.inf
@@ -684,6 +713,22 @@ COINCIDENT_TERMS = ("noise_self", "grad_noise_positions")
 HIT_OVERLAPS = "grad_noise_hits"
 # The pack terms whose probe components are measured without the exact hits (term_probes splits them off).
 HIT_TERMS = ("grad_noise", "localisation")
+# The pack terms that sum over a label's own samples, so that their spread on a label follows its own count (most of
+# them as the count, noise_self as its square root) and not the mean count the pack writes (DERIVATION.md §11.6).
+OWN_COUNT_TERMS = ("embedding_crosstalk", "localisation", "noise_self")
+
+
+def own_count_spread(variances: Mapping[str, float], lam: float) -> tuple[float, float, float, float]:
+    """(v1, v2, v2_correct, w) of :func:`count_mixture_accuracy`'s ``grown`` from the :data:`OWN_COUNT_TERMS`'
+    variances (count units squared) as the pack writes them, over the labels and so over their Poisson(lam) counts
+    (DERIVATION.md §11.6): noise_self sums a label's m samples (v1 m, E m = lam); localisation and three of
+    embedding_crosstalk's four components (§4.6: token_crosstalk, trigger_crosstalk, mean_bias_counts_attention) are m
+    times one per-label factor (v2 m^2, E m^2 = lam^2 + lam); the fourth, grad_noise_label, is the test token's count
+    n_x times one (w n_x^2, the same for every wrong label). The correct label has two of the four (v2_correct)."""
+    second = lam * lam + lam
+    crosstalk, local = variances["embedding_crosstalk"], variances["localisation"]
+    return (variances["noise_self"] / lam, (0.75 * crosstalk + local) / second, (0.5 * crosstalk + local) / second,
+            0.25 * crosstalk / second)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -712,7 +757,8 @@ _MIXTURE_WEIGHTS = np.exp(-0.5 * _MIXTURE_GRID ** 2) / math.sqrt(2 * math.pi)
 
 
 def count_mixture_accuracy(V: int, N: int, tau: float, b: float = 1.0, hits: int = 0, r: float = 0.0,
-                           rho: float = 0.0, q: float = 0.0) -> float:
+                           rho: float = 0.0, q: float = 0.0, grown: tuple[float, float, float, float] | None = None
+                           ) -> float:
     """The argmax accuracy when the label counts are kept as the Poisson counts they are (DERIVATION.md §11.3), not
     folded into one Gaussian spread: in units of the signal per training sample of the test token, label k gets
     b n_k from the count part of the mean bias, the correct label (whose count is the test token's own, n_x: labels
@@ -726,17 +772,23 @@ def count_mixture_accuracy(V: int, N: int, tau: float, b: float = 1.0, hits: int
     s(n) = sqrt(tau^2 + q n): the cap of the counts, hits and coincidences as tau -> 0 (:func:`count_cap` without
     hits and coincidences; ties broken at random rather than counted half), chance 1/V as tau -> infinity. ``b`` is
     the count bias per sample over the signal per sample (1 in the derivation: both are A^2 / N per training sample
-    of a token)."""
+    of a token). ``grown`` = (v1, v2, v2_correct, w) adds the terms that sum over a label's own samples and so grow
+    with its count (DERIVATION.md §11.6): a wrong label of count m gets the variance v1 m + v2 m^2 + w n_x^2 more
+    (w: the part that follows the test token's count n_x instead), the correct label v1 n_x + v2_correct n_x^2."""
     lam = N / V
     counts = np.arange(0, int(lam + 10 * math.sqrt(lam) + 20))
     pmf = stats.poisson.pmf(counts, lam)
     keep = pmf > 1e-10  # the counts left out move the accuracy by under V * 1e-10
     counts, pmf = counts[keep], pmf[keep]
-    spread = np.sqrt(tau * tau + q * counts)  # each label's Gaussian spread, by its own count
+    v1, v2, v2_correct, w = grown or (0.0, 0.0, 0.0, 0.0)
+    own = tau * tau + (q + v1) * counts
+    spread = np.sqrt(own + v2_correct * counts * counts)  # the correct label's Gaussian spread, by its count n_x
+    # a wrong label's, by its own count m (last axis) and the test token's n_x (first axis)
+    wrong = np.sqrt(own[None, :] + v2 * counts[None, :] ** 2 + w * counts[:, None] ** 2)[:, None, :]
     correct = (1.0 + b + rho) * counts[:, None] + spread[:, None] * _MIXTURE_GRID[None, :]  # n_x by z
 
     def log_below(per_count: float) -> np.ndarray:  # log P(a wrong label's logit < t), at every t the correct takes
-        above = special.ndtr((per_count * counts[None, None, :] - correct[:, :, None]) / spread[None, None, :]) @ pmf
+        above = special.ndtr((per_count * counts[None, None, :] - correct[:, :, None]) / wrong) @ pmf
         return np.log1p(-np.clip(above, 0.0, 1.0 - 1e-16))
 
     log_all = (V - 1 - hits) * log_below(b + rho) + (hits * log_below(b + rho + r) if hits else 0.0)
@@ -847,7 +899,8 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     line = {"pack": pack, "realised": {"finite_size": finite_size}}
     levels = {int(V): float(t) for V, t in targets.items()}
     found = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
-                                    counts=counts, exact_hits=counts is not None, coincidences=counts is not None)
+                                    counts=counts, exact_hits=counts is not None, coincidences=counts is not None,
+                                    own_counts=counts is not None)
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
         out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
     out_of_reach = sorted(int(V) for V, d in found["d"].items() if not math.isfinite(d))
