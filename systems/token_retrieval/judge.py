@@ -309,6 +309,10 @@ def _entry(term, variable, statistic, prediction, components, shared, grid) -> d
         notes.append("measured without its exact token coincidences (a training noise token that is a token of the "
                      "test input), which follow other orders and enter the all-terms prediction as derived "
                      "(DERIVATION.md §4.4)")
+    if term.name in HIT_TERMS:
+        notes.append("measured without the exact hits (a training sample's informative token that is a noise token of "
+                     "the test input), which the all-terms prediction takes as derived, on their own labels and "
+                     "through the others (DERIVATION.md §4.3, §4.5, §11.5)")
     return {"pack": grid.pack, "preset": grid.preset, "term": term.name, "role": term.role, "variable": variable,
             "statistic": _statistic_for(term, statistic), "components": list(components),
             "predicted_exponent": prediction["exponent"], "predicted_exponent_exact": prediction["exponent_exact"],

@@ -198,6 +198,10 @@ seeds = [0, 1, 2]
     for name in ("noise_self", "grad_noise_positions"):
         assert any("without its exact token coincidences" in n for n in table[(name, "d")]["notes"])
     assert not any("coincidences" in n for n in table[("grad_noise", "d")]["notes"])
+    # and the two whose components they measure without the exact hits (§11.5)
+    for name in ("grad_noise", "localisation"):
+        assert any("without the exact hits" in n for n in table[(name, "d")]["notes"])
+    assert not any("exact hits" in n for n in table[("noise_self", "d")]["notes"])
     assert table[("mlp_noise", "m")]["verdict"] == "consistent"
     assert table[("grad_noise", "m")]["predicted_exponent"] == 0.0
 
