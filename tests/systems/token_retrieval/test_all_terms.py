@@ -331,6 +331,28 @@ def test_a_failing_all_terms_hook_keeps_the_finite_size_prediction(monkeypatch):
     assert "different signs" in found["all_terms_error"] and "all_terms_by_check" not in found
 
 
+def _inputs(V, N, L, d, seeds=range(6)):
+    """Per test input of the probes at (V, N, L, d) over ``seeds`` (256 inputs each, those whose token was seen in
+    training): (the seed's test attention A, the label counts, the components as arrays, the input's index, its label,
+    the mask of its wrong labels other than the hits, the signal per training sample)."""
+    import torch
+    from recallkit.systems.token_retrieval.term_probes import ProbeConfig, ThreeStepModel, decompose
+
+    for seed in seeds:
+        cfg = ProbeConfig(V=V, N=N, d=d, L=L, n_test=256, seed=seed)
+        result, model = decompose(cfg), ThreeStepModel(cfg)
+        counts = torch.bincount(model.train["labels"], minlength=V).double().numpy()
+        comp = {k: v.numpy() for k, v in result["components"].items()}
+        hit_labels = model.perm[model.test["tokens"]].numpy()
+        for i, y in enumerate(result["labels"].numpy()):
+            if counts[y] == 0:
+                continue
+            wrong = np.ones(V, dtype=bool)
+            wrong[hit_labels[i]] = False
+            wrong[y] = False
+            yield result["norms"]["A_test"], counts, comp, i, y, wrong, comp["signal"][i, y] / counts[y]
+
+
 def test_the_hits_overlaps_and_the_coincidences_coherent_mean_are_what_the_probes_measure():
     """Two parts of the noise that the all-terms form once took as independent of the mean bias (DERIVATION.md §11.5).
     Within each test input, over the wrong labels other than the hits, the label counts regressed out, in units of the
@@ -343,41 +365,27 @@ def test_the_hits_overlaps_and_the_coincidences_coherent_mean_are_what_the_probe
       2 m r (L - 1) lam / d, measured 1.19 and 1.30 times those (the noise tokens' attention is uneven, the
       derivation's r is the even split);
     - on the hit labels themselves the probe's localisation_hits gives each r of the signal per count."""
-    import torch
     from recallkit.systems.token_retrieval.judge import exact_hit_share
-    from recallkit.systems.token_retrieval.term_probes import ProbeConfig, ThreeStepModel, decompose
 
     V, N, L, d = 64, 512, 8, 128
     lam, overlap = N / V, N / d
     found = {"mean_bias": [], "coherent": [], "hits": [], "hits_mean_bias": [], "hit_lead": []}
     masses = []
-    for seed in range(6):
-        cfg = ProbeConfig(V=V, N=N, d=d, L=L, n_test=256, seed=seed)
-        result, model = decompose(cfg), ThreeStepModel(cfg)
-        masses.append(result["norms"]["A_test"])
-        counts = torch.bincount(model.train["labels"], minlength=V).double().numpy()
-        comp = {k: v.numpy() for k, v in result["components"].items()}
-        hit_labels = model.perm[model.test["tokens"]].numpy()
-        for i, y in enumerate(result["labels"].numpy()):
-            if counts[y] == 0:
-                continue
-            per_count = comp["signal"][i, y] / counts[y]
-            wrong = np.ones(V, dtype=bool)
-            wrong[hit_labels[i]] = False
-            wrong[y] = False
-            X = np.column_stack([np.ones(wrong.sum()), counts[wrong]])
+    for A, counts, comp, i, y, wrong, per_count in _inputs(V, N, L, d):
+        masses.append(A)
+        X = np.column_stack([np.ones(wrong.sum()), counts[wrong]])
 
-            def rest(c, i=i, X=X, wrong=wrong, per_count=per_count):
-                v = c[i, wrong]
-                return (v - X @ np.linalg.lstsq(X, v, rcond=None)[0]) / per_count
+        def rest(c, i=i, X=X, wrong=wrong, per_count=per_count):
+            v = c[i, wrong]
+            return (v - X @ np.linalg.lstsq(X, v, rcond=None)[0]) / per_count
 
-            mb, co, hi = rest(comp["mean_bias"]), rest(comp["grad_noise_positions_coincidences"]), rest(comp["grad_noise_hits"])
-            found["mean_bias"].append(mb.var())
-            found["coherent"].append(2 * np.mean(mb * co))
-            found["hits"].append(hi.var())
-            found["hits_mean_bias"].append(2 * np.mean(mb * hi))
-            others = sorted(set(hit_labels[i].tolist()) - {int(y)})
-            found["hit_lead"].extend(comp["localisation_hits"][i, others] / per_count / np.maximum(counts[others], 1))
+        mb, co, hi = rest(comp["mean_bias"]), rest(comp["grad_noise_positions_coincidences"]), rest(comp["grad_noise_hits"])
+        found["mean_bias"].append(mb.var())
+        found["coherent"].append(2 * np.mean(mb * co))
+        found["hits"].append(hi.var())
+        found["hits_mean_bias"].append(2 * np.mean(mb * hi))
+        others = np.flatnonzero(~wrong & (np.arange(V) != y))  # the hit labels
+        found["hit_lead"].extend(comp["localisation_hits"][i, others] / per_count / np.maximum(counts[others], 1))
     measured = {k: float(np.mean(v)) for k, v in found.items()}
     A = float(np.mean(masses))
     rho, _ = coincidence_share(V, L, A)
@@ -411,32 +419,18 @@ def test_the_own_sample_terms_grow_with_the_label_count_as_the_form_takes_them()
     trigger_crosstalk and mean_bias_counts_attention (three of embedding_crosstalk's four) and localisation are the
     label's count times one per-label factor, so their variance goes as the count squared; grad_noise_label (the
     fourth) follows the test token's count and not the label's, and carries about a quarter of the four's variance."""
-    import torch
     from recallkit.systems.token_retrieval.judge import own_count_spread
-    from recallkit.systems.token_retrieval.term_probes import ProbeConfig, ThreeStepModel, decompose
 
     V, N, L, d = 64, 512, 8, 55
     lam = N / V
     parts = {"own": ("token_crosstalk", "trigger_crosstalk", "mean_bias_counts_attention"), "label": ("grad_noise_label",),
              "localisation": ("localisation",)}
     values, counts_of = {k: [] for k in parts}, []
-    for seed in range(6):
-        cfg = ProbeConfig(V=V, N=N, d=d, L=L, n_test=256, seed=seed)
-        result, model = decompose(cfg), ThreeStepModel(cfg)
-        counts = torch.bincount(model.train["labels"], minlength=V).double().numpy()
-        comp = {k: v.numpy() for k, v in result["components"].items()}
-        hit_labels = model.perm[model.test["tokens"]].numpy()
-        for i, y in enumerate(result["labels"].numpy()):
-            if counts[y] == 0:
-                continue
-            wrong = np.ones(V, dtype=bool)
-            wrong[hit_labels[i]] = False
-            wrong[y] = False
-            per_count = comp["signal"][i, y] / counts[y]
-            for key, names in parts.items():
-                v = sum(comp[name][i, wrong] for name in names) / per_count
-                values[key].append(v - v.mean())
-            counts_of.append(counts[wrong])
+    for _, counts, comp, i, _, wrong, per_count in _inputs(V, N, L, d):
+        for key, names in parts.items():
+            v = sum(comp[name][i, wrong] for name in names) / per_count
+            values[key].append(v - v.mean())
+        counts_of.append(counts[wrong])
     n = np.concatenate(counts_of)
     bins = [(n >= lo * lam) & (n < hi * lam) for lo, hi in ((0, 0.6), (0.6, 0.9), (0.9, 1.1), (1.1, 1.4), (1.4, 9))]
     variance = {k: np.concatenate(v) for k, v in values.items()}
