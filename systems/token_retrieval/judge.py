@@ -622,6 +622,17 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
             # add as (m + rho)^2 N / d, not m^2 + rho^2; the rest, q per sample, is independent (§11.5)
             noise[COINCIDENCES] = unit * math.sqrt((rho * rho + q) * lam)
             noise[POSITION_COINCIDENCES] = unit * math.sqrt(((coherent + rho) ** 2 - coherent ** 2 + q) * overlap)
+        if own_counts:
+            # the two terms of the trigger's content, derived rather than at their probed constants (medians over lines
+            # whose parts weigh differently, §11.6): embedding_crosstalk's four parts, grad_noise_label, token_crosstalk
+            # and trigger_crosstalk 1 / d each per count squared, mean_bias_counts_attention moving with
+            # trigger_crosstalk's e . z, the two together g^2 / d; trigger_overlap, the same e . z over the other
+            # labels' token groups through u_k . u_y, g^2 V (lam^2 + lam) / d^2
+            g = crosstalk_factor(row["L"], masses[row["V"]])
+            if "embedding_crosstalk" in noise:
+                noise["embedding_crosstalk"] = unit * math.sqrt((lam * lam + lam) * (2.0 + g * g) / d)
+            if "trigger_overlap" in noise:
+                noise["trigger_overlap"] = unit * g * math.sqrt(row["V"] * (lam * lam + lam)) / d
         if exact_hits:
             # the exact hits (§4.5) through the other labels: the n_{x_j} samples of each test noise token x_j, r each,
             # through u_k . (u_{Pi(x_j)} - u_bar): variance r^2 (L - 1) lam (lam + 1) / d, and a covariance with the
@@ -661,7 +672,7 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         own = {name: (noise.get(name, 0.0) / unit) ** 2 for name in OWN_COUNT_TERMS}
         rest = sum((v / unit) ** 2 for name, v in noise.items()
                    if name not in (counts, COINCIDENCES) and name not in OWN_COUNT_TERMS)
-        grown = own_count_spread(own, lam)
+        grown = own_count_spread(own, lam, crosstalk_factor(row["L"], masses[V]))
         hits, r = exact_hit_share(row["L"], masses[V]) if exact_hits else (0, 0.0)
         return count_mixture_accuracy(V, row["N"], scale * math.sqrt(rest), 1.0, hits, r, *coincident[V],
                                       grown=tuple(scale * scale * g for g in grown))
@@ -722,17 +733,29 @@ HIT_TERMS = ("grad_noise", "localisation")
 OWN_COUNT_TERMS = ("embedding_crosstalk", "localisation", "noise_self")
 
 
-def own_count_spread(variances: Mapping[str, float], lam: float) -> tuple[float, float, float, float]:
+def crosstalk_factor(L: int, attention: float) -> float:
+    """g = 1 + kappa' (1 - A) (DERIVATION.md §11.6): trigger_crosstalk (a_n a e_{x_n} . z) and the attention fluctuation
+    on the label's own samples (mean_bias_counts_attention: a_n - A = A (1 - A) kappa' e_{x_n} . z, since the informative
+    score is kappa' (1 + e_{x_n} . z)) share the factor e_{x_n} . z, so together they are g times trigger_crosstalk;
+    kappa' from the measured attention A (:func:`step_two_gap`)."""
+    kappa_prime, _ = step_two_gap(L, {"attention_mass": attention})
+    return 1.0 + kappa_prime * (1.0 - attention)
+
+
+def own_count_spread(variances: Mapping[str, float], lam: float, g: float = 1.0) -> tuple[float, float, float, float]:
     """(v1, v2, v2_correct, w) of :func:`count_mixture_accuracy`'s ``grown`` from the :data:`OWN_COUNT_TERMS`'
     variances (count units squared) as the pack writes them, over the labels and so over their Poisson(lam) counts
     (DERIVATION.md §11.6): noise_self sums a label's m samples (v1 m, E m = lam); localisation and three of
     embedding_crosstalk's four components (§4.6: token_crosstalk, trigger_crosstalk, mean_bias_counts_attention) are m
     times one per-label factor (v2 m^2, E m^2 = lam^2 + lam); the fourth, grad_noise_label, is the test token's count
-    n_x times one (w n_x^2, the same for every wrong label). The correct label has two of the four (v2_correct)."""
+    n_x times one (w n_x^2, the same for every wrong label). Of embedding_crosstalk's variance, grad_noise_label and
+    token_crosstalk carry 1 / (2 + g^2) each and trigger_crosstalk with mean_bias_counts_attention g^2 / (2 + g^2)
+    (:func:`crosstalk_factor`); the correct label has only that last part (its own samples are the signal's)."""
     second = lam * lam + lam
     crosstalk, local = variances["embedding_crosstalk"], variances["localisation"]
-    return (variances["noise_self"] / lam, (0.75 * crosstalk + local) / second, (0.5 * crosstalk + local) / second,
-            0.25 * crosstalk / second)
+    parts = 2.0 + g * g
+    return (variances["noise_self"] / lam, (crosstalk * (1.0 + g * g) / parts + local) / second,
+            (crosstalk * g * g / parts + local) / second, crosstalk / parts / second)
 
 
 @functools.lru_cache(maxsize=1024)
