@@ -586,8 +586,9 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     the hits' part in the other labels (:data:`HIT_OVERLAPS`, §4.3): variance r^2 (L - 1) lam (lam + 1) / d plus its
     covariance with that overlap sum, 2 (m + rho) r (L - 1) lam / d. ``own_counts`` (with ``counts``) takes the terms
     that sum over a label's own samples (:data:`OWN_COUNT_TERMS`) at the label's own count rather than at the mean
-    count N / V (``count_mixture_accuracy``'s ``grown``; DERIVATION.md §11.6): the d is then solved on the mixture's
-    accuracy itself, C scaling every spread."""
+    count N / V (``count_mixture_accuracy``'s ``grown``; DERIVATION.md §11.6), and embedding_crosstalk and
+    trigger_overlap as derived from their parts (:func:`crosstalk_factor`) rather than at their probed constants: the
+    d is then solved on the mixture's accuracy itself, C scaling every spread."""
     pack = load_pack(line_prediction["pack"])
     finite = line_prediction["realised"]["finite_size"]
     rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
@@ -897,8 +898,9 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     d-dependent terms as one Gaussian spread per label, the d-free label counts (:data:`COUNT_TERMS`) as the Poisson
     counts they are, the correct label's count being the test token's, the labels of the test input's L - 1
     noise tokens with their exact hits (:func:`count_mixture_tau`; DERIVATION.md §4.5) and the token coincidences
-    (:func:`coincidence_share`; §4.4, §11.4). So the prediction reads the level against the line's cap without being
-    told which reading applies.
+    (:func:`coincidence_share`; §4.4, §11.4), both also through the other labels (§11.5), the terms on a label's own
+    samples at its own count and the trigger's content in the embeddings derived part by part (§11.6). So the
+    prediction reads the level against the line's cap without being told which reading applies.
     Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it,
     ``slope_gaussian_counts`` (the same with the counts and coincidences folded into one Gaussian spread,
     :func:`argmax_snr`), and a ``note`` where the label counts cap the line's accuracy at a level that does not rise
