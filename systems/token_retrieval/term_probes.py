@@ -209,12 +209,13 @@ class ThreeStepModel:
         r = torch.einsum("nl,nld->nd", att * (1 - is_inf), self.E[s["tokens"]])
         return o, a, r, att
 
-    def token_mass(self, att: torch.Tensor, s: dict, noise_only: bool, scale: torch.Tensor,
+    def token_mass(self, att: torch.Tensor, s: dict, positions: str, scale: torch.Tensor,
                    sparse: bool = False) -> torch.Tensor:
         """[n, V]: the attention each sample gives each token of the vocabulary (times the sample's ``scale``),
-        over its noise positions only or over all of them (a token that occurs twice gets both weights); sparse
+        over its ``positions``: "noise", "informative" or "all" (a token that occurs twice gets both weights); sparse
         (COO, at most L entries a row) or dense."""
-        weights = att * (1 - torch.nn.functional.one_hot(s["positions"], self.cfg.L).double()) if noise_only else att
+        informative = torch.nn.functional.one_hot(s["positions"], self.cfg.L).double()
+        weights = {"noise": att * (1 - informative), "informative": att * informative, "all": att}[positions]
         weights = weights * scale[:, None]
         n, L = weights.shape
         if sparse:
@@ -355,9 +356,8 @@ def decompose(cfg: ProbeConfig) -> dict:
     # a training informative token that is a noise token of the test input adds a_n beta_j (e . e = 1): the exact
     # hits (derivation §4.5), by the token matches of each training sample's informative mass with each test input's
     # noise mass
-    informative_mass = torch.sparse_coo_tensor(torch.stack([torch.arange(N), tr["informative"]]), at,
-                                               (N, V), check_invariants=True).coalesce()
-    hits = torch.sparse.mm(informative_mass, model.token_mass(att_te, te, True, lin_te).T)
+    hits = torch.sparse.mm(model.token_mass(att_tr, tr, "informative", lin_tr, sparse=True),
+                           model.token_mass(att_te, te, "noise", lin_te).T)
     comp["grad_noise_hits"] = s(Co, hits)
     comp["grad_noise"] = s(Co, inf_tr @ t_te.T) - comp["grad_noise_label"] - comp["grad_noise_hits"]
     comp["signal"] = s(Cd, EE * same_token)
@@ -367,8 +367,8 @@ def decompose(cfg: ProbeConfig) -> dict:
     # a training noise token equal to a token of the test input adds e . e = 1, not O(1/sqrt(d)): its own, d-free part
     # (derivation §4.4), by the exact token matches: the [N, V] noise mass of each training sample against the
     # [n_test, V] mass of each test input (its t: every position, the informative one included)
-    matches = torch.sparse.mm(model.token_mass(att_tr, tr, True, lin_tr, sparse=True),
-                              model.token_mass(att_te, te, False, lin_te).T)
+    matches = torch.sparse.mm(model.token_mass(att_tr, tr, "noise", lin_tr, sparse=True),
+                              model.token_mass(att_te, te, "all", lin_te).T)
     positions = rr_tr @ t_te.T
     comp["noise_self_coincidences"] = s(Cd, matches)
     comp["noise_self"] = s(Cd, positions) - comp["noise_self_coincidences"]
