@@ -596,6 +596,10 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     # (rho, q) of the token coincidences per row (DERIVATION.md §4.4), (0, 0) without them
     coincident = {row["V"]: coincidence_share(row["V"], row["L"], masses[row["V"]]) if coincidences else (0.0, 0.0)
                   for row in rows}
+    # (hits, r) of the exact hits per row (§4.5), the one that rides through the other labels' overlaps too; and the
+    # trigger's factor g per row (§11.6): both fixed by the row's L and attention, not by the d the solver tries
+    hit = {row["V"]: exact_hit_share(row["L"], masses[row["V"]]) for row in rows}
+    trigger = {row["V"]: crosstalk_factor(row["L"], masses[row["V"]]) for row in rows}
     constants = constants or {}
     symbols = [VARIABLES[v] for v in pack.variables]
     terms = {t.name: (t.role, sp.lambdify(symbols, t.expr, "math")) for t in pack.terms if t.role in ("signal", "noise")}
@@ -629,7 +633,7 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
             # and trigger_crosstalk 1 / d each per count squared, mean_bias_counts_attention moving with
             # trigger_crosstalk's e . z, the two together g^2 / d; trigger_overlap, the same e . z over the other
             # labels' token groups through u_k . u_y, g^2 V (lam^2 + lam) / d^2
-            g = crosstalk_factor(row["L"], masses[row["V"]])
+            g = trigger[row["V"]]
             if "embedding_crosstalk" in noise:
                 noise["embedding_crosstalk"] = unit * math.sqrt((lam * lam + lam) * (2.0 + g * g) / d)
             if "trigger_overlap" in noise:
@@ -638,7 +642,7 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
             # the exact hits (§4.5) through the other labels: the n_{x_j} samples of each test noise token x_j, r each,
             # through u_k . (u_{Pi(x_j)} - u_bar): variance r^2 (L - 1) lam (lam + 1) / d, and a covariance with the
             # coherent overlap sum, whose count deviation n_{x_j} - lam they share (§4.3, §11.5)
-            hits, r = exact_hit_share(row["L"], masses[row["V"]])
+            hits, r = hit[row["V"]]
             noise[HIT_OVERLAPS] = unit * math.sqrt(
                 hits * r * r * lam * (lam + 1) / d + 2 * (coherent + (rho if coincidences else 0.0)) * hits * r * lam / d)
         return signal, noise
@@ -660,7 +664,7 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         # b = 1: the count bias and the signal are the same A^2 / N per training sample (DERIVATION.md §4.1, §4.2;
         # their probed constants, 0.99 and 1.01, agree within the probes' spread). Taking their ratio 1.02 instead
         # would decide every tie 2 n_x = n_k against the correct label, a 0.02 bias in the cap at N ~ V log V.
-        hits, r = exact_hit_share(row["L"], masses[V]) if exact_hits else (0, 0.0)
+        hits, r = hit[V] if exact_hits else (0, 0.0)
         tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r, *coincident[V])
         lam = row["N"] / V
         return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
@@ -673,8 +677,8 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         own = {name: (noise.get(name, 0.0) / unit) ** 2 for name in OWN_COUNT_TERMS}
         rest = sum((v / unit) ** 2 for name, v in noise.items()
                    if name not in (counts, COINCIDENCES) and name not in OWN_COUNT_TERMS)
-        grown = own_count_spread(own, lam, crosstalk_factor(row["L"], masses[V]))
-        hits, r = exact_hit_share(row["L"], masses[V]) if exact_hits else (0, 0.0)
+        grown = own_count_spread(own, lam, trigger[V])
+        hits, r = hit[V] if exact_hits else (0, 0.0)
         return count_mixture_accuracy(V, row["N"], scale * math.sqrt(rest), 1.0, hits, r, *coincident[V],
                                       grown=tuple(scale * scale * g for g in grown))
 
