@@ -125,7 +125,10 @@ def three_step(problem, eta: list[float], gamma: list[float | None], kappa: list
     """Returns (params after step 3, extra per-model metrics)."""
     kappa = kappa if kappa is not None else [None] * len(eta)
     V1, W1, gamma_t, extra = _two_steps(problem, eta, gamma, kappa)
-    gradient = _grad(problem, {"W": W1, "V": V1}, "V")
+    # a problem may write step 3's value gradient out (token retrieval's attention-only model, in label space)
+    gradient = problem.value_gradient(W1, V1) if hasattr(problem, "value_gradient") else None
+    if gradient is None:
+        gradient = _grad(problem, {"W": W1, "V": V1}, "V")
     if hasattr(problem, "step3_value_gradient"):  # a problem may change step 3 (token retrieval's centring)
         gradient = problem.step3_value_gradient(W1, gradient)
     V2 = V1 - _expand(gamma_t, V1) * gradient

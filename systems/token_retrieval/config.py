@@ -238,22 +238,39 @@ class TokenRetrievalConfig:
         (``empirics.config.allocator_retention_bytes``). Checked against measured peak RSS."""
         return self._live_bytes(trainer_config) + allocator_retention_bytes(self._transient_buffers(trainer_config))
 
-    def _flops_per_item(self) -> dict[str, int]:
+    def _flops_per_item(self, trainer_config) -> dict[str, int]:
         """Multiply-adds per item of each pass (x 2 = FLOPs), counted as the model needs them: the
         attended vector is L*d (a bag sum), whichever path computes it. Softmax, gathers and the
-        per-model query (d*d + V*d per pass, not per item) are not counted."""
+        per-model query (d*d + V*d per pass, not per item) are not counted. Attention-only reads a value
+        matrix that takes no gradient (three_step's steps, every evaluation) through the read-out U V
+        (task.py ``readout``): d*V per item, and the read-out itself once per pass (:meth:`_readout_flops`)."""
         V, L, d, w, m = self.V, self.L, self.d, self.width, self.m or 0
         forward = L * d + m * d + w * d + d * V  # attended vector, MLP layer, value matrix, unembedding
         backward_value = V * d + w * d  # grad of the hidden state, then of the value matrix
         backward_attention = V * d + w * d + m * d + L * d  # hidden state, features, o, attention scores
         value_at_zero = L * d + m * d + w * d  # what V reads, and sum_i u_{y_i} f_i^T
-        return {"forward": forward, "backward": backward_attention + w * d, "value_at_zero": value_at_zero,
-                "backward_value": backward_value, "backward_attention": backward_attention, "evaluate": forward}
+        out = {"forward": forward, "backward": backward_attention + w * d, "value_at_zero": value_at_zero,
+               "backward_value": backward_value, "backward_attention": backward_attention, "evaluate": forward}
+        if self.m is None:  # label space: the value matrix's products are the read-out's, once per pass
+            out["evaluate"] = L * d + d * V
+            if isinstance(trainer_config, ThreeStepConfig):
+                out.update(forward=L * d + d * V, backward_value=V * d, backward_attention=V * d + L * d,
+                           value_at_zero=L * d)
+        return out
+
+    def _readout_flops(self, trainer_config) -> int:
+        """Multiply-adds of attention-only's per-pass products in label space, V*d*d each: three_step's step 1
+        (U^T of the label sums), step 2 and step 3 (the read-out of V1, and U^T of its gradient) and the read-out
+        of the final value matrix; another trainer's read-out at each evaluation. 0 for attention-mlp."""
+        if self.m is not None:
+            return 0
+        count = 4 if isinstance(trainer_config, ThreeStepConfig) else evaluations(trainer_config)
+        return count * self.V * self.d * self.d
 
     def train_flops(self, trainer_config) -> int:
         """FLOPs of one model's training and final evaluation (2 per multiply-add, matmul-like work only),
         the work ``benchmarks/engine.py`` and ``benchmarks/paper_cost.py`` divide by time."""
         items = training_passes(trainer_config, self.sizes(), self.n_train)
         items["evaluate"] += self.n_eval * evaluations(trainer_config)
-        per_item = self._flops_per_item()
-        return 2 * sum(int(items[k] * per_item[k]) for k in items)
+        per_item = self._flops_per_item(trainer_config)
+        return 2 * (sum(int(items[k] * per_item[k]) for k in items) + self._readout_flops(trainer_config))

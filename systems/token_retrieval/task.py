@@ -44,6 +44,8 @@ of the whole [n, L]; tests check it), and widened to an index type only one forw
 """
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from recallkit.empirics.tasks import cross_entropy_and_accuracy, gather_items, generator, loss_and_correct_sums, unit_sphere
@@ -164,6 +166,7 @@ class TokenRetrieval:
         self.n_train = task.N
         # full-batch gradients are accumulated over chunks of this many samples (three_step)
         self.train_chunk, self.eval_chunk = task.train_chunk, task.eval_chunk
+        self._kept_values: dict[str, tuple] = {}  # name -> (weak reference to its source, version, value)
 
     def _samples(self, configs, stream: str, n: int) -> dict[str, torch.Tensor]:
         M = len(configs)
@@ -176,17 +179,52 @@ class TokenRetrieval:
         return {"tokens": tokens, "positions": positions, "labels": labels}
 
     def forward(self, params, tokens: torch.Tensor, positions: torch.Tensor):
-        """tokens [M, n, L], positions [M, n] -> logits [M, n, V], attention on position l [M, n]."""
+        """tokens [M, n, L], positions [M, n] -> logits [M, n, V], attention on position l [M, n].
+
+        Attention-only with a value matrix that takes no gradient (three-step GD's step 2, every evaluation):
+        the logits are o (U V)^T, with the [V, d] read-out U V made once per value matrix (:meth:`readout`);
+        otherwise (U (V o)), the hidden state first."""
         features, attention_informative = self.features_of(params["W"], tokens, positions)
+        readout = self.readout(params["V"])
+        if readout is not None:
+            return torch.bmm(features, readout.transpose(1, 2)), attention_informative
         hidden = torch.einsum("mnk,mdk->mnd", features, params["V"])
         logits = torch.bmm(hidden, self.U.transpose(1, 2))
         return logits, attention_informative
+
+    def readout(self, value: torch.Tensor) -> torch.Tensor | None:
+        """[M, V, d]: U V, each label's read-out of the attended vector (attention-only), made once per value
+        matrix and kept while that tensor lives unchanged; None for the attention-MLP model (its width m is
+        large beside V, so the hidden state first is the cheaper order there) and for a value matrix that
+        takes a gradient (Adam, where each minibatch is smaller than V).
+
+        Why: the hidden state V o costs n d^2 per pass and the read-out V d^2 once, the logits n d V either
+        way; with N >> V (N ~ V^1.5, N ~ V log V) and d > V/4 the hidden state was most of a run. One CPU thread,
+        V = 1024, L = 32 (``recallkit train ... --json``, wall_time_s): N = 7097, d = 4096 from 25.0 s to 8.5 s;
+        d = 8192 from 94.5 s to 26.4 s; N = 32768, d = 2048 from 30.5 s to 12.8 s. The accuracies were equal."""
+        if self.m is not None or value.requires_grad:
+            return None
+        return self._kept("readout", value, lambda: torch.bmm(self.U, value))
+
+    def _kept(self, name: str, source: torch.Tensor, make):
+        """``make()``, a function of ``source`` only, made once and kept while that tensor lives unchanged (a
+        chunked pass asks for it once per chunk). Only for tensors that take no gradient: the value is reused
+        as it is."""
+        kept = self._kept_values.get(name)
+        if kept is not None and kept[0]() is source and kept[1] == source._version:
+            return kept[2]
+        value = make()
+        self._kept_values[name] = (weakref.ref(source), source._version, value)
+        return value
 
     def features_of(self, W: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor):
         """With W_KQ = W: what the value matrix reads [M, n, width] (o, or the MLP's features of it) and the
         attention on position l [M, n]."""
         M, n, L = tokens.shape
-        query = per_model_matvec(W, self.z_eos)  # W_KQ z_EOS
+        if W.requires_grad:
+            query = per_model_matvec(W, self.z_eos)  # W_KQ z_EOS
+        else:  # the same query for every chunk of a pass
+            query = self._kept("query", W, lambda: per_model_matvec(W, self.z_eos))
         token_scores = per_model_matvec(self.E, query)  # e_v . query
         trigger_score = per_model_matvec(self.z_trig[:, None, :], query)[:, 0]  # z_trig . query
         informative = positions.unsqueeze(-1)
@@ -243,17 +281,47 @@ class TokenRetrieval:
         forward pass (both with V = 0), the cross-entropy over n x V logits, and two products back."""
         M, n, _ = self.train["tokens"].shape
         W = torch.zeros(M, self.d, self.d, device=self.device)
-        feature_sum = torch.zeros(M, self.params["V"].shape[2], device=self.device)
+        width = self.params["V"].shape[2]
+        feature_sum = torch.zeros(M, width, device=self.device)
         target_features = torch.zeros_like(self.params["V"])  # sum_i u_{y_i} f_i^T
+        # attention-only: in label space, sum_k u_k (sum_{i: y_i = k} f_i)^T, one V x d sum per item and one
+        # d x V x d product at the end, where the item by item form costs d^2 per item
+        label_sums = torch.zeros(M, self.V, width, device=self.device) if self.m is None else None
         for start in range(0, n, self.train_chunk):
             part = slice(start, start + self.train_chunk)
             features, _ = self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
             labels = self.train["labels"][:, part]
-            targets = self.U.gather(1, labels.unsqueeze(-1).expand(-1, -1, self.d))  # u_{y_i} [M, items, d]
             feature_sum += features.sum(1)
+            if label_sums is not None:
+                label_sums.scatter_add_(1, labels.unsqueeze(-1).expand(-1, -1, width), features)
+                continue
+            targets = self.U.gather(1, labels.unsqueeze(-1).expand(-1, -1, self.d))  # u_{y_i} [M, items, d]
             target_features.baddbmm_(targets.transpose(1, 2), features)
+        if label_sums is not None:
+            target_features = torch.bmm(self.U.transpose(1, 2), label_sums)
         mean_target = self.U.mean(1)
         return (mean_target[:, :, None] * feature_sum[:, None, :] - target_features) / n
+
+    def value_gradient(self, W: torch.Tensor, value: torch.Tensor) -> torch.Tensor | None:
+        """[M, d, d]: the gradient wrt the value matrix of each model's mean training loss at W_KQ = W
+        (three-step GD's step 3), in label space (attention-only): the cross-entropy's gradient wrt the
+        read-out R = U V, accumulated chunk by chunk (n d V multiply-adds), then U^T of it once (d^2 V), where
+        autograd through U (V o) costs 2 n d^2 more. None for the attention-MLP model (the trainer's autograd)."""
+        if self.m is not None:
+            return None
+        M, n, _ = self.train["tokens"].shape
+        # three_step's step 2 made this read-out already (the same value matrix, V1)
+        readout = self.readout(value if not value.requires_grad else value.detach()).detach().requires_grad_(True)
+        gradient = torch.zeros_like(readout)
+        for start in range(0, n, self.train_chunk):
+            part = slice(start, start + self.train_chunk)
+            with torch.no_grad():
+                features, _ = self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
+            logits = torch.bmm(features, readout.transpose(1, 2))
+            loss, _ = cross_entropy_and_accuracy(logits, self.train["labels"][:, part])
+            (part_gradient,) = torch.autograd.grad(loss.sum() * (features.shape[1] / n), [readout])
+            gradient += part_gradient
+        return torch.bmm(self.U.transpose(1, 2), gradient)
 
     @torch.no_grad()
     def step3_value_gradient(self, W: torch.Tensor, gradient: torch.Tensor) -> torch.Tensor:
