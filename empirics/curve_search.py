@@ -4,7 +4,7 @@ Every seed is trained at the same sizes, the metric is averaged over the seeds, 
 log(size) is taken (:mod:`~recallkit.empirics.curves`) and each threshold's boundary is interpolated in log
 size. The first round probes ``search.points`` sizes spaced by ``search.ratio`` around the guess, plus, when the
 experiment has relative thresholds, the instance's ceiling size (``search.ceiling``); later rounds widen by
-``expand`` (up to the line's ceiling size and ``search.max``) where a threshold is not bracketed and bisect in
+``expand`` (up to the line's ceiling size, or its ``search.reach``, and ``search.max``) where a threshold is not bracketed and bisect in
 log size where a bracket is wider than ``resolution``. Thresholds may be fractions of the instance's ceiling
 (:mod:`~recallkit.empirics.ceilings`). The points carry the per-seed curves, so compare can bootstrap the seeds.
 A curve waits for the previous base value's curve of its line: its answer calibrates this one's guess.
@@ -114,8 +114,8 @@ class CurveSearch:
         exp, search = self.exp, self.sizes.search(li)
         b = exp.values_of(li)[bi]
         per_seed, _, probed = self.curves.data(li, b)
-        # the line's own ceiling size is the largest size a curve search needs (below: "above")
-        cap = min(search.max, max(search.ceiling_size(exp.base, b), search.min))
+        # the line's own ceiling size is the largest size a curve search needs (below: "above"), or its reach
+        cap = search.reach_size(exp.base, b)
         if not probed:
             return self._first_sizes(li, b, guess, cap)
         sizes, means = self.curves.in_range(per_seed, li)
@@ -148,8 +148,8 @@ class CurveSearch:
             if bottom > search.min:
                 proposals.add(self.sizes.clamp(math.floor(bottom / search.expand), li))
         elif found.status == "above":
-            # a threshold the curve does not reach by the line's own ceiling size is censored there (it may be
-            # another line's ceiling that sets the target)
+            # a threshold the curve does not reach by the line's own ceiling size (or its reach) is censored
+            # there (it may be another line's ceiling that sets the target)
             top = max(sizes, default=search.min)
             if top < cap:
                 proposals.add(min(self.sizes.clamp(math.ceil(top * search.expand), li), cap))
@@ -228,7 +228,9 @@ class CurveSearch:
         elif found.status == "below":
             reason = f"the seed-mean curve already reached {target:.4g} at {exp.size}={sizes[0]}"
         else:
+            reach = search.reach_size(exp.base, shared["b"])
+            reach_note = f", its reach {reach}" if reach > shared["ceiling"] else ""
             reason = (f"the seed-mean curve did not reach {target:.4g} by {exp.size}="
                       f"{max(sizes, default=search.max)} (the line's ceiling size "
-                      f"{shared['ceiling']}, search.max {search.max})")
+                      f"{shared['ceiling']}{reach_note}, search.max {search.max})")
         return bound, reason

@@ -64,7 +64,11 @@ Schema (every key below is checked; an unknown key is an error; each section is 
     points = 5                             # curve: sizes of the first round, log-spaced around the guess
     ratio = 1.4142                         # curve: spacing of those sizes
     ceiling = "4*V"                        # curve: the size (expression in the base) at which each
-                                           # instance's ceiling (its accuracy at large size) is measured
+                                           # instance's ceiling (its accuracy at large size) is measured;
+                                           # a curve runs no further than this size by default
+    reach = "8*V"                          # curve, optional: how far (expression in the base, at most max)
+                                           # a curve goes for a threshold it has not reached by the ceiling
+                                           # size; default the ceiling size (such a point is censored there)
 
     [verdict]                              # handed to compare
     delta = 0.25                           # equivalence margin on the slope
@@ -237,12 +241,21 @@ class SearchSettings:
     points: int = 5
     ratio: float = 2 ** 0.5
     ceiling: SafeExpression | None = None
+    reach: SafeExpression | None = None
 
     def ceiling_size(self, base_name: str, base_value: int) -> int:
         """The size at which a curve search measures the instance's ceiling (default: ``max``)."""
         if self.ceiling is None:
             return self.max
         return max(self.min, _integer(self.ceiling.evaluate({base_name: base_value})))
+
+    def reach_size(self, base_name: str, base_value: int) -> int:
+        """The largest size a curve search runs to: ``reach`` where it is beyond the ceiling size, else the ceiling
+        size; never beyond ``max``."""
+        size = self.ceiling_size(base_name, base_value)
+        if self.reach is not None:
+            size = max(size, _integer(self.reach.evaluate({base_name: base_value})))
+        return min(self.max, max(size, self.min))
 
     def grid_sizes(self) -> list[int] | None:
         """The distinct sizes round(grid**k) inside [min, max], ascending; None without a grid."""
@@ -417,7 +430,8 @@ class Experiment:
                        "budget_key": self.search.budget_key if self.search.budget_factor else None,
                        "method": self.search.method, "points": self.search.points,
                        "ratio": self.search.ratio,
-                       "ceiling": self.search.ceiling.text if self.search.ceiling else None},
+                       "ceiling": self.search.ceiling.text if self.search.ceiling else None,
+                       **({"reach": self.search.reach.text} if self.search.reach else {})},
             "relative_thresholds": self.relative_thresholds,
             "verdict": self.verdict, "preset": self.preset, self.base: self.base_values,
             "seeds": self.seeds, "sizes": self.sizes,
@@ -581,6 +595,9 @@ _SEARCH = Section("[search]", (
           2 ** 0.5),
     Field("ceiling", (_as_text((int,)), satisfies(lambda v: isinstance(v, str), "", "{at}: expected an integer or "
                       "an expression in the base variable"), converts(_expression)), "curve: where the ceiling is"),
+    Field("reach", (_as_text((int,)), satisfies(lambda v: isinstance(v, str), "", "{at}: expected an integer or "
+                    "an expression in the base variable"), converts(_expression)),
+          "curve: how far a curve goes for a threshold not reached by the ceiling size"),
 ))
 # A line's [search] overrides are merged over the file's (and the preset's) and checked as a whole then; only
 # its max, a cap that a preset's smaller max may replace, is checked on its own.
@@ -1037,7 +1054,8 @@ def _check_corners(experiment: Experiment, max_runs: int | None = None) -> None:
         settings = line.search or search
         probe_sizes = [0] if experiment.kind == "law" else experiment.sizes or [settings.min, settings.max]
         if settings.method == "curve":
-            probe_sizes = probe_sizes + [settings.ceiling_size(base, b) for b in (min(values), max(values))]
+            probe_sizes = probe_sizes + [f(base, b) for b in (min(values), max(values))
+                                         for f in (settings.ceiling_size, settings.reach_size)]
         for b in (min(values), max(values)):
             for s in (min(probe_sizes), max(probe_sizes)):
                 config = experiment.build_config(line, b, s, experiment.seeds[0])
@@ -1193,7 +1211,10 @@ def _search_settings(table: dict, kind: str, size: str, where: str) -> SearchSet
     settings = SearchSettings(min=v["min"], max=v["max"], start=v["start"], resolution=v["resolution"],
                               bracket=v["bracket"], expand=v["expand"], grid=v["grid"], grid_text=grid_text,
                               budget_factor=v["budget_factor"], budget_key=v["budget_key"], method=v["method"],
-                              points=v["points"], ratio=v["ratio"], ceiling=v["ceiling"])
+                              points=v["points"], ratio=v["ratio"], ceiling=v["ceiling"], reach=v["reach"])
+    if settings.reach is not None and settings.method != "curve":
+        raise InputError(f"{where}.reach: only with method = 'curve' (how far a seed-mean curve goes past its ceiling "
+                         f"size); a bisection runs to max")
     if settings.grid is not None and len(settings.grid_sizes()) < 2:
         raise InputError(f"{where}.grid: fewer than two grid sizes between min = {v['min']} and max = {v['max']}")
     return settings

@@ -268,6 +268,49 @@ def test_a_curve_that_never_reaches_a_threshold_is_censored_at_the_largest_size_
         assert p.param_count == p.values["d"] ** 2
 
 
+def test_reach_lets_a_curve_go_past_its_ceiling_size_for_the_thresholds_not_reached_there(store, tmp_path):
+    """With the ceiling at d = 24 the fake model reaches 0.5 and 0.7 only further out at the larger V (d* up to 56);
+    ``reach`` lets the curve go on to 2 x the ceiling for those thresholds alone. The relative threshold keeps the ceiling
+    measured at 24, and a censored point names the reach it stopped at."""
+    capped = experiment_from_dict(curve_experiment(ceiling=24), "fake.toml")
+    first = run_sweep(capped, store, LocalExecutor(FakeRunner()), log=None)
+    censored = {(p.values["V"], p.threshold) for p in first.points if p.censored}
+    assert censored and all(not p.relative for p in first.points if p.censored)
+    assert max(max(p.curve["sizes"]) for p in first.points) == 24
+
+    reaching = experiment_from_dict(curve_experiment(ceiling=24, reach="2*24"), "fake.toml")
+    assert reaching.search.reach_size("V", 64) == 48
+    runner = FakeRunner()
+    with ResultStore(tmp_path / "reach.db") as other:
+        result = run_sweep(reaching, other, LocalExecutor(runner), log=None)
+        assert boundary_points(reaching, other) == [p.to_dict() for p in result.points]
+    by_key = {(p.values["V"], p.threshold, p.relative): p for p in result.points}
+    outcomes = set()
+    for (V, t) in censored:
+        point = by_key[(V, t, False)]
+        truth = brute_force_min(V, 0, t), brute_force_min(V, 1, t)
+        outcomes.add(max(truth) <= 48)
+        if max(truth) <= 48:  # reached within the reach: a crossing between the two seeds' own boundaries
+            assert not point.censored, point
+            assert min(truth) - 1 <= point.values["d"] <= max(truth) + 1
+        else:
+            assert point.censored and "its reach 48" in point.censor_reason, point.censor_reason
+    assert outcomes == {True, False}  # some decided past the ceiling, some still out of reach
+    assert max(c["d"] for call in runner.calls for c in call) == 48
+    for p in result.points:  # the ceiling is still measured at 24, so the relative targets are unchanged
+        if p.relative:
+            assert p.ceiling["d"] == 24
+    first_relative = {p.values["V"]: p.threshold_value for p in first.points if p.relative}
+    assert {p.values["V"]: p.threshold_value for p in result.points if p.relative} == first_relative
+
+
+def test_reach_is_for_curves_only():
+    raw = min_size_experiment()
+    raw["search"] = {"min": 4, "max": 1024, "reach": "8*V"}
+    with pytest.raises(InputError, match=r"reach: only with method = 'curve'"):
+        experiment_from_dict(raw, "fake.toml")
+
+
 def test_relative_thresholds_need_the_curve_method():
     raw = min_size_experiment()
     raw["relative_thresholds"] = [0.5]
