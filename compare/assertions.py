@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from recallkit import registry, theory
 from recallkit.compare.fit_cache import cached_document, cached_fits
 from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope,
@@ -200,6 +202,37 @@ def _all_terms_extra(every: Mapping[str, Any], extra: dict[str, Any]) -> float |
     return float(every["slope"])
 
 
+def _all_terms_over_fitted_bases(every: Mapping[str, Any], group: Sequence[BoundaryPoint], base: str,
+                                 slope: float, extra: dict[str, Any]) -> float:
+    """The all-terms slope over the base values where the fit has a boundary. A censored point has no boundary, so
+    it has no place in the measured slope, and none in the slope it is tested against: the form's slope over every
+    base value is kept beside (``predicted_slope_all_terms_every_base``). Each censored point's bound is set
+    against the form's d there (``censored_against_all_terms``): a curve that never reached the level puts the
+    boundary past its largest size, one that had already reached it below its smallest."""
+    d_of = {int(V): float(d) for V, d in (every.get("d") or {}).items()}
+    censored = [p for p in group if p.censored]
+    if not censored or not d_of:
+        return slope
+    bounds = []
+    for p in censored:
+        V, bound, predicted = int(p.values[base]), p.values.get(p.size), d_of.get(int(p.values[base]))
+        if bound is None or predicted is None or p.curve is None or not p.curve.get("sizes"):
+            continue
+        past = bound >= max(p.curve["sizes"])  # never reached: the boundary is past the bound
+        bounds.append({"base": base, "base_value": V, "size": p.size, "bound": bound, "past": past,
+                       "predicted": predicted, "agrees": predicted > bound if past else predicted < bound})
+    if bounds:
+        extra["censored_against_all_terms"] = bounds
+    used = sorted({int(p.values[base]) for p in group if not p.censored})
+    reached = [(V, d_of[V]) for V in used if V in d_of and math.isfinite(d_of[V])]
+    if len(reached) < 2 or {V for V, _ in reached} == {V for V, d in d_of.items() if math.isfinite(d)}:
+        return slope
+    matched = float(np.polyfit(np.log([V for V, _ in reached]), 2 * np.log([d for _, d in reached]), 1)[0])
+    extra.update(predicted_slope_all_terms_every_base=slope, predicted_slope_all_terms=matched,
+                 all_terms_bases=[V for V, _ in reached])
+    return matched
+
+
 def fit_boundary_points(
     points: Sequence[PointLike],
     predictions: Mapping[str, Mapping[str, Any] | float] | float | None,
@@ -245,8 +278,10 @@ def fit_boundary_points(
                 found = {**found, "finite_size": own}
                 extra["finite_size_at"] = "the check's own level"
             slope, log_power = _prefer_realised(slope, log_power, found, extra)
-            every = _all_terms_extra((line_realised.get("all_terms_by_check") or {}).get(check) or {}, extra)
+            every_doc = (line_realised.get("all_terms_by_check") or {}).get(check) or {}
+            every = _all_terms_extra(every_doc, extra)
             if every is not None:  # every term at once (the system's hook) is tested; the binding terms kept beside
+                every = _all_terms_over_fitted_bases(every_doc, group, base, every, extra)
                 binding, slope, log_power = slope, every, 0.0
         options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
                              delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,

@@ -99,7 +99,10 @@ class CurveSearch:
         return self.sizes.clamp(round(guess), li)
 
     def _answer(self, li: int, b: int) -> float | None:
-        """The mean in log size of the boundaries found (the next base value's guess is calibrated on it)."""
+        """The mean in log size of the boundaries found (the next base value's guess is calibrated on it). Those
+        found past the ceiling size (``search.reach``) count only where no other was found: such a threshold sits
+        near the line's cap, where the curve is flat, and moving the next first round out to it would leave the
+        thresholds the ceiling size brackets with fewer sizes around them."""
         per_seed, _, _ = self.curves.data(li, b)
         sizes, means = self.curves.in_range(per_seed, li)
         if not sizes:
@@ -107,6 +110,8 @@ class CurveSearch:
         fitted = isotonic_increasing(means)
         found = [crossing(sizes, fitted, t).size for _, _, t in self.ceilings.targets(li, b) if t is not None]
         found = [f for f in found if f]
+        ceiling = self.sizes.search(li).ceiling_size(self.exp.base, b)
+        found = [f for f in found if f <= ceiling] or found
         return math.exp(sum(math.log(f) for f in found) / len(found)) if found else None
 
     def _step(self, li: int, bi: int, guess: int) -> list[int]:

@@ -30,6 +30,46 @@ def threshold_text(fit: dict) -> str:
     return CheckKey.of(fit).threshold_text if fit.get("threshold") is not None else "-"
 
 
+def _prediction_lines(f: dict) -> list[str]:
+    """What a check was tested against, beside its verdict: every prediction, the base values it is taken over
+    where a point is censored, each censored bound against the form, the system's note and the other readings."""
+    compared = f.get("prediction_compared")
+    if not compared:
+        return []
+    lines: list[str] = []
+    parts = [f"{name} {f[key]:.3f}" for name, key in (("all terms", "predicted_slope_all_terms"),
+                                                        ("all terms with Gaussian counts",
+                                                         "predicted_slope_all_terms_gaussian_counts"),
+                                                        ("finite-size", "predicted_slope_finite_size"),
+                                                        ("realised grid", "predicted_slope_realised"),
+                                                        ("asymptotic", "predicted_slope_asymptotic"))
+             if f.get(key) is not None]
+    lines.append(f"    predictions: {', '.join(parts)}; the verdict is against the {compared} one; against "
+                 f"the asymptotic one: {f.get('verdict_asymptotic')}")
+    if f.get("predicted_slope_all_terms_every_base") is not None:
+        lines.append(f"    all terms over the base values with a boundary ({', '.join(map(str, f['all_terms_bases']))}"
+                     f"): {f['predicted_slope_all_terms']:.3f}; over every one: "
+                     f"{f['predicted_slope_all_terms_every_base']:.3f}")
+    for b in f.get("censored_against_all_terms") or []:
+        lines.append(f"    censored at {b['base']}={b['base_value']}: the boundary is "
+                     f"{'past' if b['past'] else 'below'} {b['size']}={b['bound']:g}; all terms put it at "
+                     f"{b['size']}={b['predicted']:.4g}, "
+                     + ("the same side" if b["agrees"] else "the other side (against the form)"))
+    if f.get("prediction_note"):
+        lines.append(f"    note: {f['prediction_note']}")
+    if f.get("verdict_binding_terms") is not None:
+        lines.append(f"    against the finite-size one (the binding terms alone): {f['verdict_binding_terms']}")
+    if f.get("predicted_slope_within_ceiling") is not None:
+        lines.append(f"    within the ceiling (the level as a fraction of each instance's ceiling, as if the "
+                     f"ceiling were a cap): {f['predicted_slope_within_ceiling']:.3f}, "
+                     f"{f.get('verdict_within_ceiling')}")
+    constants = f.get("finite_size_constants")
+    if constants:
+        lines.append("    finite-size constants: " + "; ".join(
+            f"L={c['L']}: kappa' {c['kappa_prime']:.2f}, A {c['A']:.3f} ({c['source']})" for c in constants if c))
+    return lines
+
+
 def format_table(doc: dict) -> str:
     """The fits of one experiment as an aligned text table, with each verdict's reason below."""
     fits = doc["fits"]
@@ -75,29 +115,7 @@ def format_table(doc: dict) -> str:
         check = threshold_text(f) if f.get("kind") == "law" else f"threshold {threshold_text(f)}"
         lines.append(f"[{index}] {f['line']}, {check}: {f['verdict']}"
                      + (f" by {f['decided_by']}" if f.get("decided_by") else "") + f": {f['verdict_reason']}")
-        compared = f.get("prediction_compared")
-        if compared:
-            parts = [f"{name} {f[key]:.3f}" for name, key in (("all terms", "predicted_slope_all_terms"),
-                                                                ("all terms with Gaussian counts",
-                                                                 "predicted_slope_all_terms_gaussian_counts"),
-                                                                ("finite-size", "predicted_slope_finite_size"),
-                                                                ("realised grid", "predicted_slope_realised"),
-                                                                ("asymptotic", "predicted_slope_asymptotic"))
-                     if f.get(key) is not None]
-            lines.append(f"    predictions: {', '.join(parts)}; the verdict is against the {compared} one; against "
-                         f"the asymptotic one: {f.get('verdict_asymptotic')}")
-            if f.get("prediction_note"):
-                lines.append(f"    note: {f['prediction_note']}")
-            if f.get("verdict_binding_terms") is not None:
-                lines.append(f"    against the finite-size one (the binding terms alone): {f['verdict_binding_terms']}")
-            if f.get("predicted_slope_within_ceiling") is not None:
-                lines.append(f"    within the ceiling (the level as a fraction of each instance's ceiling, as if the "
-                             f"ceiling were a cap): {f['predicted_slope_within_ceiling']:.3f}, "
-                             f"{f.get('verdict_within_ceiling')}")
-            constants = f.get("finite_size_constants")
-            if constants:
-                lines.append("    finite-size constants: " + "; ".join(
-                    f"L={c['L']}: kappa' {c['kappa_prime']:.2f}, A {c['A']:.3f} ({c['source']})" for c in constants if c))
+        lines.extend(_prediction_lines(f))
         note = (f.get("bootstrap") or {}).get("note")
         if note:
             lines.append(f"    note: {note}")

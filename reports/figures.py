@@ -344,6 +344,13 @@ def _caption(fig: Figure, fit: dict) -> None:
         text = short_reason(reason, fit, width)
         for _, long, slope, verdict in _other_readings(fit):  # the predictions beside the tested one
             text += f"\n{long}: prediction {slope:.2f}, {verdict}"
+        if fit.get("predicted_slope_all_terms_every_base") is not None:  # a censored base value left out
+            text += (f"\nall terms over the base values with a boundary; over every one: "
+                     f"{fit['predicted_slope_all_terms_every_base']:.2f}")
+        for b in fit.get("censored_against_all_terms") or []:
+            text += (f"\ncensored at {b['base']}={b['base_value']}: boundary {'past' if b['past'] else 'below'} "
+                     f"{b['size']}={b['bound']:g}; all terms put it at {b['predicted']:.4g}, "
+                     + ("the same side" if b["agrees"] else "the other side (against the form)"))
         if fit.get("prediction_note"):  # the effect the system names for this line
             text += "\n" + cut_lines(f"note: {fit['prediction_note']}", width, max_lines=2)
         fig.supxlabel(text, fontsize=8, ha="center", color="0.25")

@@ -297,6 +297,15 @@ def test_reach_lets_a_curve_go_past_its_ceiling_size_for_the_thresholds_not_reac
             assert point.censored and "its reach 48" in point.censor_reason, point.censor_reason
     assert outcomes == {True, False}  # some decided past the ceiling, some still out of reach
     assert max(c["d"] for call in runner.calls for c in call) == 48
+    # the next V's first round is calibrated on the boundaries inside the ceiling size only, so every size the
+    # capped search ran there is run again: the thresholds the ceiling brackets keep their sizes and answers
+    for V in (64, 128, 256, 512):
+        capped_sizes = set(next(p for p in first.points if p.values["V"] == V).curve["sizes"])
+        reaching_sizes = set(next(p for p in result.points if p.values["V"] == V).curve["sizes"])
+        assert capped_sizes <= reaching_sizes, (V, sorted(capped_sizes - reaching_sizes))
+    for p in first.points:
+        if not p.censored:
+            assert by_key[(p.values["V"], p.threshold, p.relative)].values["d"] == pytest.approx(p.values["d"])
     for p in result.points:  # the ceiling is still measured at 24, so the relative targets are unchanged
         if p.relative:
             assert p.ceiling["d"] == 24
