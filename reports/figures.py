@@ -246,9 +246,22 @@ def _other_readings(fit: dict) -> list[tuple[str, str, float, str]]:
     return out
 
 
+def _censored_against_form(fit: dict) -> list[str]:
+    """"censored V=1024: past d=8192, all terms 9886 (same side)" for each censored point compare set against the
+    all-terms form, and the form's slope over every base value where the tested one leaves the censored out."""
+    out = [f"censored {b['base']}={b['base_value']}: {'past' if b['past'] else 'below'} {b['size']}={b['bound']:g}, "
+           f"all terms {b['predicted']:.4g} ({'same side' if b['agrees'] else 'other side: against the form'})"
+           for b in fit.get("censored_against_all_terms") or []]
+    if fit.get("predicted_slope_all_terms_every_base") is not None:
+        base = next((b["base"] for b in fit.get("censored_against_all_terms") or []), "base value")
+        out.append(f"all terms over every {base}: {fit['predicted_slope_all_terms_every_base']:.2f}")
+    return out
+
+
 def _readings_suffix(fit: dict) -> str:
     """" (binding terms alone: 1.76, inconclusive; within the ceiling: 2.29, consistent)" or ""."""
     others = [f"{short}: {slope:.2f}, {verdict}" for short, _, slope, verdict in _other_readings(fit)]
+    others += _censored_against_form(fit)
     return f" ({'; '.join(others)})" if others else ""
 
 
@@ -344,13 +357,8 @@ def _caption(fig: Figure, fit: dict) -> None:
         text = short_reason(reason, fit, width)
         for _, long, slope, verdict in _other_readings(fit):  # the predictions beside the tested one
             text += f"\n{long}: prediction {slope:.2f}, {verdict}"
-        if fit.get("predicted_slope_all_terms_every_base") is not None:  # a censored base value left out
-            text += (f"\nall terms over the base values with a boundary; over every one: "
-                     f"{fit['predicted_slope_all_terms_every_base']:.2f}")
-        for b in fit.get("censored_against_all_terms") or []:
-            text += (f"\ncensored at {b['base']}={b['base_value']}: boundary {'past' if b['past'] else 'below'} "
-                     f"{b['size']}={b['bound']:g}; all terms put it at {b['predicted']:.4g}, "
-                     + ("the same side" if b["agrees"] else "the other side (against the form)"))
+        for line in _censored_against_form(fit):  # the censored points against the form, where compare set them
+            text += f"\n{line}"
         if fit.get("prediction_note"):  # the effect the system names for this line
             text += "\n" + cut_lines(f"note: {fit['prediction_note']}", width, max_lines=2)
         fig.supxlabel(text, fontsize=8, ha="center", color="0.25")
