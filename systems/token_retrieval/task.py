@@ -283,20 +283,17 @@ class TokenRetrieval:
         W = torch.zeros(M, self.d, self.d, device=self.device)
         width = self.params["V"].shape[2]
         feature_sum = torch.zeros(M, width, device=self.device)
-        target_features = torch.zeros_like(self.params["V"])  # sum_i u_{y_i} f_i^T
-        # attention-only: in label space, sum_k u_k (sum_{i: y_i = k} f_i)^T, one V x d sum per item and one
-        # d x V x d product at the end, where the item by item form costs d^2 per item
+        # sum_i u_{y_i} f_i^T. Attention-only: in label space, sum_k u_k (sum_{i: y_i = k} f_i)^T, one V x d sum per
+        # item and one d x V x d product at the end, where the item by item form costs d^2 per item
         label_sums = torch.zeros(M, self.V, width, device=self.device) if self.m is None else None
-        for start in range(0, n, self.train_chunk):
-            part = slice(start, start + self.train_chunk)
-            features, _ = self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
-            labels = self.train["labels"][:, part]
+        target_features = torch.zeros_like(self.params["V"]) if label_sums is None else None
+        for features, labels in self._training_chunks(W):
             feature_sum += features.sum(1)
             if label_sums is not None:
                 label_sums.scatter_add_(1, labels.unsqueeze(-1).expand(-1, -1, width), features)
-                continue
-            targets = self.U.gather(1, labels.unsqueeze(-1).expand(-1, -1, self.d))  # u_{y_i} [M, items, d]
-            target_features.baddbmm_(targets.transpose(1, 2), features)
+            else:
+                targets = self.U.gather(1, labels.unsqueeze(-1).expand(-1, -1, self.d))  # u_{y_i} [M, items, d]
+                target_features.baddbmm_(targets.transpose(1, 2), features)
         if label_sums is not None:
             target_features = torch.bmm(self.U.transpose(1, 2), label_sums)
         mean_target = self.U.mean(1)
@@ -309,19 +306,25 @@ class TokenRetrieval:
         autograd through U (V o) costs 2 n d^2 more. None for the attention-MLP model (the trainer's autograd)."""
         if self.m is not None:
             return None
-        M, n, _ = self.train["tokens"].shape
+        n = self.train["tokens"].shape[1]
         # three_step's step 2 made this read-out already (the same value matrix, V1)
         readout = self.readout(value if not value.requires_grad else value.detach()).detach().requires_grad_(True)
         gradient = torch.zeros_like(readout)
+        for features, labels in self._training_chunks(W):
+            loss, _ = cross_entropy_and_accuracy(torch.bmm(features, readout.transpose(1, 2)), labels)
+            (part_gradient,) = torch.autograd.grad(loss.sum() * (features.shape[1] / n), [readout])
+            gradient += part_gradient
+        return torch.bmm(self.U.transpose(1, 2), gradient)
+
+    def _training_chunks(self, W: torch.Tensor):
+        """(what V reads at W_KQ = W [M, items, width], labels [M, items]) for each chunk of the training items in
+        order, the features without a graph: what the written-out gradients of steps 1 and 3 sum over."""
+        n = self.train["tokens"].shape[1]
         for start in range(0, n, self.train_chunk):
             part = slice(start, start + self.train_chunk)
             with torch.no_grad():
                 features, _ = self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
-            logits = torch.bmm(features, readout.transpose(1, 2))
-            loss, _ = cross_entropy_and_accuracy(logits, self.train["labels"][:, part])
-            (part_gradient,) = torch.autograd.grad(loss.sum() * (features.shape[1] / n), [readout])
-            gradient += part_gradient
-        return torch.bmm(self.U.transpose(1, 2), gradient)
+            yield features, self.train["labels"][:, part]
 
     @torch.no_grad()
     def step3_value_gradient(self, W: torch.Tensor, gradient: torch.Tensor) -> torch.Tensor:
@@ -335,11 +338,8 @@ class TokenRetrieval:
         M, n, _ = self.train["tokens"].shape
         feature_sum = torch.zeros(M, gradient.shape[2], device=self.device)
         label_counts = torch.zeros(M, self.V, device=self.device)
-        for start in range(0, n, self.train_chunk):
-            part = slice(start, start + self.train_chunk)
-            features, _ = self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
+        for features, labels in self._training_chunks(W):
             feature_sum += features.sum(1)
-            labels = self.train["labels"][:, part]
             label_counts.scatter_add_(1, labels, torch.ones(labels.shape, device=self.device))
         # u_hat - u_bar = U^T (counts / n - 1 / V): the empirical label frequencies minus the uniform prior
         deviation = torch.bmm((label_counts / n - 1.0 / self.V).unsqueeze(1), self.U).squeeze(1)
