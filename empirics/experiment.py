@@ -573,6 +573,9 @@ def _method(value: Any, at: str, context: Mapping[str, Any]) -> str:
 
 _POSITIVE = number(0, closed="neither", expected="a positive number", message="{at}: expected {expected}, got {raw}")
 _SIZE_BOUND = (integer(1), converts(_size))
+# a size as an integer or an expression in the base variable (search.ceiling, search.reach)
+_SIZE_EXPRESSION = (_as_text((int,)), satisfies(lambda v: isinstance(v, str), "", "{at}: expected an integer or an "
+                                                "expression in the base variable"), converts(_expression))
 _SEARCH = Section("[search]", (
     Field("min", _SIZE_BOUND, "smallest size probed", REQUIRED, "{at}: missing; expected the smallest {size} to probe"),
     Field("max", _SIZE_BOUND + (converts(_above_min),), "largest size probed; not reaching it = censored", REQUIRED,
@@ -593,11 +596,8 @@ _SEARCH = Section("[search]", (
     Field("points", (integer(2, 64, "an integer in [2, 64]"),), "curve: sizes of the first round", 5),
     Field("ratio", (number(), number(1, closed="neither", expected="a number > 1")), "curve: spacing of the sizes",
           2 ** 0.5),
-    Field("ceiling", (_as_text((int,)), satisfies(lambda v: isinstance(v, str), "", "{at}: expected an integer or "
-                      "an expression in the base variable"), converts(_expression)), "curve: where the ceiling is"),
-    Field("reach", (_as_text((int,)), satisfies(lambda v: isinstance(v, str), "", "{at}: expected an integer or "
-                    "an expression in the base variable"), converts(_expression)),
-          "curve: how far a curve goes for a threshold not reached by the ceiling size"),
+    Field("ceiling", _SIZE_EXPRESSION, "curve: where the ceiling is"),
+    Field("reach", _SIZE_EXPRESSION, "curve: how far a curve goes for a threshold not reached by the ceiling size"),
 ))
 # A line's [search] overrides are merged over the file's (and the preset's) and checked as a whole then; only
 # its max, a cap that a preset's smaller max may replace, is checked on its own.

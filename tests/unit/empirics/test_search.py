@@ -318,6 +318,9 @@ def test_reach_is_for_curves_only():
     raw["search"] = {"min": 4, "max": 1024, "reach": "8*V"}
     with pytest.raises(InputError, match=r"reach: only with method = 'curve'"):
         experiment_from_dict(raw, "fake.toml")
+    with pytest.raises(InputError, match=r"^fake\.toml: search\.reach: expected an integer or an expression in the "
+                                         r"base variable$"):
+        experiment_from_dict(curve_experiment(reach=[96]), "fake.toml")
 
 
 def test_relative_thresholds_need_the_curve_method():
