@@ -223,11 +223,13 @@ def _all_terms_over_fitted_bases(every: Mapping[str, Any], group: Sequence[Bound
                        "predicted": predicted, "agrees": predicted > bound if past else predicted < bound})
     if bounds:
         extra["censored_against_all_terms"] = bounds
+    # the slope is the fit's own, log parameter count on log base, with the counts the system puts at its d
+    counts = {int(V): float(c) for V, c in (every.get("param_count") or {}).items()}
     used = sorted({int(p.values[base]) for p in group if not p.censored})
-    reached = [(V, d_of[V]) for V in used if V in d_of and math.isfinite(d_of[V])]
-    if len(reached) < 2 or {V for V, _ in reached} == {V for V, d in d_of.items() if math.isfinite(d)}:
+    reached = [(V, counts[V]) for V in used if V in counts and math.isfinite(counts[V])]
+    if len(reached) < 2 or {V for V, _ in reached} == {V for V, c in counts.items() if math.isfinite(c)}:
         return slope
-    matched = float(np.polyfit(np.log([V for V, _ in reached]), 2 * np.log([d for _, d in reached]), 1)[0])
+    matched = float(np.polyfit(np.log([V for V, _ in reached]), np.log([c for _, c in reached]), 1)[0])
     extra.update(predicted_slope_all_terms_every_base=slope, predicted_slope_all_terms=matched,
                  all_terms_bases=[V for V, _ in reached])
     return matched

@@ -905,7 +905,8 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     (:func:`coincidence_share`; §4.4, §11.4), both also through the other labels (§11.5), the terms on a label's own
     samples at its own count and the trigger's content in the embeddings derived part by part (§11.6). So the
     prediction reads the level against the line's cap without being told which reading applies.
-    Returns ``slope`` (of log d^2 on log V), ``d`` per V and each term's share of the noise variance at it,
+    Returns ``slope`` (of log d^2 on log V), ``d`` and ``param_count`` (d^2) per V and each term's share of the
+    noise variance at it,
     ``slope_gaussian_counts`` (the same with the counts and coincidences folded into one Gaussian spread,
     :func:`argmax_snr`), and a ``note`` where the label counts cap the line's accuracy at a level that does not rise
     with V (:func:`hits_cap`:
@@ -935,7 +936,8 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
                                     counts=counts, exact_hits=counts is not None, coincidences=counts is not None,
                                     own_counts=counts is not None)
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
-        out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"])
+        out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"],
+                   param_count={int(V): d * d for V, d in found["d"].items()})  # the pack's d^2, as in the slope
     out_of_reach = sorted(int(V) for V, d in found["d"].items() if not math.isfinite(d))
     if out_of_reach:  # say why this check has no prediction from every term (the caller falls back to another form)
         at = ", ".join(f"{levels[V]:.3g} at V = {V} (cap {out['cap'][V]:.3f})" for V in out_of_reach)

@@ -94,6 +94,8 @@ def test_the_coincidences_make_n_v_log_v_at_01_steeper_than_the_gpu_run_measured
     found = all_terms_prediction("token_retrieval_attn", _finite_size(label), _at(level, label))
     slope, low, _ = MEASURED[N_LOG_N_01]
     assert found["slope"] == pytest.approx(2.548, abs=0.002)
+    # the parameter count compare fits over a subset of V (where a point is censored) is the pack's d^2
+    assert found["param_count"] == {V: pytest.approx(d * d) for V, d in found["d"].items()}
     assert abs(found["slope"] - slope) < 0.25 and not (found["slope"] - 0.25 <= low)
     line = _line(label)
     without = sum_of_terms_prediction(line, None, None, accuracy=_at(level, label), constants=PROBED_CONSTANTS, C=1.0,

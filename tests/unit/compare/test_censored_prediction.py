@@ -13,6 +13,11 @@ from recallkit.empirics.records import BoundaryPoint
 FORM_D = {64: 98.9, 128: 242.2, 256: 713.8, 512: 2100.8, 1024: 9886.3}  # a form's d per V, steep at the top
 
 
+def _form(d_of: dict) -> dict:
+    """What the system's all-terms hook gives: d and the parameter count (d^2, attention-only) per V."""
+    return {"d": d_of, "param_count": {V: d * d for V, d in d_of.items()}}
+
+
 def _point(V: int, d: float, censored: bool = False, sizes=(8, 64, 8192)) -> BoundaryPoint:
     return BoundaryPoint(experiment="e", line="l", scaling=None, threshold=0.15, seed=None, base="V", base_value=V,
                          size="d", values={"V": V, "d": d}, param_count=d * d, censored=censored,
@@ -27,7 +32,7 @@ def test_the_prediction_drops_the_base_values_without_a_boundary_and_weighs_the_
     every_slope = _slope(FORM_D.items())
     group = [_point(V, FORM_D[V] * 1.1) for V in (64, 128, 256, 512)] + [_point(1024, 8192, censored=True)]
     extra: dict = {}
-    tested = _all_terms_over_fitted_bases({"d": FORM_D}, group, "V", every_slope, extra)
+    tested = _all_terms_over_fitted_bases(_form(FORM_D), group, "V", every_slope, extra)
     assert tested == pytest.approx(_slope([(V, FORM_D[V]) for V in (64, 128, 256, 512)]))
     assert tested < every_slope - 0.2  # the top V's steep rise is not in the tested slope
     assert extra["predicted_slope_all_terms_every_base"] == every_slope
@@ -41,18 +46,18 @@ def test_a_bound_the_form_puts_on_the_other_side_is_against_it_and_nothing_censo
     form = {**FORM_D, 1024: 5000.0}  # the form says d = 5000, the runs did not reach the level by 8192
     group = [_point(V, FORM_D[V]) for V in (64, 128, 256, 512)] + [_point(1024, 8192, censored=True)]
     extra: dict = {}
-    _all_terms_over_fitted_bases({"d": form}, group, "V", 3.0, extra)
+    _all_terms_over_fitted_bases(_form(form), group, "V", 3.0, extra)
     assert extra["censored_against_all_terms"][0]["agrees"] is False
     # a curve that had already reached the level at its smallest size bounds the boundary from above
     low = [_point(V, FORM_D[V]) for V in (128, 256, 512, 1024)] + [_point(64, 8, censored=True)]
     extra = {}
-    _all_terms_over_fitted_bases({"d": FORM_D}, low, "V", 3.0, extra)
+    _all_terms_over_fitted_bases(_form(FORM_D), low, "V", 3.0, extra)
     assert extra["censored_against_all_terms"][0]["past"] is False
     assert extra["censored_against_all_terms"][0]["agrees"] is False  # the form's 98.9 is not below d = 8
     untouched: dict = {}
     full = [_point(V, d) for V, d in FORM_D.items()]
-    assert _all_terms_over_fitted_bases({"d": FORM_D}, full, "V", 3.28, untouched) == 3.28 and untouched == {}
+    assert _all_terms_over_fitted_bases(_form(FORM_D), full, "V", 3.28, untouched) == 3.28 and untouched == {}
     # a form out of reach at a V with a boundary (d = inf) leaves that V out of its slope, as the form's own does
     unreachable = {**FORM_D, 512: math.inf}
-    assert _all_terms_over_fitted_bases({"d": unreachable}, group, "V", 3.0, {}) == pytest.approx(
+    assert _all_terms_over_fitted_bases(_form(unreachable), group, "V", 3.0, {}) == pytest.approx(
         _slope([(V, FORM_D[V]) for V in (64, 128, 256)]))
