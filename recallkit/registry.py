@@ -162,6 +162,10 @@ class System:
     - ``all_terms``: ``"module:function"`` ``(pack, finite_size, targets) -> {"slope", "d", ...} | None``: one
       check's boundary from every term of the pack at once, given the line's finite-size prediction and the level
       the check's boundary reaches per base value; where it gives a slope the check is tested against it;
+    - ``prediction_source``: ``"module:attribute"`` of an object that says where the system's tested predictions come
+      from (``compare.evidence``): ``form(pack)`` (the finite-size form and the presets it was selected on),
+      ``calibrations(pack)`` (the runs its constants were measured on) and ``ceiling(pack, finite_size, sizes)`` (the
+      form's own ceiling, so that a fraction of the ceiling has an a priori level);
     - ``trainers``: ``"module:attribute"`` of each :class:`Trainer` the system adds to the shipped ones
       (imported the first time a trainer is looked up, see :func:`system_trainers`);
     - ``page_kinds``: the summary kinds whose pages this system draws.
@@ -178,6 +182,7 @@ class System:
     probe: str | None = None
     finite_size: str | None = None
     all_terms: str | None = None
+    prediction_source: str | None = None
     trainers: tuple[str, ...] = ()
     page_kinds: tuple[PageKind, ...] = ()
 

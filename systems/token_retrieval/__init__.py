@@ -20,6 +20,7 @@ SYSTEM = System(
     probe=f"{__name__}.judge:run_probe",
     finite_size=f"{__name__}.judge:finite_size_factor",
     all_terms=f"{__name__}.judge:all_terms_prediction",
+    prediction_source=f"{__name__}.predictions:PREDICTION_SOURCE",
     page_kinds=(PageKind("term_probes", pages=f"{__name__}.pages:probe_pages", rows=f"{__name__}.pages:summary_rows",
                          compared="each term's fitted exponent against the pack's, per variable (TOST)",
                          own_intro=True),

@@ -375,9 +375,77 @@ RANK2_NORMALISERS = {
 }
 
 
+# The normaliser tables a finite-size form can name: "attention" (term_probes.TERM_NORMALISERS: A, |r|, |t|, |o| per term
+# of the attention-only and attention-MLP packs, DERIVATION.md §2.2, §8) and "rank2" (RANK2_NORMALISERS, §5.4).
+_NORMALISER_TABLES = {"attention": TERM_NORMALISERS, "rank2": RANK2_NORMALISERS}
+
+
+@dataclass(frozen=True)
+class FiniteSizeForm:
+    """A finite-size treatment of the system's packs: its name and what it does, the packs it covers with the
+    normaliser table each reads (``normalisers``: (pack, table) pairs, the table a key of the tables above;
+    :attr:`covers` is their packs, listed once), the accuracy a line's own drawn prediction takes the argmax at when
+    no check's level is given, the experiment and presets on whose runs the form was chosen, and where it is
+    derived."""
+
+    name: str
+    description: str
+    normalisers: tuple[tuple[str, str], ...]
+    argmax_accuracy: float
+    selected_experiment: str
+    selected_on: tuple[str, ...]
+    derivation: str
+
+    def __post_init__(self) -> None:
+        unknown = sorted({table for _, table in self.normalisers} - set(_NORMALISER_TABLES))
+        if unknown:
+            raise InputError(f"FiniteSizeForm {self.name!r}: unknown normaliser tables {unknown}")
+        packs = [pack for pack, _ in self.normalisers]
+        if len(set(packs)) != len(packs):
+            raise InputError(f"FiniteSizeForm {self.name!r}: a pack is listed twice in {packs}")
+
+    @property
+    def covers(self) -> tuple[str, ...]:
+        """The packs the form is applied to, in the order declared."""
+        return tuple(pack for pack, _ in self.normalisers)
+
+    def table(self, pack: str) -> str | None:
+        """The name of the normaliser table ``pack`` reads; None if the form does not cover it."""
+        return dict(self.normalisers).get(pack)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "covers": list(self.covers),
+                "selected_experiment": self.selected_experiment, "selected_on": list(self.selected_on),
+                "derivation": self.derivation}
+
+
+# The one finite-size treatment of token retrieval (DERIVATION.md §11, §11.8). Every pack whose terms have a
+# normaliser form takes it whole: the attention-only pack and its centred variant (whose terms are a subset of it),
+# the attention-MLP pack, and the rank-2 pack on the content (every noise term of it carries the same union bound
+# sqrt(log V), so the argmax replaces it as in the others; §11.8 says why nothing in §5.4 forbids it). No normaliser
+# table is derived for the attended rank-2 pack, and the capacity pack has no noise terms: they are not covered, and
+# finite_size_factor returns None for them. The form (the argmax at a check's own level beside the finite-L
+# normalisers, and the all-terms form of §11.3-§11.6) was chosen looking at tr_fig2_attention_only's quick, medium and
+# gpu runs: a verdict on those presets is exploratory (predictions.PREDICTION_SOURCE says so to compare).
+FINITE_SIZE_FORM = FiniteSizeForm(
+    name="argmax at the check's level, finite-L normalisers",
+    description=("every term's normalisers A, |r|, |t|, |o| at their exact finite-L values at the step-2 gap kappa' "
+                 "(finite_normalisers, step_two_gap), and every noise term's union bound sqrt(log V) replaced by the "
+                 "signal-to-noise ratio the argmax over V labels needs at the check's accuracy (argmax_snr); for the "
+                 "attention-only pack every term at once (all_terms_prediction)"),
+    normalisers=(("token_retrieval_attn", "attention"), ("token_retrieval_attn_centred", "attention"),
+                 ("token_retrieval", "attention"), ("token_retrieval_rank2", "rank2")),
+    argmax_accuracy=0.1,  # tr_fig2_attention_only's lowest absolute threshold (DERIVATION.md §11, "Encoded")
+    selected_experiment="tr_fig2_attention_only",
+    selected_on=("quick", "medium", "gpu"),
+    derivation="DERIVATION.md §11",
+)
+
+
 def _pack_normalisers(pack: str) -> dict[str, dict[str, int]] | None:
-    return {"token_retrieval": TERM_NORMALISERS, "token_retrieval_attn": TERM_NORMALISERS,
-            "token_retrieval_rank2": RANK2_NORMALISERS}.get(pack)
+    """The normalisers of each term of ``pack`` under :data:`FINITE_SIZE_FORM`; None for a pack it does not cover."""
+    table = FINITE_SIZE_FORM.table(pack)
+    return None if table is None else _NORMALISER_TABLES[table]
 
 
 def step_two_gap(L: int, measured: Mapping[str, Any]) -> tuple[float, str]:
@@ -398,14 +466,14 @@ def step_two_gap(L: int, measured: Mapping[str, Any]) -> tuple[float, str]:
 _ARGMAX_GRID = np.linspace(-10.0, 10.0, 4001)
 _ARGMAX_WEIGHTS = np.exp(-0.5 * _ARGMAX_GRID ** 2) / math.sqrt(2 * math.pi)
 
-# The packs whose finite-size prediction takes the extreme-value cost of the argmax (DERIVATION.md §11), with the
-# accuracy a line's prediction takes it at when no check's own level is given (the line's drawn prediction): compare
-# calls the hook again per check with the accuracy that check's boundary reaches at each V (``target``: the
-# threshold, or a fraction of that V's measured ceiling), and the check's verdict is taken against that. 0.1 is the
-# attention-only experiment's lowest absolute threshold (tr_fig2_attention_only). The attention-MLP pack takes it
-# too (every noise term of it carries the same union bound; its checks are fractions of a ceiling, so they are taken
-# at their own level); the rank-2 and centred packs have no normaliser form for it.
-ARGMAX_ACCURACY = {"token_retrieval_attn": 0.1, "token_retrieval": 0.1}
+# The packs whose finite-size prediction takes the extreme-value cost of the argmax (DERIVATION.md §11, §11.8): every
+# pack FINITE_SIZE_FORM covers, with the accuracy a line's prediction takes it at when no check's own level is given
+# (the line's drawn prediction): compare calls the hook again per check with the accuracy that check's boundary
+# reaches at each V (``target``: the threshold, or a fraction of that V's ceiling), and the check's verdict is taken
+# against that. 0.1 is the attention-only experiment's lowest absolute threshold (tr_fig2_attention_only). Every
+# noise term of each covered pack (attention-only, centred, attention-MLP, rank-2 on the content) carries the same
+# union bound sqrt(log V), which the argmax replaces.
+ARGMAX_ACCURACY = {pack: FINITE_SIZE_FORM.argmax_accuracy for pack in FINITE_SIZE_FORM.covers}
 
 
 def _argmax_accuracy(snr: float, V: int) -> float:
@@ -438,8 +506,9 @@ def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], meas
     (:func:`finite_normalisers`, :func:`step_two_gap`), and, for a noise term, the union bound sqrt(2 log V) by the
     signal-to-noise ratio an argmax over V labels needs at ``accuracy`` (:func:`argmax_snr`; DERIVATION.md §11).
     ``accuracy`` defaults to the pack's :data:`ARGMAX_ACCURACY` (none: no argmax factor); None leaves the union
-    bound as the pack writes it. ``term=None`` returns the constants used. None for packs or terms without a
-    normaliser form (the attended rank-2 pack), and for a noise term where ``accuracy`` is at or below chance 1/V."""
+    bound as the pack writes it. ``term=None`` returns the constants used. None for packs :data:`FINITE_SIZE_FORM`
+    does not cover (the attended rank-2 pack, the capacity pack) or terms without a normaliser form, and for a noise
+    term where ``accuracy`` is at or below chance 1/V."""
     table = _pack_normalisers(pack)
     if table is None or "L" not in row:
         return None
@@ -554,10 +623,136 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
 # boundary x 2 seeds; DERIVATION.md §11). The spread of the pack's constants the derivation drops. noise_self and
 # grad_noise_positions are measured without their token coincidences (term_probes splits them off; DERIVATION.md
 # §4.4): with them they were 1.40 and 1.42, and grew with d. grad_noise and localisation are measured without the
-# exact hits (term_probes splits them off; DERIVATION.md §4.3, §4.5): with them they were 1.21 and 1.31.
+# exact hits (term_probes splits them off; DERIVATION.md §4.3, §4.5): with them they were 1.21 and 1.31. The runs they
+# were measured on: PROBED_CONSTANTS_CALIBRATION (below; tr_fig2_attention_only quick, seeds 0-1, V = 64..512).
 PROBED_CONSTANTS = {"signal": 0.99, "mean_bias": 0.99, "mean_bias_counts": 1.01, "grad_noise": 1.05,
                     "grad_noise_positions": 1.03, "noise_self": 1.04, "localisation": 1.07, "embedding_crosstalk": 2.39,
                     "trigger_overlap": 1.86, "trigger_crosstalk_positions": 1.27}
+
+
+@dataclass(frozen=True)
+class ConstantsCalibration:
+    """The runs a set of calibrated constants was measured on: the experiment and preset, the seeds, the base values
+    and the lines (their labels), with one line saying what was measured. :meth:`to_dict` has the keys
+    experiment, preset, seeds, base_values, lines, description."""
+
+    experiment: str
+    preset: str
+    seeds: tuple[int, ...]
+    base_values: tuple[int, ...]
+    lines: tuple[str, ...]
+    description: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"experiment": self.experiment, "preset": self.preset, "seeds": list(self.seeds),
+                "base_values": list(self.base_values), "lines": list(self.lines), "description": self.description}
+
+
+# The runs of PROBED_CONSTANTS: the term probes (boundary_terms at its default seeds (0, 1)) at and around
+# tr_fig2_attention_only's quick-preset seed-mean boundaries at accuracy 0.1: 72 rows, 3 lines x 4 V x d at 0.71, 1 and
+# 1.41 times the boundary x 2 seeds (DERIVATION.md §11 (e)). The probes draw the same instances as the engine for the
+# same seed (term_probes.ThreeStepModel), so these seeds of these lines and V share their instances with the runs.
+PROBED_CONSTANTS_CALIBRATION = ConstantsCalibration(
+    experiment="tr_fig2_attention_only",
+    preset="quick",
+    seeds=(0, 1),
+    base_values=(64, 128, 256, 512),
+    lines=("N=V**1.5, L=V**0.25", "N=V**1.5, L=V**0.5", "N=V*log(V), L=V**0.5"),
+    description=("each attention-only term's spread over the wrong labels over its finite-size value without the "
+                 "union bound, median over 72 term-probe rows at 0.71, 1 and 1.41 times the quick preset's "
+                 "boundaries at accuracy 0.1 (DERIVATION.md §11 (e), §11.4, §11.5)"),
+)
+
+
+class _TermsAtRows:
+    """Every noise term of a pack at a line's realised rows, as :func:`sum_of_terms_prediction` and
+    :func:`all_terms_accuracy` take them (DERIVATION.md §11.3-§11.6): ``finite_size`` (a line's finite-size
+    prediction: its points give V, N, L, its constants the attention A per row), each term in its finite-size form
+    times ``constants`` (default 1), and the options of :func:`sum_of_terms_prediction` (``counts``, ``exact_hits``,
+    ``coincidences``, ``own_counts``). :meth:`parts` gives the signal and the noise spreads at a d, :meth:`ratio` the
+    signal over the Gaussian part of the noise, :meth:`grown_accuracy` the count mixture's accuracy with the
+    own-sample terms at each label's count; the solver and the form's accuracy at a given d both call these."""
+
+    def __init__(self, pack: str, finite_size: Mapping[str, Any], constants: Mapping[str, float] | None,
+                 counts: str | None, exact_hits: bool, coincidences: bool, own_counts: bool):
+        self.pack = load_pack(pack)
+        self.rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite_size["points"]]
+        self.masses = {row["V"]: c["A"] for row, c in zip(self.rows, finite_size["constants"])}
+        self.counts, self.exact_hits, self.coincidences, self.own_counts = counts, exact_hits, coincidences, own_counts
+        # (rho, q) of the token coincidences per row (DERIVATION.md §4.4), (0, 0) without them
+        self.coincident = {row["V"]: coincidence_share(row["V"], row["L"], self.masses[row["V"]]) if coincidences
+                           else (0.0, 0.0) for row in self.rows}
+        # (hits, r) of the exact hits per row (§4.5), the one that rides through the other labels' overlaps too; and
+        # the trigger's factor g per row (§11.6): both fixed by the row's L and attention, not by the d tried
+        self.hit = {row["V"]: exact_hit_share(row["L"], self.masses[row["V"]]) for row in self.rows}
+        self.trigger = {row["V"]: crosstalk_factor(row["L"], self.masses[row["V"]]) for row in self.rows}
+        self.constants = constants or {}
+        symbols = [VARIABLES[v] for v in self.pack.variables]
+        self.terms = {t.name: (t.role, sp.lambdify(symbols, t.expr, "math")) for t in self.pack.terms
+                      if t.role in ("signal", "noise")}
+
+    def parts(self, row: Mapping[str, Any], d: float) -> tuple[float, dict[str, float]]:
+        pack, constants, masses = self.pack, self.constants, self.masses
+        values = [{**row, "d": d}[v] for v in pack.variables]
+        measured = {"attention_mass": masses[row["V"]]}
+        signal, noise = 0.0, {}
+        for name, (role, f) in self.terms.items():
+            value = (f(*values) * finite_size_factor(pack.name, name, row, measured, accuracy=None)
+                     * constants.get(name, 1.0))
+            if role == "signal":
+                signal = value
+            else:
+                noise[name] = value / math.sqrt(math.log(row["V"]))  # its spread: the union bound taken out
+        # in units of the signal per training sample, signal / lam (DERIVATION.md §4.4, §11.5)
+        lam = row["N"] / row["V"]
+        unit = signal / lam
+        overlap = row["N"] / d  # the variance of the overlap sum sum_y (n_y - lam) u_k . (u_y - u_bar) (§4.2)
+        # the mean bias's coefficient on that sum; a per-sample mean that rides on the same sum adds to it coherently
+        coherent = noise.get("mean_bias", 0.0) / unit / math.sqrt(overlap)
+        rho, q = self.coincident[row["V"]]
+        if self.coincidences:
+            # the label's own samples: d-free, over the labels' counts. The other labels' samples: their mean rho per
+            # sample rides on the mean bias's overlap sum (the same c_kn, summed over the same samples), so the two
+            # add as (m + rho)^2 N / d, not m^2 + rho^2; the rest, q per sample, is independent (§11.5)
+            noise[COINCIDENCES] = unit * math.sqrt((rho * rho + q) * lam)
+            noise[POSITION_COINCIDENCES] = unit * math.sqrt(((coherent + rho) ** 2 - coherent ** 2 + q) * overlap)
+        if self.own_counts:
+            # the two terms of the trigger's content, derived rather than at their probed constants (medians over
+            # lines whose parts weigh differently, §11.6): embedding_crosstalk's four parts, grad_noise_label,
+            # token_crosstalk and trigger_crosstalk 1 / d each per count squared, mean_bias_counts_attention moving
+            # with trigger_crosstalk's e . z, the two together g^2 / d; trigger_overlap, the same e . z over the other
+            # labels' token groups through u_k . u_y, g^2 V (lam^2 + lam) / d^2
+            g = self.trigger[row["V"]]
+            if "embedding_crosstalk" in noise:
+                noise["embedding_crosstalk"] = unit * math.sqrt((lam * lam + lam) * (2.0 + g * g) / d)
+            if "trigger_overlap" in noise:
+                noise["trigger_overlap"] = unit * g * math.sqrt(row["V"] * (lam * lam + lam)) / d
+        if self.exact_hits:
+            # the exact hits (§4.5) through the other labels: the n_{x_j} samples of each test noise token x_j, r each,
+            # through u_k . (u_{Pi(x_j)} - u_bar): variance r^2 (L - 1) lam (lam + 1) / d, and a covariance with the
+            # coherent overlap sum, whose count deviation n_{x_j} - lam they share (§4.3, §11.5)
+            hits, r = self.hit[row["V"]]
+            shared = coherent + (rho if self.coincidences else 0.0)
+            noise[HIT_OVERLAPS] = unit * math.sqrt(hits * r * r * lam * (lam + 1) / d + 2 * shared * hits * r * lam / d)
+        return signal, noise
+
+    def ratio(self, row: Mapping[str, Any], d: float) -> float:
+        signal, noise = self.parts(row, d)
+        mixed = (self.counts, COINCIDENCES) if self.counts is not None else ()  # the mixture takes these as they are
+        return signal / math.sqrt(sum(v * v for name, v in noise.items() if name not in mixed))
+
+    def grown_accuracy(self, row: Mapping[str, Any], d: float, scale: float) -> float:
+        """The mixture's accuracy at d with the own-sample terms at each label's count, every spread times ``scale``."""
+        signal, noise = self.parts(row, d)
+        V, lam = row["V"], row["N"] / row["V"]
+        unit = signal / lam  # count units
+        own = {name: (noise.get(name, 0.0) / unit) ** 2 for name in OWN_COUNT_TERMS}
+        rest = sum((v / unit) ** 2 for name, v in noise.items()
+                   if name not in (self.counts, COINCIDENCES) and name not in OWN_COUNT_TERMS)
+        grown = own_count_spread(own, lam, self.trigger[V])
+        hits, r = self.hit[V] if self.exact_hits else (0, 0.0)
+        return count_mixture_accuracy(V, row["N"], scale * math.sqrt(rest), 1.0, hits, r, *self.coincident[V],
+                                      grown=tuple(scale * scale * g for g in grown))
 
 
 def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapping[int, float] | None,
@@ -589,68 +784,10 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
     count N / V (``count_mixture_accuracy``'s ``grown``; DERIVATION.md §11.6), and embedding_crosstalk and
     trigger_overlap as derived from their parts (:func:`crosstalk_factor`) rather than at their probed constants: the
     d is then solved on the mixture's accuracy itself, C scaling every spread."""
-    pack = load_pack(line_prediction["pack"])
-    finite = line_prediction["realised"]["finite_size"]
-    rows = [{"V": p["V"], "N": p["N"], "L": p["L"]} for p in finite["points"]]
-    masses = {row["V"]: c["A"] for row, c in zip(rows, finite["constants"])}
-    # (rho, q) of the token coincidences per row (DERIVATION.md §4.4), (0, 0) without them
-    coincident = {row["V"]: coincidence_share(row["V"], row["L"], masses[row["V"]]) if coincidences else (0.0, 0.0)
-                  for row in rows}
-    # (hits, r) of the exact hits per row (§4.5), the one that rides through the other labels' overlaps too; and the
-    # trigger's factor g per row (§11.6): both fixed by the row's L and attention, not by the d the solver tries
-    hit = {row["V"]: exact_hit_share(row["L"], masses[row["V"]]) for row in rows}
-    trigger = {row["V"]: crosstalk_factor(row["L"], masses[row["V"]]) for row in rows}
-    constants = constants or {}
-    symbols = [VARIABLES[v] for v in pack.variables]
-    terms = {t.name: (t.role, sp.lambdify(symbols, t.expr, "math")) for t in pack.terms if t.role in ("signal", "noise")}
-
-    def parts(row: Mapping[str, Any], d: float) -> tuple[float, dict[str, float]]:
-        values = [{**row, "d": d}[v] for v in pack.variables]
-        measured = {"attention_mass": masses[row["V"]]}
-        signal, noise = 0.0, {}
-        for name, (role, f) in terms.items():
-            value = f(*values) * finite_size_factor(pack.name, name, row, measured, accuracy=None) * constants.get(name, 1.0)
-            if role == "signal":
-                signal = value
-            else:
-                noise[name] = value / math.sqrt(math.log(row["V"]))  # its spread: the union bound taken out
-        # in units of the signal per training sample, signal / lam (DERIVATION.md §4.4, §11.5)
-        lam = row["N"] / row["V"]
-        unit = signal / lam
-        overlap = row["N"] / d  # the variance of the overlap sum sum_y (n_y - lam) u_k . (u_y - u_bar) (§4.2)
-        # the mean bias's coefficient on that sum; a per-sample mean that rides on the same sum adds to it coherently
-        coherent = noise.get("mean_bias", 0.0) / unit / math.sqrt(overlap)
-        rho, q = coincident[row["V"]]
-        if coincidences:
-            # the label's own samples: d-free, over the labels' counts. The other labels' samples: their mean rho per
-            # sample rides on the mean bias's overlap sum (the same c_kn, summed over the same samples), so the two
-            # add as (m + rho)^2 N / d, not m^2 + rho^2; the rest, q per sample, is independent (§11.5)
-            noise[COINCIDENCES] = unit * math.sqrt((rho * rho + q) * lam)
-            noise[POSITION_COINCIDENCES] = unit * math.sqrt(((coherent + rho) ** 2 - coherent ** 2 + q) * overlap)
-        if own_counts:
-            # the two terms of the trigger's content, derived rather than at their probed constants (medians over lines
-            # whose parts weigh differently, §11.6): embedding_crosstalk's four parts, grad_noise_label, token_crosstalk
-            # and trigger_crosstalk 1 / d each per count squared, mean_bias_counts_attention moving with
-            # trigger_crosstalk's e . z, the two together g^2 / d; trigger_overlap, the same e . z over the other
-            # labels' token groups through u_k . u_y, g^2 V (lam^2 + lam) / d^2
-            g = trigger[row["V"]]
-            if "embedding_crosstalk" in noise:
-                noise["embedding_crosstalk"] = unit * math.sqrt((lam * lam + lam) * (2.0 + g * g) / d)
-            if "trigger_overlap" in noise:
-                noise["trigger_overlap"] = unit * g * math.sqrt(row["V"] * (lam * lam + lam)) / d
-        if exact_hits:
-            # the exact hits (§4.5) through the other labels: the n_{x_j} samples of each test noise token x_j, r each,
-            # through u_k . (u_{Pi(x_j)} - u_bar): variance r^2 (L - 1) lam (lam + 1) / d, and a covariance with the
-            # coherent overlap sum, whose count deviation n_{x_j} - lam they share (§4.3, §11.5)
-            hits, r = hit[row["V"]]
-            noise[HIT_OVERLAPS] = unit * math.sqrt(
-                hits * r * r * lam * (lam + 1) / d + 2 * (coherent + (rho if coincidences else 0.0)) * hits * r * lam / d)
-        return signal, noise
-
-    def ratio(row: Mapping[str, Any], d: float) -> float:
-        signal, noise = parts(row, d)
-        mixed = (counts, COINCIDENCES) if counts is not None else ()  # the mixture takes these as they are
-        return signal / math.sqrt(sum(v * v for name, v in noise.items() if name not in mixed))
+    model = _TermsAtRows(line_prediction["pack"], line_prediction["realised"]["finite_size"], constants, counts,
+                         exact_hits, coincidences, own_counts)
+    rows, parts, ratio, grown_accuracy = model.rows, model.parts, model.ratio, model.grown_accuracy
+    hit, coincident = model.hit, model.coincident
 
     def level(V: int) -> float:
         return float(accuracy[V] if isinstance(accuracy, Mapping) else accuracy)
@@ -668,19 +805,6 @@ def sum_of_terms_prediction(line_prediction: Mapping[str, Any], boundary_d: Mapp
         tau = count_mixture_tau(level(V), V, row["N"], 1.0, hits, r, *coincident[V])
         lam = row["N"] / V
         return lam / tau if tau > 0 else math.inf  # tau 0: the level is above what the counts allow at any d
-
-    def grown_accuracy(row: Mapping[str, Any], d: float, scale: float) -> float:
-        """The mixture's accuracy at d with the own-sample terms at each label's count, every spread times ``scale``."""
-        signal, noise = parts(row, d)
-        V, lam = row["V"], row["N"] / row["V"]
-        unit = signal / lam  # count units
-        own = {name: (noise.get(name, 0.0) / unit) ** 2 for name in OWN_COUNT_TERMS}
-        rest = sum((v / unit) ** 2 for name, v in noise.items()
-                   if name not in (counts, COINCIDENCES) and name not in OWN_COUNT_TERMS)
-        grown = own_count_spread(own, lam, trigger[V])
-        hits, r = hit[V] if exact_hits else (0, 0.0)
-        return count_mixture_accuracy(V, row["N"], scale * math.sqrt(rest), 1.0, hits, r, *coincident[V],
-                                      grown=tuple(scale * scale * g for g in grown))
 
     if counts is not None and accuracy is None:
         raise InputError("sum_of_terms_prediction: counts needs an accuracy (the mixture is solved at a level)")
@@ -892,6 +1016,45 @@ ALL_TERMS_CONSTANTS = {"token_retrieval_attn": PROBED_CONSTANTS}
 COUNT_TERMS = {"token_retrieval_attn": "mean_bias_counts"}
 
 
+def _all_terms_options(pack: str) -> dict[str, Any] | None:
+    """The options of :func:`sum_of_terms_prediction` that make it the all-terms form of ``pack`` (with ``C`` = 1):
+    its probed constants, its count term kept as counts and, with it, the exact hits, the coincidences and the own
+    counts (DERIVATION.md §11.3-§11.6). None for a pack without probed constants."""
+    constants = ALL_TERMS_CONSTANTS.get(pack)
+    if constants is None:
+        return None
+    counts = COUNT_TERMS.get(pack)
+    return {"constants": constants, "counts": counts, "exact_hits": counts is not None,
+            "coincidences": counts is not None, "own_counts": counts is not None}
+
+
+def all_terms_accuracy(pack: str, finite_size: Mapping[str, Any], sizes: Mapping[int, float]
+                       ) -> dict[int, float] | None:
+    """The accuracy the all-terms form gives at d = ``sizes[V]`` on each realised row of ``finite_size`` (the input
+    :func:`all_terms_prediction` takes: ``points`` with V, N, L and ``constants`` with the attention A per row): the
+    very form that function solves for d (:data:`ALL_TERMS_CONSTANTS`, :data:`COUNT_TERMS` kept as counts, the exact
+    hits, the coincidences, the own counts, C = 1; the same :class:`_TermsAtRows` code), read the other way. At the
+    ceiling size (``sizes``: V -> min(2V, cap)) it is the form's own ceiling, which fixes a fraction of the ceiling
+    a priori when A is the a priori attention (DERIVATION.md §11.8). Rows whose V has no size are left out; None for a
+    pack without an all-terms form, or without rows."""
+    options = _all_terms_options(pack)
+    points = (finite_size or {}).get("points") or []
+    if options is None or not points:
+        return None
+    model = _TermsAtRows(pack, finite_size, **options)
+    out: dict[int, float] = {}
+    for row in model.rows:
+        V = int(row["V"])
+        size = sizes.get(V, sizes.get(str(V)))
+        if size is None:
+            continue
+        if options["own_counts"]:  # the mixture's accuracy, as the solver reads it (C = 1)
+            out[V] = model.grown_accuracy(row, float(size), 1.0)
+        else:  # no count term: the Gaussian argmax at the signal over every spread (the solver's argmax_snr, C = 1)
+            out[V] = _argmax_accuracy(model.ratio(row, float(size)), V)
+    return out
+
+
 def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Mapping[int, float]
                          ) -> dict[str, Any] | None:
     """The registry's all-terms hook (``System.all_terms``): one check's boundary along a line from every noise term
@@ -912,11 +1075,11 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
     with V (:func:`hits_cap`:
     the effect that makes a fraction of such a line's ceiling a level among the inputs that can be right); slope
     None for a row without a target or a target the counts keep out of reach at any d; None for another pack."""
-    constants = ALL_TERMS_CONSTANTS.get(pack)
+    options = _all_terms_options(pack)
     points = (finite_size or {}).get("points") or []
-    if constants is None or not points:
+    if options is None or not points:
         return None
-    counts = COUNT_TERMS.get(pack)
+    counts = options["counts"]
     counted = [count_cap(int(p["V"]), int(p["N"])) for p in points]
     caps = [hits_cap(int(p["V"]), int(p["N"]), int(p["L"]), float(c["A"]))
             for p, c in zip(points, finite_size.get("constants") or [])] if counts else counted
@@ -932,9 +1095,7 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
         return out  # no target, or at or below chance (no signal needed) or at 1 (an infinite one)
     line = {"pack": pack, "realised": {"finite_size": finite_size}}
     levels = {int(V): float(t) for V, t in targets.items()}
-    found = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
-                                    counts=counts, exact_hits=counts is not None, coincidences=counts is not None,
-                                    own_counts=counts is not None)
+    found = sum_of_terms_prediction(line, None, None, accuracy=levels, C=1.0, **options)
     if found["slope"] is not None and all(math.isfinite(d) for d in found["d"].values()):
         out.update(slope=found["slope"], d={int(V): d for V, d in found["d"].items()}, shares=found["shares"],
                    param_count={int(V): d * d for V, d in found["d"].items()})  # the pack's d^2, as in the slope
@@ -945,7 +1106,7 @@ def all_terms_prediction(pack: str, finite_size: Mapping[str, Any], targets: Map
                  f"counts, hits and coincidences: {at}")
         out["note"] = f"{out['note']}; {reach}" if out.get("note") else reach
     if counts is not None:  # the same with the counts folded into one Gaussian spread, for the record
-        gaussian = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=constants, C=1.0,
+        gaussian = sum_of_terms_prediction(line, None, None, accuracy=levels, constants=options["constants"], C=1.0,
                                            coincidences=True)
         if gaussian["slope"] is not None and all(math.isfinite(d) for d in gaussian["d"].values()):
             out["slope_gaussian_counts"] = gaussian["slope"]
