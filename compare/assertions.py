@@ -28,10 +28,12 @@ from recallkit.compare.fit_cache import cached_document, cached_fits
 from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, fit_constant, fit_slope,
                                     variable_regressor)
 from recallkit.compare.results import FitOptions, FitResult, PointLike, as_points, fit_curve_points, fit_points
+from recallkit.compare.evidence import (A_PRIORI, CALIBRATION, CONDITIONAL, Calibration, PredictionInput,
+                                        TestedPrediction, judge_evidence, latest_freeze, same_number)
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from recallkit.empirics.experiment import Experiment, SafeExpression, load_experiment
 from recallkit.empirics.plan import Plan, plan_of, realised_rows
-from recallkit.empirics.records import BoundaryPoint, ProbeRun, threshold_text
+from recallkit.empirics.records import BoundaryPoint, CheckKey, ProbeRun, threshold_text
 from recallkit.empirics.search import replay
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.theory.errors import InputError
@@ -204,11 +206,12 @@ def _all_terms_extra(every: Mapping[str, Any], extra: dict[str, Any]) -> float |
 
 def _all_terms_over_fitted_bases(every: Mapping[str, Any], group: Sequence[BoundaryPoint], base: str,
                                  slope: float, extra: dict[str, Any]) -> float:
-    """The all-terms slope over the base values where the fit has a boundary. A censored point has no boundary, so
-    it has no place in the measured slope, and none in the slope it is tested against: the form's slope over every
-    base value is kept beside (``predicted_slope_all_terms_every_base``). Each censored point's bound is set
-    against the form's d there (``censored_against_all_terms``): a curve that never reached the level puts the
-    boundary past its largest size, one that had already reached it below its smallest."""
+    """The all-terms slope the check is tested against: over every base value of the grid, whichever the runs reached
+    (a prediction is frozen before the runs, so it cannot follow their gaps). A base value whose point is censored
+    is named in ``unreached``, and each censored bound is set against the form's d there
+    (``censored_against_all_terms``): a curve that never reached the level puts the boundary past its largest size,
+    one that had already reached it below its smallest. The form's slope over only the base values with a boundary is
+    kept beside, for the reader (``predicted_slope_all_terms_reached_bases``), never tested."""
     d_of = {int(V): float(d) for V, d in (every.get("d") or {}).items()}
     censored = [p for p in group if p.censored]
     if not censored or not d_of:
@@ -223,16 +226,119 @@ def _all_terms_over_fitted_bases(every: Mapping[str, Any], group: Sequence[Bound
                        "predicted": predicted, "agrees": predicted > bound if past else predicted < bound})
     if bounds:
         extra["censored_against_all_terms"] = bounds
-    # the slope is the fit's own, log parameter count on log base, with the counts the system puts at its d
     counts = {int(V): float(c) for V, c in (every.get("param_count") or {}).items()}
     used = sorted({int(p.values[base]) for p in group if not p.censored})
     reached = [(V, counts[V]) for V in used if V in counts and math.isfinite(counts[V])]
-    if len(reached) < 2 or {V for V, _ in reached} == {V for V, c in counts.items() if math.isfinite(c)}:
-        return slope
-    matched = float(np.polyfit(np.log([V for V, _ in reached]), np.log([c for _, c in reached]), 1)[0])
-    extra.update(predicted_slope_all_terms_every_base=slope, predicted_slope_all_terms=matched,
-                 all_terms_bases=[V for V, _ in reached])
-    return matched
+    unreached = sorted(V for V, c in counts.items() if math.isfinite(c) and V not in used)
+    if unreached:
+        extra["unreached"] = unreached
+    if len(reached) >= 2 and unreached:
+        extra["predicted_slope_all_terms_reached_bases"] = float(
+            np.polyfit(np.log([V for V, _ in reached]), np.log([c for _, c in reached]), 1)[0])
+    return slope
+
+
+def _prediction_source(pack: str | None) -> Any:
+    """The prediction source (``compare.evidence``) of the system that owns ``pack``, or None."""
+    system = registry.system_of_pack(pack) if pack else None
+    if system is None or not getattr(system, "prediction_source", None):
+        return None
+    return registry.load_object(system.prediction_source)
+
+
+def _reading(line_realised: Mapping[str, Any], check: str) -> tuple[Mapping[str, Any], Mapping[str, Any] | None]:
+    """(the reading a check is tested on, the conditional reading kept beside it or None). The tested one is the a
+    priori reading (nothing measured on the judged runs) wherever it has the check's level; a fraction of the ceiling
+    that no a priori ceiling serves is tested on the judged runs' ceiling, and so is conditional."""
+    conditional = line_realised.get("conditional")
+    conditional = {**line_realised, **conditional} if conditional else None
+    levels = line_realised.get("levels")
+    if levels is not None and check and check not in levels and conditional is not None:
+        return conditional, None
+    return line_realised, conditional
+
+
+def _inputs(prediction: Any, reading: Mapping[str, Any], check: str, compared: str | None, source: Any,
+            measured: bool, experiment: str = "") -> tuple[tuple[PredictionInput, ...], tuple[str, ...]]:
+    """Every input of a tested prediction with its evidence, and the presets of ``experiment`` its form was selected
+    on (the source's ``selected_on``, where its ``selected_experiment`` is this one or unnamed)."""
+    pack = prediction.get("pack") if isinstance(prediction, Mapping) else None
+    if pack is None:
+        return (PredictionInput("slope", A_PRIORI, "given by the user"),), ()
+    inputs = [PredictionInput("pack terms", A_PRIORI, f"pack {pack}: its terms and exponents")]
+    selected_on: tuple[str, ...] = ()
+    if compared is not None:
+        inputs.append(PredictionInput("realised grid", A_PRIORI, "the preset's sizes as run: floored counts and log "
+                                                                 "factors"))
+    if compared in ("finite size", "all terms"):
+        constants = (reading.get("finite_size") or {}).get("constants") or []
+        said = sorted({str(c.get("source")) for c in constants if isinstance(c, Mapping) and c.get("source")})
+        if measured:
+            inputs.append(PredictionInput("finite-size constants", CONDITIONAL,
+                                          "the judged runs' mean metrics" + (f" ({'; '.join(said)})" if said else "")))
+        else:
+            inputs.append(PredictionInput("finite-size constants", A_PRIORI,
+                                          "the config alone, no run read" + (f" ({'; '.join(said)})" if said else "")))
+        level = (reading.get("levels") or {}).get(check)
+        if level:
+            inputs.append(PredictionInput("level", level["evidence"], level["source"]))
+        form = source.form(pack) if source is not None else None
+        if form and form.get("selected_experiment") in (None, experiment):
+            selected_on = tuple(form.get("selected_on") or ())
+    if compared == "all terms" and source is not None:
+        for record in source.calibrations(pack):
+            calibration = Calibration.from_dict(record)
+            inputs.append(PredictionInput("probed constants", CALIBRATION, calibration.description
+                                          or f"measured on {calibration.experiment} {calibration.preset}", calibration))
+    return tuple(inputs), selected_on
+
+
+def _form_of(extra: Mapping[str, Any]) -> str:
+    return extra.get("prediction_compared") or "asymptotic"
+
+
+def tested_prediction(key: str, prediction: Any, line_realised: Mapping[str, Any], check: str, capacity: bool,
+                      extra: dict[str, Any], *, group: Sequence[BoundaryPoint] = (), base: str = "V",
+                      experiment: str = "") -> tuple[TestedPrediction, float | None, TestedPrediction | None]:
+    """The one way a check's tested prediction is made, for a fit and for a freeze alike: (the tested prediction with
+    its inputs and their evidence, the binding terms' slope where every term at once is tested instead, the same
+    form on the judged runs' measured quantities where that reading differs, else None). ``extra`` receives the
+    fields the fit's record carries (which slope was compared, the others beside it)."""
+    slope, log_power = _tested_slope(prediction, capacity)
+    pack = prediction.get("pack") if isinstance(prediction, Mapping) else None
+    source = _prediction_source(pack)
+    if slope is None or capacity:
+        inputs, _ = _inputs(prediction, {}, check, None, source, False) if slope is not None else ((), ())
+        return TestedPrediction(key, slope, "asymptotic", inputs, (), log_power), None, None
+    reading, beside = _reading(line_realised, check)
+
+    def one(found: Mapping[str, Any], into: dict[str, Any]) -> tuple[float, float, float | None]:
+        this_slope, this_log, binding = slope, log_power, None
+        own = (found.get("finite_size_by_check") or {}).get(check)
+        if own is not None:  # the finite-size form at this check's own level (e.g. the argmax's accuracy)
+            found = {**found, "finite_size": own}
+            into["finite_size_at"] = "the check's own level"
+        this_slope, this_log = _prefer_realised(this_slope, this_log, found, into)
+        every_doc = (found.get("all_terms_by_check") or {}).get(check) or {}
+        every = _all_terms_extra(every_doc, into)
+        if every is not None:  # every term at once (the system's hook) is tested; the binding terms kept beside
+            every = _all_terms_over_fitted_bases(every_doc, group, base, every, into)
+            binding, this_slope, this_log = this_slope, every, 0.0
+        return this_slope, this_log, binding
+
+    measured = reading is not line_realised
+    tested_slope, tested_log, binding = one(reading, extra)
+    inputs, selected_on = _inputs(prediction, reading, check, extra.get("prediction_compared"), source, measured,
+                                  experiment)
+    tested = TestedPrediction(key, tested_slope, _form_of(extra), inputs, selected_on, tested_log)
+    conditional = None
+    if beside is not None:
+        aside: dict[str, Any] = {}
+        other_slope, other_log, _ = one(beside, aside)
+        other_inputs, _ = _inputs(prediction, beside, check, aside.get("prediction_compared"), source, True)
+        if not same_number(other_slope, tested_slope):
+            conditional = TestedPrediction(key, other_slope, _form_of(aside), other_inputs, selected_on, other_log)
+    return tested, binding, conditional
 
 
 def fit_boundary_points(
@@ -272,19 +378,11 @@ def fit_boundary_points(
         extra: dict[str, Any] = {"threshold_relative": relative}
         line_realised = (realised or {}).get(line) or {}
         check = threshold_text(threshold, relative)  # "" without a threshold: no per-check prediction
-        binding: float | None = None  # the binding terms' slope, where every term at once is tested instead
-        if slope is not None and not capacity:
-            found = line_realised
-            own = (found.get("finite_size_by_check") or {}).get(check)
-            if own is not None:  # the finite-size form at this check's own level (e.g. the argmax's accuracy)
-                found = {**found, "finite_size": own}
-                extra["finite_size_at"] = "the check's own level"
-            slope, log_power = _prefer_realised(slope, log_power, found, extra)
-            every_doc = (line_realised.get("all_terms_by_check") or {}).get(check) or {}
-            every = _all_terms_extra(every_doc, extra)
-            if every is not None:  # every term at once (the system's hook) is tested; the binding terms kept beside
-                every = _all_terms_over_fitted_bases(every_doc, group, base, every, extra)
-                binding, slope, log_power = slope, every, 0.0
+        key = str(CheckKey(experiment, str(line), threshold=None if threshold is None else float(threshold),
+                           relative=bool(relative)))
+        tested, binding, conditional = tested_prediction(key, prediction, line_realised, check, capacity, extra,
+                                                         group=group, base=base, experiment=experiment)
+        slope, log_power = tested.slope, tested.log_power
         options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
                              delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
                              bootstrap_seed=bootstrap_seed)
@@ -296,12 +394,19 @@ def fit_boundary_points(
             result = fit_points(group, options, capacity=capacity)
         if asymptotic[0] is not None and extra.get("prediction_compared"):
             extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
+        extra["tested_prediction"] = tested.to_dict()
+        if conditional is not None and result.fit is not None and conditional.slope is not None:
+            # beside the tested one: the same form reading the judged runs' own measured quantities
+            other = decide(result.fit, conditional.slope, delta=delta if delta is not None else DEFAULT_DELTA,
+                           alpha=alpha, log_power=conditional.log_power)
+            extra.update(predicted_slope_conditional=conditional.slope, verdict_conditional=other.verdict,
+                         conditional_reading_on=list(conditional.conditional_on))
         if binding is not None and result.fit is not None:
             # beside the tested one: the binding terms alone (the finite-size form the check was tested against
             # before the system predicted it from every term)
             other = decide(result.fit, binding, delta=delta if delta is not None else DEFAULT_DELTA, alpha=alpha)
             extra.update(verdict_binding_terms=other.verdict)
-        within = line_realised.get("finite_size_within_ceiling") or {}
+        within = (line_realised.get("conditional") or line_realised).get("finite_size_within_ceiling") or {}
         capped = within.get(check)
         if capped is not None and capped.get("slope") is not None and result.fit is not None:
             # beside the tested one: the same form at the level within the instance's ceiling (DERIVATION of the
@@ -416,12 +521,17 @@ def _asymptotic_verdict(result: FitResult, asymptotic: tuple[float, float], delt
 
 
 def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
-    """The pack's prediction at the sizes a min-size experiment actually runs, per line label:
-    ``{"realised": the plan's realised-grid prediction (floored counts, log factors), "finite_size": the
-    same with each term in its finite-size form where the pack's system provides one (registry
-    ``System.finite_size``, given the runs' mean metrics at each row, e.g. the attention mass), or None}``;
-    ``{"error": ...}`` where neither can be computed. ``plan``: an ``empirics.plan.Plan`` (or a loaded
-    experiment, planned here)."""
+    """The pack's prediction at the sizes a min-size experiment actually runs, per line label.
+
+    Each entry is the a priori reading, which reads no run: ``{"realised": the plan's realised-grid prediction
+    (floored counts, log factors), "finite_size": the same with each term in its finite-size form where the pack's
+    system provides one (registry ``System.finite_size``) at the config alone, "finite_size_by_check" and
+    "all_terms_by_check": that form and every term at once at each check's level, "levels": check -> where its level
+    came from (the threshold, or a fraction of the form's own ceiling, ``prediction_source.ceiling``)}``. Where runs
+    exist (``sweep``), ``"conditional"`` holds the same form handed the judged runs' mean metrics (e.g. the attention
+    mass) and, for a fraction of the ceiling, their seed-mean ceiling, with the within-ceiling reading: what the
+    verdicts keep beside the tested one, labelled conditional (``compare.evidence``). ``{"error": ...}`` where
+    neither can be computed. ``plan``: an ``empirics.plan.Plan`` (or a loaded experiment, planned here)."""
     plan = plan_of(plan)
     experiment, pack = plan.experiment, plan.pack
     out: dict[str, Any] = {}
@@ -430,36 +540,106 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
     system = registry.system_of_pack(experiment.pack)
     hook = registry.load_object(system.finite_size) if system is not None and system.finite_size else None
     all_terms = registry.load_object(system.all_terms) if hook is not None and system.all_terms else None
+    source = _prediction_source(experiment.pack)
     runs = list(getattr(sweep, "runs", None) or [])
-    for line in experiment.lines:
+    for index, line in enumerate(experiment.lines):
         realised = plan.realised.get(line.label) or {}
         if "error" in realised:
             out[line.label] = {"error": realised["error"]}
             continue
         entry: dict[str, Any] = {"realised": dict(realised), "finite_size": None}
-        check_targets = _check_targets(sweep, line.label)  # read once: the finite-size and all-terms forms share it
-        try:
-            if hook is not None:
-                entry["finite_size"] = _finite_size(plan, line, runs, hook)
-                by_check = {threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
-                            for key, targets in check_targets.items()}
-                line_slope = (entry["finite_size"] or {}).get("slope")
-                if line_slope is not None and any(found is not None and abs(found["slope"] - line_slope) > 1e-9
-                                                  for found in by_check.values()):  # the form reads the level
-                    entry["finite_size_by_check"] = by_check
-                    entry["finite_size_within_ceiling"] = {
-                        threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
-                        for key, targets in _check_targets(sweep, line.label, within_ceiling=True).items()}
-        except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
-            entry = {"error": str(exc)}
-        if all_terms is not None and entry.get("finite_size") is not None:
-            try:  # its own try: a failure here keeps the finite-size prediction (then tested as before)
-                entry["all_terms_by_check"] = {
-                    threshold_text(*key): all_terms(pack.name, entry["finite_size"], targets)
-                    for key, targets in check_targets.items()}
+        if hook is not None:
+            try:
+                entry.update(_form_reading(plan, line, [], hook, all_terms, _apriori_targets(
+                    plan, index, line, hook, source)))
+                if runs:
+                    entry["conditional"] = _form_reading(plan, line, runs, hook, all_terms,
+                                                         _measured_targets(sweep, line.label), within=sweep)
             except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
-                entry["all_terms_error"] = str(exc)
+                entry = {"error": str(exc)}
         out[line.label] = entry
+    return out
+
+
+def _form_reading(plan: Any, line: Any, runs: list[ProbeRun], hook: Any, all_terms: Any,
+                  levels: Mapping[str, tuple[Mapping[Any, float], Mapping[str, str]]], within: Any = None
+                  ) -> dict[str, Any]:
+    """The finite-size form of one line handed ``runs`` (none: the config alone), at the line's default level and at
+    each check's ``levels`` (check -> (base value -> level, where that level came from)); every term at once at the
+    same levels where the system has that form; with ``within`` (a sweep), the within-ceiling reading too."""
+    reading: dict[str, Any] = {"finite_size": _finite_size(plan, line, runs, hook),
+                               "levels": {check: dict(said) for check, (_, said) in levels.items()}}
+    by_check = {check: _finite_size(plan, line, runs, hook, targets) for check, (targets, _) in levels.items()}
+    line_slope = (reading["finite_size"] or {}).get("slope")
+    if line_slope is not None and any(found is not None and abs(found["slope"] - line_slope) > 1e-9
+                                      for found in by_check.values()):  # the form reads the level
+        reading["finite_size_by_check"] = by_check
+        if within is not None:
+            reading["finite_size_within_ceiling"] = {
+                threshold_text(*key): _finite_size(plan, line, runs, hook, targets)
+                for key, targets in _check_targets(within, line.label, within_ceiling=True).items()}
+    if all_terms is not None and reading["finite_size"] is not None:
+        try:  # its own try: a failure here keeps the finite-size prediction (then tested as before)
+            reading["all_terms_by_check"] = {check: all_terms(plan.pack.name, reading["finite_size"], targets)
+                                             for check, (targets, _) in levels.items()}
+        except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
+            reading["all_terms_error"] = str(exc)
+    return reading
+
+
+def _apriori_targets(plan: Any, index: int, line: Any, hook: Any, source: Any
+                     ) -> dict[str, tuple[dict[Any, float], dict[str, str]]]:
+    """Per check of a line, the level its boundary reaches at each base value, known before any run: the threshold
+    itself, or that fraction of the form's own value at the ceiling size (``source.ceiling``); a fraction of the
+    ceiling with no such form has no a priori level (it is left out, and tested on the measured ceiling)."""
+    experiment = plan.experiment
+    values = experiment.values_of(index)
+    out: dict[str, tuple[dict[Any, float], dict[str, str]]] = {}
+    ceiling = None
+    for threshold, relative in experiment.threshold_targets():
+        check = threshold_text(threshold, relative)
+        if not relative:
+            out[check] = ({V: float(threshold) for V in values},
+                          {"evidence": A_PRIORI, "source": f"the threshold {threshold:g}"})
+            continue
+        if ceiling is None:
+            ceiling = _apriori_ceiling(plan, line, hook, source)
+        if ceiling:
+            search = line.search or experiment.search
+            sizes = sorted({search.ceiling_size(experiment.base, V) for V in values})
+            shown = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} .. {sizes[-1]}"
+            out[check] = ({V: float(threshold) * ceiling[V] for V in values},
+                          {"evidence": A_PRIORI, "source": f"{threshold:g} x the form's own {experiment.metric} at "
+                                                           f"the ceiling size ({experiment.size} = {shown})"})
+    return out
+
+
+def _apriori_ceiling(plan: Any, line: Any, hook: Any, source: Any) -> dict[Any, float] | None:
+    """The form's own value of the metric at each base value's ceiling size, from the config alone; None where the
+    system has no such form (or it fails to give one at every base value)."""
+    if source is None:
+        return None
+    finite = _finite_size(plan, line, [], hook)
+    if finite is None:
+        return None
+    experiment = plan.experiment
+    search = line.search or experiment.search
+    values = experiment.values_of(experiment.lines.index(line))
+    found = source.ceiling(plan.pack.name, finite, {int(V): float(search.ceiling_size(experiment.base, V))
+                                                    for V in values})
+    if not found or any(found.get(int(V)) is None or not math.isfinite(found[int(V)]) for V in values):
+        return None
+    return {V: float(found[int(V)]) for V in values}
+
+
+def _measured_targets(sweep: Any, line: str) -> dict[str, tuple[dict[Any, float], dict[str, str]]]:
+    """Per check of a line, the level its boundary reached at each base value on the judged runs: the threshold, or
+    that fraction of the runs' seed-mean ceiling (conditional)."""
+    out = {}
+    for (threshold, relative), targets in _check_targets(sweep, line).items():
+        said = ({"evidence": CONDITIONAL, "source": f"{threshold:g} x the judged runs' seed-mean ceiling"} if relative
+                else {"evidence": A_PRIORI, "source": f"the threshold {threshold:g}"})
+        out[threshold_text(threshold, relative)] = (targets, said)
     return out
 
 
@@ -648,8 +828,12 @@ def fit_experiment(
             fits = cached_fits(cache, [sweep.points, slopes, options, DEFAULT_N_BOOTSTRAP, DEFAULT_BOOTSTRAP_SEED],
                                lambda: fit_boundary_points(sweep.points, slopes, **options))
         _untested_lines(loaded, fits, predictions, predicted is None, delta, alpha)
+    primary = {line.label: line.primary for line in loaded.lines if line.primary}
     for fit in fits:
         fit.extra.setdefault("decided_by", decided_by(loaded, fit.line))
+        if fit.line in primary:  # the line's one check named before any freeze: counted apart
+            fit.extra["primary"] = fit.key.threshold_text == primary[fit.line]
+    _judge_evidence(loaded, fits, sweep, store_path, predictions)
     summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
                "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
                "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions),
@@ -659,6 +843,39 @@ def fit_experiment(
             predictions[label]["realised"] = found
     return ExperimentFits(loaded.name, str(loaded.path), loaded.preset, loaded.kind, store_path, fits, predictions,
                           summary, sweep_result=sweep, plan=plan)
+
+
+def _law_prediction(key: str, prediction: Any) -> TestedPrediction | None:
+    """A law's tested prediction: its exponent along the line, from the pack alone."""
+    slope, log_power = _tested_slope(prediction, False)
+    if slope is None:
+        return None
+    inputs, _ = _inputs(prediction, {}, "", None, None, False)
+    return TestedPrediction(key, slope, "law exponent", inputs, (), log_power)
+
+
+def _judge_evidence(loaded: Experiment, fits: Sequence[FitResult], sweep: Any, store_path: str,
+                    predictions: Mapping[str, Any]) -> None:
+    """Every fit's evidence label (``compare.evidence.judge_evidence``): against the latest freeze of the experiment's
+    preset in the store, the time its judged runs were stored and the runs a calibration may share."""
+    runs = [r for r in (getattr(sweep, "runs", None) or []) if getattr(r, "error", None) is None]
+    with ResultStore(store_path, readonly=True) as results_store:
+        freeze = latest_freeze(results_store, loaded.name, loaded.preset)
+        first_run_at = results_store.first_stored(r.config_hash for r in runs) if runs else None
+    judged = [(r.line, r.base_value, r.seed) for r in runs]
+    for fit in fits:
+        doc = fit.extra.get("tested_prediction")
+        if fit.verdict.predicted_slope is None:
+            tested = None  # not tested (no prediction, or shown for reference only)
+        elif doc is not None:
+            tested = TestedPrediction.from_dict(doc)
+        else:
+            tested = _law_prediction(str(fit.key), predictions.get(fit.line))
+            if tested is not None:
+                fit.extra["tested_prediction"] = tested.to_dict()
+        evidence = judge_evidence(tested, experiment=loaded.name, preset=loaded.preset, freeze=freeze,
+                                  first_run_at=first_run_at, judged_runs=[j for j in judged if j[0] == fit.line])
+        fit.extra.update(evidence.to_dict())
 
 
 def decided_by(experiment: Experiment, line: str | None) -> str:

@@ -38,6 +38,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 from scipy import stats
 
+from recallkit.compare.evidence import weakest
 from recallkit.compare.assertions import fit_experiment
 from recallkit.compare.fits import DEFAULT_ALPHA
 from recallkit.compare.results import FitResult
@@ -300,6 +301,13 @@ def _more_data_advice(difference: float, se: float, df: float, margin: float, op
             f"estimate; se ~ 1/sqrt(n))")
 
 
+def _claim_evidence(a: FitResult | None, b: FitResult | None) -> dict[str, Any]:
+    """A claim is as strong as the weaker check it compares (``compare.evidence``): its label, and each side's."""
+    labels = [None if f is None else f.extra.get("evidence") for f in (a, b)]
+    shown = ", ".join(f"{side} {label or 'none'}" for side, label in zip("AB", labels))
+    return {"evidence": weakest(labels), "evidence_reason": f"the weaker of the checks it compares ({shown})"}
+
+
 def compare_fits(
     a: FitResult | None,
     b: FitResult | None,
@@ -322,7 +330,7 @@ def compare_fits(
 
     def result(verdict: str, reason: str, **numbers: Any) -> ClaimResult:
         return ClaimResult(claim_id, text, normal, sa, sb, float(alpha), verdict, reason, provenance, experiment,
-                           **numbers)
+                           **numbers, extra=_claim_evidence(a, b))
 
     why_not = _not_comparable(a, b, sa, sb, statistic)
     if why_not is not None:

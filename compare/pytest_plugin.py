@@ -9,7 +9,9 @@ Two ways, both run the experiment's sweep (training only what the results store 
           pass
 
   keyword arguments: ``expect`` (a verdict or a list of them), ``preset`` ("quick"),
-  ``threshold``, ``store``, ``delta``, ``alpha``, ``predicted`` (replaces the pack's slope);
+  ``threshold``, ``store``, ``delta``, ``alpha``, ``predicted`` (replaces the pack's slope), ``evidence``
+  ("confirmatory" or "conditional": every verdict's evidence at least that strong, e.g.
+  ``expect="consistent", evidence="confirmatory"`` after ``recallkit freeze``);
 * the fixture ``recallkit_scaling`` (formerly ``recallkit_sweep``) is a function with the signature of
   :func:`recallkit.assert_scaling` that returns the fits, for tests that also look at the numbers::
 
@@ -41,7 +43,7 @@ from typing import Any, Callable
 
 import pytest
 
-_MARKER_KEYWORDS = {"expect", "preset", "threshold", "store", "delta", "alpha", "predicted"}
+_MARKER_KEYWORDS = {"expect", "preset", "threshold", "store", "delta", "alpha", "predicted", "evidence"}
 _CLAIM_KEYWORDS = {"claim", "expect", "preset", "store", "alpha"}
 
 
@@ -58,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "scaling_law(experiment, expect='consistent', preset='quick', threshold=None, store=None, delta=None, "
-        "alpha=None): after the test passes, run the experiment's sweep (reusing the results store), fit it "
+        "alpha=None, evidence=None): after the test passes, run the experiment's sweep (reusing the results store), fit it "
         "and assert the verdicts (recallkit)",
     )
     config.addinivalue_line(

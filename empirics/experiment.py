@@ -38,6 +38,8 @@ Schema (every key below is checked; an unknown key is an error; each section is 
     reference_note = "..."                 # optional: this line's fit is drawn against the pack's slope for
                                            # reference, with no verdict, for this reason (e.g. the pack
                                            # states its prediction for small L only)
+    primary = "0.1"                        # optional: this line's primary check (a threshold, or "0.5 x
+                                           # ceiling"), named before freezing; the report counts them apart
 
     [fixed]                                # fixed parameters: numbers or expressions in V N d L m R
     eta = 1.0
@@ -143,6 +145,7 @@ from typing import Any
 from recallkit import registry
 from recallkit.empirics.config import (MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V, check_memory, planned_config,
                                        task_spec)
+from recallkit.empirics.records import threshold_text
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
 from recallkit.theory.pack import load_pack
@@ -223,6 +226,7 @@ class Line:
     search: "SearchSettings | None" = None  # the merged settings of this line (None: the experiment's)
     reference_note: str | None = None  # set: this line's fit is shown against the pack for reference only
     metric: str | None = None  # this line's metric (None: the experiment's)
+    primary: str | None = None  # this line's primary check, as its threshold text ("0.1", "0.5 x ceiling")
 
 
 @dataclass
@@ -629,6 +633,7 @@ _LINE = Section("[[lines]]", (
     Field("search", (converts(_line_search),), "overrides of [search]", {}),
     Field("reference_note", (text(), converts(lambda v, at, c: v.strip())), "no verdict for this line, why"),
     Field("metric", (text(),), "this line's metric"),
+    Field("primary", (text(),), "this line's primary check: one of its thresholds, e.g. '0.1' or '0.5 x ceiling'"),
 ))
 
 
@@ -638,7 +643,8 @@ def _line(table: Any, where: str, context: Mapping[str, Any]) -> Line:
                 assignments=_parse_scaling(v["scaling"], context["base"], context["size"], f"{where}.scaling",
                                            context.get("declared", {})),
                 overrides={k: v[k] for k in ("task", "model", "trainer") if v[k] is not None}, fixed=v["fixed"],
-                search_overrides=v["search"], reference_note=v["reference_note"], metric=v["metric"])
+                search_overrides=v["search"], reference_note=v["reference_note"], metric=v["metric"],
+                primary=v["primary"])
 
 
 def _lines(value: list, at: str, context: Mapping[str, Any]) -> list[Line]:
@@ -870,10 +876,24 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs:
         file_lines=list(all_labels), variables=declared, law=law, direction=direction,
     )
     _check_task_keys(experiment, top, chosen, pw)
+    _check_primary(experiment, shown)
     if "claims" in raw:
         experiment.claims = parse_claims(raw["claims"], shown, raw, experiment.verdict.get("alpha"))
     _check_corners(experiment, max_runs)
     return experiment
+
+
+def _check_primary(experiment: Experiment, shown: str) -> None:
+    """Each line's ``primary`` names one of the preset's thresholds, as the report writes it."""
+    known = [threshold_text(t, relative) for t, relative in experiment.threshold_targets()]
+    for index, line in enumerate(experiment.lines):
+        if line.primary is None:
+            continue
+        found = next((k for k in known if k.replace(" ", "") == line.primary.replace(" ", "")), None)
+        if found is None:
+            raise InputError(f"{shown}: lines[{index}].primary: expected one of the thresholds "
+                             f"{', '.join(known) or '(none)'}, got {line.primary!r}")
+        line.primary = found
 
 
 def _pack_name(pack: Any) -> str | None:

@@ -6,6 +6,8 @@ Layout (schema version 1)::
     runs(config_hash UNIQUE, config_json, experiment, seed, metrics_json, accuracy,
          wall_time_s, device, threads, torch_version, code_version, created_at)
     experiment_runs(experiment, config_hash)   -- which experiments asked for which config
+    freezes(hash, experiment, preset, created_at, document)   -- predictions frozen before their runs
+                                                  (``recallkit freeze``; made on first use in an older store)
 
 A config is trained once and reused by every experiment that asks for it (a run's result depends
 only on its config: the engine guarantees that batching does not change it), so resume is a lookup
@@ -84,6 +86,13 @@ CREATE TABLE IF NOT EXISTS experiment_runs (
     experiment  TEXT NOT NULL,
     config_hash TEXT NOT NULL REFERENCES runs(config_hash),
     PRIMARY KEY (experiment, config_hash)
+);
+CREATE TABLE IF NOT EXISTS freezes (
+    hash        TEXT PRIMARY KEY,
+    experiment  TEXT NOT NULL,
+    preset      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    document    TEXT NOT NULL
 );
 INSERT OR IGNORE INTO meta VALUES ('application', '{APPLICATION}'), ('schema_version', '{SCHEMA_VERSION}');
 COMMIT;
@@ -316,7 +325,47 @@ class ResultStore:
             counts[row["code_version"]] = counts.get(row["code_version"], 0) + 1
         return counts
 
+    def first_stored(self, hashes: Iterable[str]) -> str | None:
+        """When the earliest of these stored runs was stored (ISO 8601, UTC, to the second); None if none is."""
+        wanted = sorted(set(hashes))
+        earliest = None
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            found = self._db.execute(f"SELECT min(created_at) FROM runs WHERE config_hash IN "
+                                     f"({','.join('?' * len(chunk))})", chunk).fetchone()[0]
+            if found is not None and (earliest is None or found < earliest):
+                earliest = found
+        return earliest
+
+    def freezes(self, experiment: str, preset: str) -> list[dict[str, Any]]:
+        """Every freeze of an experiment's preset, oldest first: hash, created_at and the document (a dict); a
+        store made before freezes existed has none."""
+        try:
+            rows = self._db.execute("SELECT hash, created_at, document FROM freezes WHERE experiment = ? AND "
+                                    "preset = ? ORDER BY created_at, rowid", (experiment, preset)).fetchall()
+        except sqlite3.OperationalError:  # no freezes table: an older store
+            return []
+        out = []
+        for digest, created, document in rows:
+            try:
+                doc = json.loads(document)
+            except ValueError:
+                continue  # a damaged freeze is no freeze: its verdicts stay exploratory
+            if isinstance(doc, dict):
+                out.append({"hash": digest, "created_at": created, "document": doc})
+        return out
+
     # ------------------------------------------------------------------ writing
+    def add_freeze(self, digest: str, experiment: str, preset: str, created_at: str, document: str) -> bool:
+        """Record a freeze (its hash is over ``document``); False when the store already holds it."""
+        self._check_writable()
+        with self._writing():
+            self._db.execute("CREATE TABLE IF NOT EXISTS freezes (hash TEXT PRIMARY KEY, experiment TEXT NOT NULL, "
+                             "preset TEXT NOT NULL, created_at TEXT NOT NULL, document TEXT NOT NULL)")
+            cursor = self._db.execute("INSERT OR IGNORE INTO freezes VALUES (?, ?, ?, ?, ?)",
+                                      (digest, experiment, preset, created_at, document))
+        return cursor.rowcount > 0
+
     def add(self, experiment: str, configs: Sequence[dict], hashes: Sequence[str], metrics: Sequence[dict],
             code_version: str, torch_version: str | None) -> None:
         """Insert one batch of trained models in one transaction (a crash loses at most this batch)."""

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from recallkit.fail_on import evidence_short, required_evidence
 from recallkit.compare.assertions import (ExperimentFits, check_verdicts, default_store_path, expected_verdicts)
 from recallkit.compare.assertions import fit_experiment as fit_stored
 from recallkit.compare.claims import CLAIM_VERDICTS, check_claims, judge_claims
@@ -79,17 +80,24 @@ def assert_scaling(
     predicted: float | Mapping[str, Any] | None = None,
     run: bool = True,
     progress: bool = False,
+    evidence: str | None = None,
 ) -> ExperimentFits:
     """Run (reusing the store) and fit ``experiment`` (a path or a shipped name); assert every fitted line
     and threshold has a verdict in ``expect``. ``threshold`` restricts the check to one threshold (a number, or
     ``"0.5 x ceiling"`` for a relative one, as the report labels it) or a list of them; ``predicted`` replaces the
-    theory pack's prediction (see :func:`sweep_and_fit`)."""
+    theory pack's prediction (see :func:`sweep_and_fit`). ``evidence`` ("confirmatory" or "conditional") also
+    asserts that every verdict's evidence is at least that strong (``compare.evidence``: "confirmatory" needs a
+    freeze before the runs, ``recallkit freeze``)."""
     wanted = expected_verdicts(expect)
+    required = required_evidence(evidence)
     one = isinstance(threshold, (int, float, str))  # a threshold, or a list of them
     thresholds = None if threshold is None else ([threshold] if one else threshold)
     fitted = sweep_and_fit(experiment, store=store, preset=preset, run=run, progress=progress, delta=delta,
                            alpha=alpha, thresholds=thresholds, predicted=predicted)
     check_verdicts(fitted.fits, wanted, f"scaling law of {fitted.experiment} ({fitted.preset} preset)")
+    short = evidence_short([f.to_dict() for f in fitted.fits], required)
+    if short:
+        raise AssertionError(f"scaling law of {fitted.experiment} ({fitted.preset} preset): {short}")
     return fitted
 
 

@@ -6,7 +6,7 @@ from typing import Any, List, Optional
 import typer
 
 from recallkit.empirics.records import CheckKey
-from recallkit.fail_on import fail_on_verdicts
+from recallkit.fail_on import fail_on_verdicts, required_evidence
 from recallkit.theory.errors import InputError
 
 __all__ = ["format_table", "register", "threshold_text"]
@@ -46,10 +46,11 @@ def _prediction_lines(f: dict) -> list[str]:
              if f.get(key) is not None]
     lines.append(f"    predictions: {', '.join(parts)}; the verdict is against the {compared} one; against "
                  f"the asymptotic one: {f.get('verdict_asymptotic')}")
-    if f.get("predicted_slope_all_terms_every_base") is not None:
-        lines.append(f"    all terms over the base values with a boundary ({', '.join(map(str, f['all_terms_bases']))}"
-                     f"): {f['predicted_slope_all_terms']:.3f}; over every one: "
-                     f"{f['predicted_slope_all_terms_every_base']:.3f}")
+    if f.get("unreached"):
+        reached = f.get("predicted_slope_all_terms_reached_bases")
+        lines.append(f"    unreached by the runs: {', '.join(map(str, f['unreached']))} (the prediction keeps them"
+                     + (f"; over the reached ones alone it would be {reached:.3f}" if reached is not None else "")
+                     + ")")
     for b in f.get("censored_against_all_terms") or []:
         lines.append(f"    censored at {b['base']}={b['base_value']}: the boundary is "
                      f"{'past' if b['past'] else 'below'} {b['size']}={b['bound']:g}; all terms put it at "
@@ -63,6 +64,9 @@ def _prediction_lines(f: dict) -> list[str]:
         lines.append(f"    within the ceiling (the level as a fraction of each instance's ceiling, as if the "
                      f"ceiling were a cap): {f['predicted_slope_within_ceiling']:.3f}, "
                      f"{f.get('verdict_within_ceiling')}")
+    if f.get("predicted_slope_conditional") is not None:
+        lines.append(f"    conditional reading (the same form on {', '.join(f.get('conditional_reading_on') or ['measured quantities'])}"
+                     f" of the judged runs): {f['predicted_slope_conditional']:.3f}, {f.get('verdict_conditional')}")
     constants = f.get("finite_size_constants")
     if constants:
         lines.append("    finite-size constants: " + "; ".join(
@@ -80,9 +84,9 @@ def format_table(doc: dict) -> str:
     law = any(f.get("kind") == "law" for f in fits)
     header = ["line", "check" if law else "threshold", "points", "slope",
               f"{level} CI" + (" (seed curves)" if curve else " (HC3)"), f"{level} CI (bootstrap)", "tested prediction",
-              "verdict"]
+              "verdict", "evidence"]
     if capacity:
-        header[-1:-1] = ["C", f"C {level} CI"]
+        header[-2:-2] = ["C", f"C {level} CI"]
     rows = []
     for f in fits:
         tested = f.get("predicted_slope_finite_range")
@@ -95,9 +99,9 @@ def format_table(doc: dict) -> str:
         row = [str(f["line"]), threshold_text(f),
                f"{f['n_points']}" + (f" (+{len(f['censored'])} cens.)" if f["censored"] else ""),
                _number(f["slope"]), _interval(f["slope_ci"]), _interval(f["slope_ci_bootstrap"]), predicted,
-               f["verdict"]]
+               f["verdict"], str(f.get("evidence") or "-")]
         if capacity:
-            row[-1:-1] = [_number(f.get("C"), ".4g"), _interval(f.get("C_ci"))]
+            row[-2:-2] = [_number(f.get("C"), ".4g"), _interval(f.get("C_ci"))]
         rows.append(row)
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = [f"{doc['experiment']} ({doc['preset']} preset, {doc['kind']}; x = {fits[0]['x'] if fits else '-'}, "
@@ -115,6 +119,8 @@ def format_table(doc: dict) -> str:
         check = threshold_text(f) if f.get("kind") == "law" else f"threshold {threshold_text(f)}"
         lines.append(f"[{index}] {f['line']}, {check}: {f['verdict']}"
                      + (f" by {f['decided_by']}" if f.get("decided_by") else "") + f": {f['verdict_reason']}")
+        if f.get("evidence"):
+            lines.append(f"    evidence: {f['evidence']}: {f.get('evidence_reason')}")
         lines.extend(_prediction_lines(f))
         note = (f.get("bootstrap") or {}).get("note")
         if note:
@@ -148,12 +154,16 @@ def register(app: typer.Typer) -> None:
         fail_on: Optional[List[str]] = typer.Option(
             None, "--fail-on", help="Exit 1 when any fit's or claim's verdict is this (inconsistent | inconclusive; repeatable or "
                                     "comma-separated), after printing the table: for CI."),
+        require: Optional[str] = typer.Option(
+            None, "--require", help="Exit 1 when any check's evidence is weaker than this (confirmatory | "
+                                    "conditional), after printing the table: see recallkit freeze."),
     ) -> None:
         """Fit log(param_count) against log(base) - or against log(N ln N) for capacity experiments -
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
         experiments also get C in param_count = C * N ln N with its interval."""
         wanted = fail_on_verdicts(fail_on)  # a bad value is one line before the fits are imported
+        required = required_evidence(require)
         if delta is not None and not delta > 0:
             raise InputError(f"--delta: expected a positive number (margin on the slope), got {delta}")
         if alpha is not None and not 0 < alpha < 0.5:
@@ -161,4 +171,4 @@ def register(app: typer.Typer) -> None:
         from recallkit.cli_fit_run import fit  # the fits and the pipeline: scipy, matplotlib and sympy, about 1.5 s
 
         fit(experiment, preset=preset, store=store, run=run, threshold=threshold, delta=delta, alpha=alpha,
-            device=device, as_json=as_json, wanted=wanted)
+            device=device, as_json=as_json, wanted=wanted, required=required)

@@ -17,7 +17,7 @@ from recallkit.compare.claims import describe_claim
 from recallkit.empirics.executors import make_executor
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.store import default_store_path
-from recallkit.fail_on import verdicts_matching
+from recallkit.fail_on import evidence_short, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.pipeline import judge_loaded_claims
 from recallkit.reports.pdf import claim_rows
@@ -43,7 +43,7 @@ def judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
 
 
 def fit(experiment: str, *, preset: str, store: str | None, run: bool, threshold: list[float] | None,
-        delta: float | None, alpha: float | None, device: str, as_json: bool, wanted: Any) -> None:
+        delta: float | None, alpha: float | None, device: str, as_json: bool, wanted: Any, required: Any = None) -> None:
     """``recallkit fit`` with its arguments checked (``wanted``: the parsed --fail-on verdicts)."""
     executor = None
     if run:
@@ -78,4 +78,9 @@ def fit(experiment: str, *, preset: str, store: str | None, run: bool, threshold
                                      wanted)
     if matching:
         typer.echo(matching, err=True)
+    short = evidence_short(doc["fits"] + claim_rows({"name": fitted.experiment, "claims": doc.get("claims", [])}),
+                           required)
+    if short:
+        typer.echo(short, err=True)
+    if matching or short:
         raise typer.Exit(1)

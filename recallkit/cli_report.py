@@ -8,7 +8,7 @@ import typer
 
 from recallkit.cli_sweep import MAX_PROCESSES, MAX_THREADS
 from recallkit.empirics import cost
-from recallkit.fail_on import fail_on_verdicts
+from recallkit.fail_on import fail_on_verdicts, required_evidence
 from recallkit.report_settings import ReportSettings
 from recallkit.theory.errors import InputError
 
@@ -43,6 +43,10 @@ def report(
     fail_on: Optional[List[str]] = typer.Option(
         None, "--fail-on", help="Exit 1 when any check's verdict is this (inconsistent | inconclusive; repeatable or "
                                 "comma-separated), after writing the report: for CI."),
+    require: Optional[str] = typer.Option(
+        None, "--require", help="Exit 1 when any check's evidence is weaker than this (confirmatory | conditional): "
+                                "a verdict is confirmatory only when its prediction was frozen (recallkit freeze) "
+                                "before its runs and reads nothing measured on them."),
     max_cost: Optional[str] = typer.Option(
         None, "--max-cost", help="Refuse training estimated above this much compute over the whole report, e.g. 2h, "
                                  "30m or inf (default 2h, or $RECALLKIT_MAX_COST); searches are priced round by round."),
@@ -58,11 +62,12 @@ def report(
     if workers is not None and workers > 1 and executor != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     wanted = fail_on_verdicts(fail_on)
+    required = required_evidence(require)
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
                               device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)
     from recallkit.cli_report_run import run  # the whole pipeline: matplotlib, scipy and sympy, about 1.5 s
 
-    run(settings, experiments or [], limit=limit, wanted=wanted)
+    run(settings, experiments or [], limit=limit, wanted=wanted, required=required)
 
 

@@ -13,7 +13,7 @@ import typer
 
 from recallkit.empirics import cost
 from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
-from recallkit.fail_on import verdicts_matching
+from recallkit.fail_on import evidence_short, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.pipeline import default_experiments, report_store, run_report
 from recallkit.report_settings import ReportSettings
@@ -23,7 +23,7 @@ from recallkit.theory.errors import InputError, RecallkitError
 __all__ = ["run"]
 
 
-def run(settings: ReportSettings, experiments: list[str], *, limit: float, wanted: Any) -> None:
+def run(settings: ReportSettings, experiments: list[str], *, limit: float, wanted: Any, required: Any = None) -> None:
     """``recallkit report`` with its arguments checked: ``experiments`` as given, ``limit`` (--max-cost) and
     ``wanted`` (the --fail-on verdicts) read."""
     env_jobs()  # read when the pages are drawn, after every experiment has run: a bad value fails now instead
@@ -41,7 +41,10 @@ def run(settings: ReportSettings, experiments: list[str], *, limit: float, wante
     matching = verdicts_matching(summary.get("entries", []), wanted) if wanted else None
     if matching:
         typer.echo(matching, err=True)
-    if failures or matching:
+    short = evidence_short(summary.get("entries", []), required)
+    if short:
+        typer.echo(short, err=True)
+    if failures or matching or short:
         raise typer.Exit(1)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from recallkit.empirics.records import CheckKey
 from recallkit.theory.errors import InputError
 
-__all__ = ["FAIL_ON_CHOICES", "fail_on_verdicts", "verdicts_matching"]
+__all__ = ["evidence_short", "FAIL_ON_CHOICES", "fail_on_verdicts", "REQUIRE_CHOICES", "required_evidence", "verdicts_matching"]
 
 FAIL_ON_CHOICES = ("inconsistent", "inconclusive")
 
@@ -36,3 +36,31 @@ def verdicts_matching(rows, wanted) -> str | None:
     shown = "; ".join(f"{CheckKey.of(r)}: {r.get('verdict')}" for r in hits[:3])
     more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
     return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"
+
+
+REQUIRE_CHOICES = ("confirmatory", "conditional")
+
+
+def required_evidence(value: str | None) -> str | None:
+    """``--require`` (``evidence=`` in the pytest plugin): the weakest evidence label a check may carry, or None."""
+    if value is None:
+        return None
+    if value not in REQUIRE_CHOICES:
+        raise InputError(f"--require: expected {' or '.join(REQUIRE_CHOICES)}, got {value!r}")
+    return value
+
+
+def evidence_short(rows, required: str | None) -> str | None:
+    """One line naming the checks whose evidence is weaker than ``required`` (None if there are none, or nothing is
+    required): confirmatory > conditional > exploratory (``compare.evidence``). Rows without an evidence label
+    (diagnostics: probes, gradient access) are not checks of a prediction and are not counted."""
+    if required is None:
+        return None
+    order = ("confirmatory", "conditional", "exploratory")
+    rows = [r for r in rows if r.get("verdict") != "no check" and "evidence" in r]
+    short = [r for r in rows if r.get("evidence") not in order or order.index(r["evidence"]) > order.index(required)]
+    if not short:
+        return None
+    shown = "; ".join(f"{CheckKey.of(r)}: {r.get('evidence')} ({r.get('evidence_reason')})" for r in short[:3])
+    more = f"; and {len(short) - 3} more" if len(short) > 3 else ""
+    return f"require {required}: {len(short)} of {len(rows)} checks are not: {shown}{more} (exit 1)"

@@ -197,7 +197,7 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
         if title:
             fig.text(0.5, 0.975, wrapped_title, ha="center", va="top", fontsize=14)
         chars = int(width_in * 15)
-        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_readings_suffix(fit)}: "
+        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_evidence_suffix(fit)}{_readings_suffix(fit)}: "
                                 f"{fit['verdict_reason']}", fit, chars)
                    for i, fit in enumerate(fits) if fit.get("verdict_reason")]
         notes = dict.fromkeys(str(fit["prediction_note"]) for fit in fits if fit.get("prediction_note"))
@@ -248,14 +248,19 @@ def _other_readings(fit: dict) -> list[tuple[str, str, float, str]]:
 
 def _censored_against_form(fit: dict) -> list[str]:
     """"censored V=1024: past d=8192, all terms 9886 (same side)" for each censored point compare set against the
-    all-terms form, and the form's slope over every base value where the tested one leaves the censored out."""
+    all-terms form, and which base values the runs did not reach (the tested prediction keeps them)."""
     out = [f"censored {b['base']}={b['base_value']}: {'past' if b['past'] else 'below'} {b['size']}={b['bound']:g}, "
            f"all terms {b['predicted']:.4g} ({'same side' if b['agrees'] else 'other side: against the form'})"
            for b in fit.get("censored_against_all_terms") or []]
-    if fit.get("predicted_slope_all_terms_every_base") is not None:
+    if fit.get("unreached"):
         base = next((b["base"] for b in fit.get("censored_against_all_terms") or []), "base value")
-        out.append(f"all terms over every {base}: {fit['predicted_slope_all_terms_every_base']:.2f}")
+        out.append(f"unreached {base}: {', '.join(map(str, fit['unreached']))} (kept in the prediction)")
     return out
+
+
+def _evidence_suffix(fit: dict) -> str:
+    """", confirmatory" (the verdict's evidence label, compare.evidence) or ""."""
+    return f", {fit['evidence']}" if fit.get("evidence") else ""
 
 
 def _readings_suffix(fit: dict) -> str:
@@ -430,7 +435,7 @@ def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False, left
     verdict = fit.get("verdict")
     if not verdict:
         return
-    lines = [f"verdict: {verdict}"]
+    lines = [f"verdict: {verdict}{_evidence_suffix(fit)}"]
     if numbers and fit.get("slope") is not None:
         interval = "seed-curve" if fit.get("method") == "curve" else "HC3"
         lines.append(f"fitted slope {float(fit['slope']):.3f}, {interval} CI {_fmt_ci(fit.get('slope_ci'))}")

@@ -22,6 +22,7 @@ from recallkit.reports.layout import experiment_pages, report_pages
 from recallkit.reports.output_folder import REPORT_NAME, check_output_dir, move_into_place, new_staging
 from recallkit.reports.pdf_writer import join_pages
 from recallkit.reports.pdf_writer import stamp_footer as _number  # noqa: F401 - looked up by _join at call time
+from recallkit.compare.evidence import evidence_counts
 from recallkit.reports.summary_rows import (claim_rows, overview_rows, summary_date, summary_entries,
                                             validate_summary)
 from recallkit.reports.text_pages import error_page, lower_bound_gap_page, lower_bound_gap_rows
@@ -154,7 +155,8 @@ class ReportBuilder:
             if key is not None:  # recorded with the pages; checked against the PDF's own hash when reused
                 record_join(self.staging / "figures" / render.MANIFEST, key, pdf)
             if write_summary:
-                doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows)
+                doc = dict(summary, schema=summary.get("schema", SCHEMA), entries=rows,
+                           evidence_counts=evidence_counts(r for r in rows if "evidence" in r))
                 if drawn.errors:
                     doc["page_errors"] = drawn.errors
                 (self.staging / "summary.json").write_text(

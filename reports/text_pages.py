@@ -10,6 +10,7 @@ from typing import Sequence
 
 from matplotlib.figure import Figure
 
+from recallkit.compare.evidence import evidence_counts
 from recallkit.reports import tables
 from recallkit.reports.style import (
     PAGE_LANDSCAPE,
@@ -26,6 +27,34 @@ from recallkit.theory.scaling import power_text
 
 __all__ = ["title_page", "write_text", "text_page", "section_page", "error_page", "lower_bound_gap_rows",
            "lower_bound_gap_page"]
+
+
+def _evidence_lines(fig: Figure, rows: list[dict], y: float) -> float:
+    """Under the verdict counts: the checks of a prediction by evidence label, the primary checks apart and the
+    freezes they were judged against (``compare.evidence``). Returns the height left."""
+    tested = [r for r in rows if r.get("evidence")]
+    if not tested:
+        return y
+    split = evidence_counts(tested)
+    fig.text(0.04, y + 0.005, f"evidence of the {len(tested)} checks of a prediction: "
+             + ", ".join(f"{n} {label}" for label, n in split.items())
+             + " (confirmatory: frozen before its runs, nothing measured on them; conditional: frozen, reads a "
+               "measured quantity of its runs; exploratory: not frozen first, or its form chosen on these runs)",
+             fontsize=8.5, va="top", color="0.25", wrap=True)
+    y -= 0.03
+    primary = [r for r in tested if r.get("primary")]
+    freezes = sorted({f"{r.get('experiment')} {str(r['freeze'])[:12]}" for r in tested if r.get("freeze")})
+    said = []
+    if primary:
+        said.append(f"primary checks (one per line, named before freezing): {len(primary)}: " + ", ".join(
+            f"{sum(r.get('verdict') == v for r in primary)} {v}" for v in VERDICT_COLOURS) + "; "
+            + ", ".join(f"{n} {label}" for label, n in evidence_counts(primary).items()))
+    if freezes:
+        said.append("freezes: " + ", ".join(freezes))
+    if said:
+        fig.text(0.04, y + 0.005, "; ".join(said), fontsize=8.5, va="top", color="0.25")
+        y -= 0.03
+    return y
 
 
 def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
@@ -61,6 +90,7 @@ def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
                  + " (each with its numbers on the next pages)",
                  fontsize=11, va="top", fontweight="bold")
         y -= 0.05
+        y = _evidence_lines(fig, rows, y)
         overview = overview_rows(summary, rows)
         failures = [str(f) for f in summary.get("failures") or []]
         fail_text = ""

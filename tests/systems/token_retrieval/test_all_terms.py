@@ -260,10 +260,21 @@ def _realised_at_01(label="N=V**1.5, L=V**0.5"):
 def test_compare_tests_each_check_against_every_term_and_keeps_the_binding_terms_verdict_beside():
     label = "N=V**1.5, L=V**0.5"
     rows = GPU_ROWS[label][0]
-    found = _realised_at_01(label)
+    both = _realised_at_01(label)
+    # the form at the GPU runs' measured attention: the conditional reading, tested here on its own
+    found = {key: value for key, value in {**both, **both["conditional"]}.items() if key != "conditional"}
     assert found["all_terms_by_check"]["0.1"]["slope"] == pytest.approx(1.585, abs=0.002)
     boundary = [{"line": label, "threshold": 0.1, "seed": s, "V": V, "d": 0.9 * V ** 0.79, "param_count": 0.81 * V ** 1.58}
                 for V, _, _ in rows for s in (0, 1, 2)]
+    # as compare has it: tested a priori (the attention from the config's schedule), the runs' reading beside it
+    pack_prediction = {"pack": "token_retrieval_attn", "slope": 1.5, "log_power": 0}
+    apriori = fit_boundary_points(boundary, {label: pack_prediction}, realised={label: both})[0]
+    assert apriori.extra["predicted_slope_all_terms"] == pytest.approx(1.579, abs=0.002)
+    assert apriori.extra["predicted_slope_conditional"] == pytest.approx(1.585, abs=0.002)
+    assert apriori.extra["conditional_reading_on"] == ["finite-size constants"]
+    inputs = {i["name"]: i["evidence"] for i in apriori.extra["tested_prediction"]["inputs"]}
+    assert inputs == {"pack terms": "a priori", "realised grid": "a priori", "finite-size constants": "a priori",
+                      "level": "a priori", "probed constants": "calibration"}
     result = fit_boundary_points(boundary, {label: {"slope": 1.5, "log_power": 0}}, realised={label: found})[0]
     out = result.to_dict()
     assert out["predicted_slope"] == pytest.approx(1.585, abs=0.002)

@@ -204,7 +204,11 @@ def test_the_verdict_is_taken_at_each_checks_own_accuracy():
     points = [SimpleNamespace(line=label, threshold=t, relative=rel, seed=None, base_value=v,
                               threshold_value=t * CEILINGS[str(v)] if rel else t, ceiling={"mean": CEILINGS[str(v)]})
               for t, rel in ((0.1, False), (0.15, False), (0.25, True)) for v in values]
-    found = realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
+    both = realised_predictions(plan, SimpleNamespace(runs=runs, points=points))[label]
+    # the form at the runs' measured attention and ceilings (the conditional reading), tested here on its own; the a
+    # priori reading (the schedule's attention, the form's own ceiling) is compare's tested one (test_evidence.py)
+    found = {key: value for key, value in {**both, **both["conditional"]}.items() if key != "conditional"}
+    assert both["finite_size"]["slope"] != pytest.approx(found["finite_size"]["slope"], abs=0.002)
     assert found["finite_size"]["slope"] == pytest.approx(1.901, abs=0.002)  # the line's own, drawn prediction
     by_check = {key: value["slope"] for key, value in found["finite_size_by_check"].items()}
     assert by_check == pytest.approx({"0.1": 1.901, "0.15": 1.800, "0.25 x ceiling": 2.354}, abs=0.002)

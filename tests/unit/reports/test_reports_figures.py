@@ -271,15 +271,15 @@ def test_fit_grid_and_caption_name_the_binding_terms_verdict_beside_the_all_term
 
 def test_fit_grid_and_caption_set_a_censored_point_against_the_form():
     """A censored point compare set against the all-terms form is named next to its verdict, with the form's d there
-    and the form's slope over every base value (the tested one leaves the censored one out)."""
+    and the base values the runs did not reach (the tested prediction keeps them)."""
     _, _, fits = synthetic_line()
     bound = {"base": "V", "base_value": 1024, "size": "d", "bound": 8192, "past": True, "predicted": 9886.3,
              "agrees": True}
     first = dict(fits[0], verdict_reason="r", prediction_compared="all terms", censored_against_all_terms=[bound],
-                 predicted_slope_all_terms_every_base=3.281)
+                 unreached=[1024])
     fig = figures.fit_grid([first, *[dict(f, verdict_reason="r") for f in fits[1:]]], title="t")
     text = next(t.get_text() for t in fig.texts if t.get_text().startswith("(1)"))
-    assert ("(censored V=1024: past d=8192, all terms 9886 (same side); all terms over every V: 3.28): r"
+    assert ("(censored V=1024: past d=8192, all terms 9886 (same side); unreached V: 1024 (kept in the prediction)): r"
             in text.splitlines()[0])
     against = dict(first, censored_against_all_terms=[dict(bound, predicted=5000.0, agrees=False)])
     caption = figures.fit_plot(against)._supxlabel.get_text()
