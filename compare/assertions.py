@@ -963,3 +963,6 @@ def _untested_lines(loaded: Experiment, fits: list[FitResult], predictions: Mapp
             if result.fit is None:  # keep the data's own reason too
                 reason += f"; and {result.verdict.reason}"
             result.verdict = type(result.verdict)("inconclusive", reason, None, None, delta, alpha)
+            for key in ("tested_prediction", "predicted_slope_conditional", "verdict_conditional",
+                        "conditional_reading_on"):  # nothing is tested on this line, so nothing is read beside it
+                result.extra.pop(key, None)

@@ -65,8 +65,9 @@ def _prediction_lines(f: dict) -> list[str]:
                      f"ceiling were a cap): {f['predicted_slope_within_ceiling']:.3f}, "
                      f"{f.get('verdict_within_ceiling')}")
     if f.get("predicted_slope_conditional") is not None:
-        lines.append(f"    conditional reading (the same form on {', '.join(f.get('conditional_reading_on') or ['measured quantities'])}"
-                     f" of the judged runs): {f['predicted_slope_conditional']:.3f}, {f.get('verdict_conditional')}")
+        read = " and ".join(f.get("conditional_reading_on") or ["measured quantities"])
+        lines.append(f"    conditional reading (the same form on the judged runs' own {read}): "
+                     f"{f['predicted_slope_conditional']:.3f}, {f.get('verdict_conditional')}")
     constants = f.get("finite_size_constants")
     if constants:
         lines.append("    finite-size constants: " + "; ".join(

@@ -52,15 +52,18 @@ def required_evidence(value: str | None) -> str | None:
 
 def evidence_short(rows, required: str | None) -> str | None:
     """One line naming the checks whose evidence is weaker than ``required`` (None if there are none, or nothing is
-    required): confirmatory > conditional > exploratory (``compare.evidence``). Rows without an evidence label
-    (diagnostics: probes, gradient access) are not checks of a prediction and are not counted."""
+    required): confirmatory > conditional > exploratory (``compare.evidence``). A check without an evidence label (a
+    diagnostic such as a term probe, or a system's own check that no freeze covers) counts as exploratory: nothing
+    passes a requirement by having no label."""
     if required is None:
         return None
     order = ("confirmatory", "conditional", "exploratory")
-    rows = [r for r in rows if r.get("verdict") != "no check" and "evidence" in r]
+    rows = [r for r in rows if r.get("verdict") != "no check"]
     short = [r for r in rows if r.get("evidence") not in order or order.index(r["evidence"]) > order.index(required)]
     if not short:
         return None
-    shown = "; ".join(f"{CheckKey.of(r)}: {r.get('evidence')} ({r.get('evidence_reason')})" for r in short[:3])
+    shown = "; ".join(f"{CheckKey.of(r)}: {r.get('evidence') or 'exploratory'} "
+                      f"({r.get('evidence_reason') or 'no evidence label: a diagnostic or a system check'})"
+                      for r in short[:3])
     more = f"; and {len(short) - 3} more" if len(short) > 3 else ""
     return f"require {required}: {len(short)} of {len(rows)} checks are not: {shown}{more} (exit 1)"

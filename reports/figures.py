@@ -243,6 +243,10 @@ def _other_readings(fit: dict) -> list[tuple[str, str, float, str]]:
     if fit.get("predicted_slope_within_ceiling") is not None:
         out.append(("within the ceiling", "within the ceiling (the level as a fraction of each instance's ceiling)",
                     float(fit["predicted_slope_within_ceiling"]), str(fit.get("verdict_within_ceiling"))))
+    if fit.get("predicted_slope_conditional") is not None:
+        read = " and ".join(fit.get("conditional_reading_on") or ["measured quantities"])
+        out.append(("conditional", f"conditional (the same form on the judged runs' own {read})",
+                    float(fit["predicted_slope_conditional"]), str(fit.get("verdict_conditional"))))
     return out
 
 

@@ -47,6 +47,7 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
             "predicted_slope_tested": f.get("predicted_slope_finite_range", f.get("predicted_slope")),
             "dominant": f.get("dominant") or dominant_of.get(line) or dominant_of.get(f.get("experiment"), ""),
             "verdict": f.get("verdict") or "n/a",
+            "evidence": f.get("evidence"),
         })
     return rows
 
@@ -105,8 +106,14 @@ def _claim_slope_cells(r: dict, shown: str) -> list[str]:
     raw = [r.get("experiment", ""), r.get("line") or "", shown,
            "diff. " + _num(r.get("difference")), _interval(r.get("interval")),
            "p = " + ("n/a" if r.get("p") is None else f"{float(r['p']):.2g}"), f"A - B {op} 0",
-           str(r.get("provenance") or ""), str(r.get("verdict") or "n/a")]
+           str(r.get("provenance") or ""), _verdict_cell(r)]
     return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
+
+
+def _verdict_cell(r: dict) -> str:
+    """The verdict, and under it its evidence label where it has one (confirmatory, conditional, exploratory)."""
+    verdict = str(r.get("verdict") or "n/a")
+    return f"{verdict}\n{r['evidence']}" if r.get("evidence") else verdict
 
 
 def _slope_cells(r: dict) -> list[str]:
@@ -122,8 +129,8 @@ def _slope_cells(r: dict) -> list[str]:
         line = f"{line}; law {r.get('law')}: {r.get('metric')} against {r.get('variable')}"
     raw = [r.get("experiment", ""), line, shown,
            _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
-           _predicted(r), str(r.get("dominant") or ""), str(r.get("verdict") or "n/a")]
-    return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
+           _predicted(r), str(r.get("dominant") or ""), _verdict_cell(r)]
+    return ["\n".join(fill(part, w) for part in str(v).split("\n")) for v, w in zip(raw, _WRAP)]
 
 
 def _predicted(r: dict) -> str:

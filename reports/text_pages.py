@@ -29,32 +29,30 @@ __all__ = ["title_page", "write_text", "text_page", "section_page", "error_page"
            "lower_bound_gap_page"]
 
 
-def _evidence_lines(fig: Figure, rows: list[dict], y: float) -> float:
+def _evidence_lines(fig: Figure, rows: list[dict], y: float, width: int = 170) -> float:
     """Under the verdict counts: the checks of a prediction by evidence label, the primary checks apart and the
-    freezes they were judged against (``compare.evidence``). Returns the height left."""
+    freezes they were judged against (``compare.evidence``), wrapped to ``width`` characters. Returns the height
+    left."""
     tested = [r for r in rows if r.get("evidence")]
     if not tested:
         return y
-    split = evidence_counts(tested)
-    fig.text(0.04, y + 0.005, f"evidence of the {len(tested)} checks of a prediction: "
-             + ", ".join(f"{n} {label}" for label, n in split.items())
-             + " (confirmatory: frozen before its runs, nothing measured on them; conditional: frozen, reads a "
-               "measured quantity of its runs; exploratory: not frozen first, or its form chosen on these runs)",
-             fontsize=8.5, va="top", color="0.25", wrap=True)
-    y -= 0.03
+    unlabelled = sum(r.get("verdict") != NO_CHECK and not r.get("evidence") for r in rows)
+    said = [f"evidence of the {len(tested)} checks of a prediction: "
+            + ", ".join(f"{n} {label}" for label, n in evidence_counts(tested).items())
+            + (f"; {unlabelled} diagnostics and system checks carry none" if unlabelled else "")
+            + " (confirmatory: frozen before its runs, nothing measured on them; conditional: frozen, reads a "
+              "measured quantity of its runs; exploratory: not frozen first, or its form chosen on these runs)"]
     primary = [r for r in tested if r.get("primary")]
-    freezes = sorted({f"{r.get('experiment')} {str(r['freeze'])[:12]}" for r in tested if r.get("freeze")})
-    said = []
     if primary:
         said.append(f"primary checks (one per line, named before freezing): {len(primary)}: " + ", ".join(
             f"{sum(r.get('verdict') == v for r in primary)} {v}" for v in VERDICT_COLOURS) + "; "
             + ", ".join(f"{n} {label}" for label, n in evidence_counts(primary).items()))
+    freezes = sorted({f"{r.get('experiment')} {str(r['freeze'])[:12]}" for r in tested if r.get("freeze")})
     if freezes:
         said.append("freezes: " + ", ".join(freezes))
-    if said:
-        fig.text(0.04, y + 0.005, "; ".join(said), fontsize=8.5, va="top", color="0.25")
-        y -= 0.03
-    return y
+    text = "\n".join(fill(line, width, subsequent_indent="  ") for line in said)
+    fig.text(0.04, y + 0.005, text, fontsize=8.5, va="top", color="0.25")
+    return y - 0.021 * (text.count("\n") + 1) - 0.012
 
 
 def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:

@@ -121,3 +121,48 @@ def test_scaling_the_runs_measured_quantities_moves_only_predictions_labelled_co
         assert held == 5 and moved == 0  # every check has an a priori level and attention: none reads a run
     else:
         assert moved == 4 and held == 0  # only fractions of the ceiling, with no a priori ceiling: the runs' own
+
+
+def test_a_lines_primary_check_must_be_one_of_its_thresholds(tmp_path):
+    from tests.experiment_texts import TINY_LINEAR_MEMORY, experiment_load_error
+
+    good = tmp_path / "good.toml"
+    good.write_text(TINY_LINEAR_MEMORY.replace('label = "linear"', 'label = "linear"\nprimary = "0.99"'))
+    assert [line.primary for line in load_experiment(str(good)).lines] == ["0.99"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(TINY_LINEAR_MEMORY.replace('label = "linear"', 'label = "linear"\nprimary = "0.5"'))
+    message = experiment_load_error(str(bad))
+    assert "lines[0].primary: expected one of the thresholds 0.99, got '0.5'" in message
+
+
+def test_the_title_page_counts_evidence_labels_primary_checks_and_freezes_apart():
+    from matplotlib.text import Text
+
+    from recallkit.reports.text_pages import title_page
+
+    rows = [{"experiment": "e", "line": "a", "threshold": 0.1, "verdict": "consistent", "evidence": "confirmatory",
+             "primary": True, "freeze": "4c88628ae2b2" + "0" * 52},
+            {"experiment": "e", "line": "a", "threshold": 0.2, "verdict": "inconclusive", "evidence": "conditional",
+             "freeze": "4c88628ae2b2" + "0" * 52},
+            {"experiment": "e", "line": "b", "threshold": 0.1, "verdict": "inconclusive", "evidence": "exploratory",
+             "primary": True},
+            {"experiment": "probes", "line": "signal", "verdict": "consistent"}]  # a diagnostic: no evidence label
+    fig = title_page({"experiments": [], "title": "t"}, rows)
+    text = " ".join(t.get_text() for t in fig.findobj(Text))
+    assert ("evidence of the 3 checks of a prediction: 1 confirmatory, 1 conditional, 1 exploratory; 1 diagnostics and "
+            "system checks carry none") in text
+    assert "primary checks (one per line, named before freezing): 2: 1 consistent, 0 inconsistent, 1 inconclusive" in text
+    assert "freezes: e 4c88628ae2b2" in text
+
+
+def test_require_counts_a_check_without_a_label_as_exploratory():
+    from recallkit.fail_on import evidence_short
+
+    confirmed = {"experiment": "e", "line": "a", "threshold": 0.1, "verdict": "consistent", "evidence": "confirmatory"}
+    probe = {"experiment": "probes", "line": "signal", "verdict": "consistent"}
+    assert evidence_short([confirmed], "confirmatory") is None
+    assert evidence_short([confirmed, {"verdict": "no check"}], "confirmatory") is None  # a grid's row is no check
+    short = evidence_short([confirmed, probe], "confirmatory")
+    assert short.startswith("require confirmatory: 1 of 2 checks are not: probes [signal]: exploratory (no evidence")
+    assert evidence_short([dict(confirmed, evidence="conditional")], "conditional") is None
+    assert evidence_short([dict(confirmed, evidence="conditional")], "confirmatory") is not None
