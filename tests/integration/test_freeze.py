@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.empirics.test_law_experiment import LAW_EXPERIMENT, write_toy
+from tests.unit.empirics.test_law_experiment import write_registered_toy
 
 pytestmark = pytest.mark.integration
 
@@ -25,14 +25,7 @@ RECALLKIT = shutil.which("recallkit")
 
 
 def _toy(root: Path) -> Path:
-    write_toy(root)
-    info = root / "law_toy_system-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: law-toy-system\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[recallkit.systems]\nlaw_toy = law_toy_system:SYSTEM\n")
-    (root / "law.toml").write_text(LAW_EXPERIMENT.format(pack="law_toy_pack.toml", extra="", lines=""),
-                                   encoding="utf-8")
-    return root
+    return write_registered_toy(root)
 
 
 def _recallkit(root: Path, *args: str) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.empirics.test_law_experiment import LAW_EXPERIMENT, write_toy
+from tests.unit.empirics.test_law_experiment import LAW_EXPERIMENT, write_registered_toy
 
 pytestmark = pytest.mark.integration
 
@@ -37,14 +37,7 @@ def _recallkit(root: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory) -> Path:
     """The toy package with its entry point, the law pack and the experiment file, in one folder."""
-    root = write_toy(tmp_path_factory.mktemp("law_toy"))
-    info = root / "law_toy_system-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: law-toy-system\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[recallkit.systems]\nlaw_toy = law_toy_system:SYSTEM\n")
-    (root / "law.toml").write_text(LAW_EXPERIMENT.format(pack="law_toy_pack.toml", extra="", lines=""),
-                                   encoding="utf-8")
-    return root
+    return write_registered_toy(tmp_path_factory.mktemp("law_toy"))
 
 
 @pytest.fixture(scope="module")

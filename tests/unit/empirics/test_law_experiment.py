@@ -21,7 +21,7 @@ from recallkit.empirics.experiment import load_experiment
 from recallkit.theory.errors import InputError
 from tests.experiment_texts import experiment_load_error
 
-__all__ = ["LAW_EXPERIMENT", "LAW_PACK", "TOY_SOURCE", "write_toy"]
+__all__ = ["LAW_EXPERIMENT", "LAW_PACK", "TOY_SOURCE", "write_registered_toy", "write_toy"]
 
 TOY_SOURCE = '''
 """A task whose stored test_error is scale / p * (1 + noise * u), u uniform in [-1, 1) from the seed."""
@@ -159,6 +159,19 @@ def write_toy(root: Path) -> Path:
     package.mkdir(parents=True, exist_ok=True)
     (package / "__init__.py").write_text(TOY_SOURCE, encoding="utf-8")
     (root / "law_toy_pack.toml").write_text(LAW_PACK, encoding="utf-8")
+    return root
+
+
+def write_registered_toy(root: Path) -> Path:
+    """:func:`write_toy` with its entry point (a dist-info folder, found when ``root`` is on PYTHONPATH) and the law
+    experiment as ``law.toml``: the toy system as the installed ``recallkit`` command finds it."""
+    write_toy(root)
+    info = root / "law_toy_system-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: law-toy-system\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[recallkit.systems]\nlaw_toy = law_toy_system:SYSTEM\n")
+    (root / "law.toml").write_text(LAW_EXPERIMENT.format(pack="law_toy_pack.toml", extra="", lines=""),
+                                   encoding="utf-8")
     return root
 
 
