@@ -550,24 +550,29 @@ def realised_predictions(plan: Any, sweep: Any = None) -> dict[str, Any]:
         entry: dict[str, Any] = {"realised": dict(realised), "finite_size": None}
         if hook is not None:
             try:
+                finite = _finite_size(plan, line, [], hook)  # the config alone: no run read
                 entry.update(_form_reading(plan, line, [], hook, all_terms, _apriori_targets(
-                    plan, index, line, hook, source)))
-                if runs:
-                    entry["conditional"] = _form_reading(plan, line, runs, hook, all_terms,
-                                                         _measured_targets(sweep, line.label), within=sweep)
+                    plan, index, line, finite, source), finite=finite))
             except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
                 entry = {"error": str(exc)}
+            if runs and "error" not in entry:
+                try:  # its own try: a failure here keeps the a priori reading, which is the tested one
+                    entry["conditional"] = _form_reading(plan, line, runs, hook, all_terms,
+                                                         _measured_targets(sweep, line.label), within=sweep)
+                except (InputError, KeyError, ValueError, ZeroDivisionError) as exc:
+                    entry["conditional_error"] = str(exc)
         out[line.label] = entry
     return out
 
 
 def _form_reading(plan: Any, line: Any, runs: list[ProbeRun], hook: Any, all_terms: Any,
-                  levels: Mapping[str, tuple[Mapping[Any, float], Mapping[str, str]]], within: Any = None
-                  ) -> dict[str, Any]:
-    """The finite-size form of one line handed ``runs`` (none: the config alone), at the line's default level and at
-    each check's ``levels`` (check -> (base value -> level, where that level came from)); every term at once at the
-    same levels where the system has that form; with ``within`` (a sweep), the within-ceiling reading too."""
-    reading: dict[str, Any] = {"finite_size": _finite_size(plan, line, runs, hook),
+                  levels: Mapping[str, tuple[Mapping[Any, float], Mapping[str, str]]], within: Any = None,
+                  finite: Any = None) -> dict[str, Any]:
+    """The finite-size form of one line handed ``runs`` (none: the config alone), at the line's default level
+    (``finite``, where it is already made) and at each check's ``levels`` (check -> (base value -> level, where that
+    level came from)); every term at once at the same levels where the system has that form; with ``within`` (a
+    sweep), the within-ceiling reading too."""
+    reading: dict[str, Any] = {"finite_size": finite if finite is not None else _finite_size(plan, line, runs, hook),
                                "levels": {check: dict(said) for check, (_, said) in levels.items()}}
     by_check = {check: _finite_size(plan, line, runs, hook, targets) for check, (targets, _) in levels.items()}
     line_slope = (reading["finite_size"] or {}).get("slope")
@@ -587,7 +592,7 @@ def _form_reading(plan: Any, line: Any, runs: list[ProbeRun], hook: Any, all_ter
     return reading
 
 
-def _apriori_targets(plan: Any, index: int, line: Any, hook: Any, source: Any
+def _apriori_targets(plan: Any, index: int, line: Any, finite: Any, source: Any
                      ) -> dict[str, tuple[dict[Any, float], dict[str, str]]]:
     """Per check of a line, the level its boundary reaches at each base value, known before any run: the threshold
     itself, or that fraction of the form's own value at the ceiling size (``source.ceiling``); a fraction of the
@@ -603,7 +608,7 @@ def _apriori_targets(plan: Any, index: int, line: Any, hook: Any, source: Any
                           {"evidence": A_PRIORI, "source": f"the threshold {threshold:g}"})
             continue
         if ceiling is None:
-            ceiling = _apriori_ceiling(plan, line, hook, source)
+            ceiling = _apriori_ceiling(plan, index, line, finite, source)
         if ceiling:
             search = line.search or experiment.search
             sizes = sorted({search.ceiling_size(experiment.base, V) for V in values})
@@ -614,17 +619,15 @@ def _apriori_targets(plan: Any, index: int, line: Any, hook: Any, source: Any
     return out
 
 
-def _apriori_ceiling(plan: Any, line: Any, hook: Any, source: Any) -> dict[Any, float] | None:
-    """The form's own value of the metric at each base value's ceiling size, from the config alone; None where the
-    system has no such form (or it fails to give one at every base value)."""
-    if source is None:
-        return None
-    finite = _finite_size(plan, line, [], hook)
-    if finite is None:
+def _apriori_ceiling(plan: Any, index: int, line: Any, finite: Any, source: Any) -> dict[Any, float] | None:
+    """The form's own value of the metric at each base value's ceiling size, from the line's finite-size prediction at
+    the config alone (``finite``); None where the system has no such form (or it fails to give one at every base
+    value)."""
+    if source is None or finite is None:
         return None
     experiment = plan.experiment
     search = line.search or experiment.search
-    values = experiment.values_of(experiment.lines.index(line))
+    values = experiment.values_of(index)
     found = source.ceiling(plan.pack.name, finite, {int(V): float(search.ceiling_size(experiment.base, V))
                                                     for V in values})
     if not found or any(found.get(int(V)) is None or not math.isfinite(found[int(V)]) for V in values):
