@@ -1,6 +1,7 @@
 """``recallkit train``: train one model of a task and print its metrics."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import List, Optional
@@ -11,7 +12,7 @@ import typer
 from recallkit import registry, theory
 from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics import cost
-from recallkit.empirics.config import config_hash, parse_config
+from recallkit.empirics.config import config_hash, parse_config, task_spec
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
@@ -51,6 +52,17 @@ def parse_set_options(items: list[str]) -> dict:
     return values
 
 
+def keep_names(values: dict, task: str) -> dict:
+    """``--set KEY=none`` reads as None (an unset number, e.g. ``early_stop=none``) except where KEY is a name-valued
+    option of the task's config (its default is a name, e.g. token retrieval's ``centring``), where ``none`` is the
+    name itself."""
+    try:
+        named = {f.name for f in dataclasses.fields(task_spec(task).config_class()) if isinstance(f.default, str)}
+    except (InputError, registry.RegistryError, TypeError):  # an unknown task: parse_config names it
+        return values
+    return {key: "none" if value is None and key in named else value for key, value in values.items()}
+
+
 def _task_help() -> tuple[str, str, str]:
     """(task, model, trainer) help texts from the registered systems' tasks (read, never hard-coded)."""
     try:
@@ -81,7 +93,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train one model and print its accuracy (fresh samples), training accuracy and parameter count."""
         limit = cost.max_cost_allowed(max_cost)
-        values = parse_set_options(settings or [])
+        values = keep_names(parse_set_options(settings or []), task)
         for key in ("task", "model", "trainer", "seed"):
             if key in values:
                 raise InputError(f"--set {key}: give it as {'an argument' if key == 'task' else '--' + key}, not --set")

@@ -87,3 +87,18 @@ def test_memorisation_run_reaches_full_accuracy_and_stops_early(capsys, monkeypa
     assert code == 0, err
     result = json.loads(out)
     assert result["accuracy"] == 1.0 and result["steps_run"] < 200 and result["param_count"] == 64
+
+
+def test_set_none_is_the_name_for_a_name_valued_option_and_unset_for_a_number(capsys, monkeypatch):
+    """``--set centring=none`` is the centring named "none" (it failed: "expected one of none, labels, got None");
+    ``--set early_stop=none`` still leaves a number unset."""
+    tiny = ["--set", "V=32", "--set", "d=8", "--set", "L=4", "--set", "N=120", "--set", "gamma=1e7", "--set", "eta=1"]
+    code, out, err = recallkit_in_process(capsys, monkeypatch, "train", "token_retrieval", "--model", "attention-only",
+                                          "--trainer", "three_step", *tiny, "--set", "centring=none", "--json")
+    assert code == 0, err
+    assert json.loads(out)["config"].get("centring", "none") == "none"
+    code, out, err = recallkit_in_process(capsys, monkeypatch, "train", "assoc_memory", "--model", "linear",
+                                          "--trainer", "adamw", "--set", "d=4", "--set", "N=8", "--set", "lr=0.1",
+                                          "--set", "steps=4", "--set", "early_stop=none", "--json")
+    assert code == 0, err
+    assert json.loads(out)["config"].get("early_stop") is None
