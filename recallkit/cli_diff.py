@@ -20,10 +20,13 @@ def diff(
         None, "--exp", help="Experiment file or shipped name (repeatable); default: the main job's search experiments."),
     preset: str = typer.Option("quick", "--preset", help="Preset whose fits are compared."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+    exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when any check differs (as git diff "
+                                                              "--exit-code), 0 when none does: for CI."),
 ) -> None:
     """Fit both stores as they stand (nothing is trained) and print each check (experiment, line,
     threshold) whose slope, 95% interval, tested prediction or verdict differs, or that only one store
-    has; then the count of changed and unchanged checks. Each store's code versions head the output."""
+    has; then the count of changed and unchanged checks. Each store's code versions head the output. With
+    --exit-code, exit 1 when anything differs."""
     from recallkit.diff import diff_stores, format_diff  # fits through compare: scipy.stats, about 0.7 s to import
 
     doc = diff_stores(store_a, store_b, experiments or [], preset=preset)
@@ -31,3 +34,5 @@ def diff(
         typer.echo(json.dumps(doc, allow_nan=False, default=str))
     else:
         typer.echo(format_diff(doc))
+    if exit_code and doc["changed"]:
+        raise typer.Exit(1)

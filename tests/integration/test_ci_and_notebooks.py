@@ -113,6 +113,18 @@ def test_diff_lists_what_changed_between_two_stores(stores):
     assert change["a"]["n_points"] == 8 and change["b"]["n_censored"] >= 1
 
 
+def test_diff_exit_code_is_1_when_something_changed_and_0_when_nothing_did(stores):
+    """``diff`` always exited 0; with --exit-code a CI job can fail on any changed check."""
+    root = stores
+    same = run(["diff", "a.db", "a.db", "--exp", "tiny.toml", "--exit-code"], root)
+    assert same.returncode == 0, same.stderr
+    changed = run(["diff", "a.db", "b.db", "--exp", "tiny.toml", "--exit-code"], root)
+    assert changed.returncode == 1, changed.stderr
+    assert changed.stdout.strip().splitlines()[-1].startswith("1 checks in 1 experiments (quick preset): 1 changed")
+    quiet = run(["diff", "a.db", "b.db", "--exp", "tiny.toml", "--json", "--exit-code"], root)
+    assert quiet.returncode == 1 and json.loads(quiet.stdout)["changed"]
+
+
 def test_dataframes_hold_the_same_numbers_as_fit_json(stores):
     pd = pytest.importorskip("pandas")
     import recallkit
