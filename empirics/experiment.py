@@ -5,7 +5,8 @@ Schema (every key below is checked; an unknown key is an error; each section is 
 
     name = "my_fig2"                       # identifier, used as the experiment name in the store
     description = "Fig 2 of ..."           # free text
-    pack = "my_pack"                       # theory pack used for the predicted boundary and the verdict
+    pack = "my_pack"                       # theory pack used for the predicted boundary and the verdict: a name,
+                                           # or a path to a .toml file (relative: from this file's folder)
     task = "my_task"                       # a registered task (recallkit.registry)
     model = "attention-only"               # empirics model
     trainer = "three_step"                 # empirics trainer
@@ -137,6 +138,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -155,6 +157,8 @@ from recallkit.theory.schema import (
     satisfies, text, validate,
 )
 from recallkit.theory.schema import table as table_rule
+
+PACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a registered pack's name, as theory.pack reads one
 
 __all__ = ["Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_MAX_RUNS", "Experiment",
            "DIRECTIONS", "experiment_from_dict", "HIGHER_IS_BETTER", "INTEGER_PARAMS", "KINDS", "Line", "load_experiment", "max_runs_allowed",
@@ -808,7 +812,8 @@ def resolve_experiment(name: str | Path) -> Path:
 
 def read_experiment_file(path: str | Path) -> dict:
     """The one reader of experiment files: TOML into a dict, every failure a one-line InputError naming
-    the file. Search experiments and system runners both read through here."""
+    the file. Search experiments and system runners both read through here. A relative ``pack`` path is resolved
+    from the file's folder (:func:`_pack_beside`)."""
     path = Path(path)
     shown = str(path)
     try:
@@ -821,7 +826,10 @@ def read_experiment_file(path: str | Path) -> dict:
         raise InputError(f"{shown}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
-    return loads_toml(text, shown)  # nesting bounded before tomllib recurses
+    raw = loads_toml(text, shown)  # nesting bounded before tomllib recurses
+    if isinstance(raw, dict) and isinstance(raw.get("pack"), str):
+        raw["pack"] = _pack_beside(raw["pack"], path)
+    return raw
 
 
 def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | None = None) -> Experiment:
@@ -829,6 +837,22 @@ def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | Non
     errors are one-line InputErrors. ``max_runs``: see :func:`max_runs_allowed`."""
     path = resolve_experiment(path)
     return experiment_from_dict(read_experiment_file(path), str(path), preset, max_runs=max_runs)
+
+
+def _pack_beside(pack: str, experiment_file: Path) -> str:
+    """A relative pack path is read from the experiment file's folder (where the file that names it is), as an
+    import is read from the module that writes it; a pack name, an absolute path, or a path that is only found from
+    the working directory (as earlier versions read it) is left as it is. Neither found: one line naming both
+    places."""
+    if not pack or PACK_NAME.fullmatch(pack) or Path(pack).is_absolute():
+        return pack
+    beside = experiment_file.parent / pack
+    if beside.is_file():
+        return str(beside)
+    if Path(pack).is_file():
+        return pack
+    raise InputError(f"{experiment_file}: pack: {pack!r}: no pack file at {beside} (a relative pack path is read "
+                     f"from the experiment file's folder) nor at {Path(pack).resolve()}")
 
 
 def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs: int | None = None) -> Experiment:

@@ -88,3 +88,23 @@ def test_a_bad_law_field_is_one_line_naming_file_and_field(toy):
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.startswith("error: bad.toml: ") and expected in result.stderr, result.stderr
+
+
+def test_a_relative_pack_path_is_read_from_the_experiment_files_folder(tmp_path):
+    """``pack = "law_toy_pack.toml"`` beside the experiment file is found from any working directory (it was read
+    from the working directory); a pack found in neither place is one line naming both."""
+    root = write_registered_toy(tmp_path / "exps")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**_env(root), "PYTHONPATH": str(root)}
+    shown = subprocess.run([RECALLKIT, "sweep", str(root / "law.toml"), "--store", "s.db", "--no-progress"],
+                           cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "reused 0 / computed 20" in shown.stdout
+    (root / "lost.toml").write_text(LAW_EXPERIMENT.format(pack="packs/lost.toml", extra="", lines=""),
+                                    encoding="utf-8")
+    lost = subprocess.run([RECALLKIT, "sweep", str(root / "lost.toml"), "--store", "s.db", "--no-progress"],
+                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
+    assert lost.returncode == 2
+    (line,) = lost.stderr.strip().splitlines()
+    assert f"no pack file at {root / 'packs' / 'lost.toml'}" in line and "experiment file's folder" in line, line
