@@ -79,6 +79,14 @@ def _law_points(result) -> list[str]:
     return out
 
 
+def _size_text(value: float) -> str:
+    """A found size as a reader wants it: a whole number as it is, an interpolated one (a curve's crossing) to three
+    significant figures below 100 and to the unit above (45.3, 724), never six figures."""
+    if float(value).is_integer():
+        return f"{int(value)}"
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+
+
 def _format_points(result) -> list[str]:
     """A compact table: one line per (line, threshold), the found size per base value (median over seeds)."""
     exp = result.experiment
@@ -86,21 +94,23 @@ def _format_points(result) -> list[str]:
         return _law_points(result)
     out = []
     lines = list(dict.fromkeys(p.line for p in result.points))
-    thresholds = list(dict.fromkeys(p.threshold for p in result.points))
+    # a fraction of the ceiling is its own check, even at the value of an absolute threshold
+    thresholds = list(dict.fromkeys((p.threshold, bool(getattr(p, "relative", False))) for p in result.points))
     if exp.kind == "grid":
         out += _grid_cells(result)
     index_of = {ln.label: i for i, ln in enumerate(exp.lines)}
     for line in lines:
         out.append(f"line {line}")
-        for t in thresholds:
+        for t, relative in thresholds:
             cells = []
             for b in exp.values_of(index_of[line]) if line in index_of else exp.base_values:
-                pts = [p for p in result.points if p.line == line and p.threshold == t and p.base_value == b]
+                pts = [p for p in result.points if p.line == line and p.threshold == t and p.base_value == b
+                       and bool(getattr(p, "relative", False)) == relative]
                 values = [p.size_value for p in pts if not p.censored and p.size_value is not None]
                 censored = sum(p.censored for p in pts)
-                shown = f"{statistics.median(values):g}" if values else "-"
+                shown = _size_text(statistics.median(values)) if values else "-"
                 cells.append(f"{exp.base}={b}: {exp.size}={shown}" + (f" ({censored} censored)" if censored else ""))
-            out.append(f"  {exp.metric} >= {t:g}:  " + ";  ".join(cells))
+            out.append(f"  {exp.metric} >= {t:g}{' x ceiling' if relative else ''}:  " + ";  ".join(cells))
     if result.violations:
         out.append(f"monotonicity violations along {exp.size}: {len(result.violations)} (see --json)")
         for v in result.violations[:5]:
