@@ -51,7 +51,7 @@ def sweep_and_fit(
     sweep = None
     if run:
         own_executor = executor is None
-        executor = make_executor("local") if own_executor else executor
+        executor = make_executor("local", threads=1) if own_executor else executor  # one thread, as sweep and report
         try:
             with ResultStore(store_path) as results_store:
                 sweep = run_sweep(planned, results_store, executor, progress=progress, log=log)

@@ -47,7 +47,8 @@ def fit(experiment: str, *, preset: str, store: str | None, run: bool, threshold
     """``recallkit fit`` with its arguments checked (``wanted``: the parsed --fail-on verdicts)."""
     executor = None
     if run:
-        executor = make_executor("local", device=None if device == "auto" else device)
+        # one torch thread, as sweep, train and report use, so a stored row does not depend on which command trained it
+        executor = make_executor("local", device=None if device == "auto" else device, threads=1)
         watch_store(store or default_store_path())  # Ctrl-C then names the store and its row count
     try:
         # through the module, so that a test's stand-in for sweep_and_fit is used

@@ -71,6 +71,15 @@ def test_fit_fail_on_exits_1_only_when_a_verdict_matches(stores):
     assert both.returncode == 1 and "Traceback" not in both.stderr
 
 
+def test_fit_trains_what_it_lacks_with_one_thread_as_sweep_does(stores, tmp_path):
+    """``fit`` trained its missing runs with torch's default thread count (2 here) where ``sweep`` uses 1, so the
+    same config's row recorded a different thread count depending on which command trained it."""
+    root = stores
+    doc = json.loads(run(["fit", root / "tiny.toml", "--store", tmp_path / "fresh.db", "--json"], root).stdout)
+    assert doc["sweep"]["computed"] > 0
+    assert doc["sweep"]["threads"] == {"1": doc["sweep"]["stored_runs"]}
+
+
 def test_report_fail_on_writes_the_report_then_exits_1(stores, tmp_path):
     root = stores
     shutil.copyfile(root / "a.db", tmp_path / "a.db")
