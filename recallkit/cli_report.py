@@ -33,7 +33,7 @@ def report(
     workers: Optional[int] = typer.Option(
         None, "--workers", min=1, max=MAX_PROCESSES, help="local executor: processes training at once (default: one per usable core); the numbers do not depend on it."),
     threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
-    probes: bool = typer.Option(True, "--probes/--no-probes", help="Include the token-retrieval term probes (when the report has a token-retrieval experiment, as the main job does)."),
+    probes: Optional[bool] = typer.Option(None, "--probes/--no-probes", help="Include the systems' diagnostics (token retrieval's term probes and gradient-access check, when the report has a token-retrieval experiment). Default: in the main job (no experiment named), not in a report of named experiments."),
     png: bool = typer.Option(False, "--png", help="Also write each page as PNG under figures/ (PDF only by default)."),
     jobs: Optional[int] = typer.Option(
         None, "--jobs", min=1, max=MAX_PROCESSES, help="Processes drawing the pages (default: one per core this process may use, none for a few pages)."),
@@ -63,6 +63,8 @@ def report(
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     wanted = fail_on_verdicts(fail_on)
     required = required_evidence(require)
+    if probes is None:  # a report of named experiments runs those; the main job adds the diagnostics
+        probes = not experiments
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
                               device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)

@@ -22,7 +22,8 @@ def probe_pack(packs: tuple[str, ...]) -> str:
 
 def term_probe_entry(context: Any) -> dict | None:
     """The term-probe summary entry (kind ``probes``), reusing probe rows from the store: the probe grid of the pack
-    the report's experiments test (a report of Fig 2 alone probes the attention-only terms), at the report's preset."""
+    the report's experiments test (a report of Fig 2 alone, given --probes, probes the attention-only terms), at the
+    report's preset."""
     if not context.settings.probes:
         return None
     pack = probe_pack(context.settings.packs)
