@@ -160,7 +160,7 @@ from recallkit.theory.schema import table as table_rule
 
 PACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a registered pack's name, as theory.pack reads one
 
-__all__ = ["Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_MAX_RUNS", "Experiment",
+__all__ = ["presets_in", "shipped_experiments", "Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_MAX_RUNS", "Experiment",
            "DIRECTIONS", "experiment_from_dict", "HIGHER_IS_BETTER", "INTEGER_PARAMS", "KINDS", "Line", "load_experiment", "max_runs_allowed",
            "parse_claims", "read_experiment_file", "resolve_experiment", "RUN_METRICS", "SafeExpression", "SEARCH_METHODS",
            "SearchSettings", "SIZE_LIMITS", "SIZE_SYMBOLS", "STRING_PARAMS"]
@@ -830,6 +830,37 @@ def read_experiment_file(path: str | Path) -> dict:
     if isinstance(raw, dict) and isinstance(raw.get("pack"), str):
         raw["pack"] = _pack_beside(raw["pack"], path)
     return raw
+
+
+def presets_in(table: Any) -> set[str]:
+    """The names in every ``presets`` table of a parsed experiment file, at any depth: a search experiment keeps
+    them at the top ([presets.X]), a system's own kind under its own table ([KIND.presets.X], [KIND.P.presets.X])."""
+    if not isinstance(table, dict):
+        return set()
+    found: set[str] = set()
+    for key, value in table.items():
+        found |= set(value) if key == "presets" and isinstance(value, dict) else presets_in(value)
+    return found
+
+
+def shipped_experiments() -> list[dict[str, Any]]:
+    """Every experiment the registered systems ship (their ``experiments/`` folders), sorted by name: ``name`` (its
+    file stem, how commands take it), ``system``, ``path``, ``kind``, ``presets`` and ``description``; a file that
+    cannot be read is listed with its ``error``."""
+    found = []
+    for system in registry.systems():
+        for path in system.experiment_paths():
+            entry: dict[str, Any] = {"name": path.stem, "system": system.name, "path": str(path)}
+            try:
+                raw = read_experiment_file(path)
+            except InputError as exc:
+                found.append({**entry, "error": str(exc)})
+                continue
+            # a search's kind, or the table a system's own kind keeps its presets under
+            kind = raw.get("kind") or next((key for key, value in raw.items() if presets_in(value)), "")
+            found.append({**entry, "kind": str(kind), "presets": sorted(presets_in(raw)),
+                          "description": str(raw.get("description") or "")})
+    return sorted(found, key=lambda e: e["name"])
 
 
 def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | None = None) -> Experiment:

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from recallkit.empirics import cost
-from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
+from recallkit.empirics.experiment import presets_in, read_experiment_file, resolve_experiment
 from recallkit.fail_on import evidence_short, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.pipeline import default_experiments, report_store, run_report
@@ -48,18 +48,6 @@ def run(settings: ReportSettings, experiments: list[str], *, limit: float, wante
         raise typer.Exit(1)
 
 
-def _presets_in(table: Any) -> set[str]:
-    """The names in every ``presets`` table of a parsed experiment file, at any depth: a search experiment keeps
-    them at the top ([presets.X]), a system's own kinds under their own table ([geometric.presets.X],
-    [packs.P.presets.X])."""
-    if not isinstance(table, dict):
-        return set()
-    found: set[str] = set()
-    for key, value in table.items():
-        found |= set(value) if key == "presets" and isinstance(value, dict) else _presets_in(value)
-    return found
-
-
 def _check_preset(preset: str, experiments: list[str]) -> None:
     """A --preset that none of the report's experiments defines is one line before anything runs (each
     experiment failed on its own and the report held nothing but those failures). One that some define runs
@@ -74,7 +62,7 @@ def _check_preset(preset: str, experiments: list[str]) -> None:
     defined: set[str] = set()
     for path in paths if experiments else default_experiments():
         try:
-            defined |= _presets_in(read_experiment_file(path))
+            defined |= presets_in(read_experiment_file(path))
         except RecallkitError:
             continue
     if defined and preset not in defined:

@@ -128,3 +128,19 @@ def test_wrong_usage_is_one_line(tmp_path, args, named):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and named in lines[0], out.stderr
+
+
+def test_experiments_lists_the_shipped_ones_with_their_presets():
+    """``recallkit experiments`` (there was no command that listed the shipped experiments): each with its system,
+    kind and presets, and the same as JSON."""
+    assert RECALLKIT
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RECALLKIT_STORE")}
+    out = subprocess.run([RECALLKIT, "experiments"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith("tr_fig2_attention_only "))
+    assert row.split()[1:3] == ["token_retrieval,", "min_size;"] and "confirm" in row and "quick" in row
+    doc = json.loads(subprocess.run([RECALLKIT, "experiments", "--json"], env=env, capture_output=True, text=True,
+                                    timeout=120).stdout)
+    names = {e["name"]: e for e in doc["experiments"]}
+    assert {"assoc_memory_linear", "tr_centring", "geo_capacity"} <= set(names)
+    assert names["tr_centring"]["presets"] == ["confirm", "gpu", "paper", "quick"]
