@@ -121,11 +121,15 @@ def _place_lines(pack, axes: list[str], scaling: str, base: str,
     # Which model variable each axis exponent drives, e.g. {"a": "N", "c": "L"} from "N=V**a, L=V**c", and the axes
     # that are a (declared) variable itself, e.g. "alpha=a": there the line's value is the point, not an exponent.
     axis_variable: dict[str, str] = {}
+    # the variable each axis is an exponent of: the other symbol of its entry ("m=d**k": d), else the pack's base
+    axis_base: dict[str, str] = {}
     direct: set[str] = set()
     for variable, expr in parse_scaling(scaling, variables=variables).entries:
         for symbol in expr.free_symbols:
             if symbol.name in axes:
                 axis_variable[symbol.name] = variable
+                others = [other.name for other in expr.free_symbols if other.name not in axes]
+                axis_base[symbol.name] = others[0] if len(others) == 1 else base
                 if expr == symbol:
                     direct.add(symbol.name)
     phase_lines, notes = [], []
@@ -143,7 +147,7 @@ def _place_lines(pack, axes: list[str], scaling: str, base: str,
                                          f"axis {axis} is that variable itself")
                     point.append(float(expr))
                     continue
-                exponent = to_monomial(expr, base).exponent
+                exponent = to_monomial(expr, axis_base.get(axis, base)).exponent
                 point.append(float(exponent))
             phase_lines.append({"label": label, "point": point})
         except RecallkitError as exc:

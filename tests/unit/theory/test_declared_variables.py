@@ -196,3 +196,15 @@ def test_a_line_sits_on_the_phase_diagram_at_its_declared_variables_value(tmp_pa
     lines, notes = line_points(pack, diagram, [("quarter", "n=V**2, alpha=1/4"), ("free", "n=V**2, alpha=V")])
     assert lines == [{"label": "quarter", "point": [0.25]}]
     assert len(notes) == 1 and notes[0].startswith("line 'free' not drawn on the phase diagram")
+
+
+def test_a_line_sits_at_its_exponent_of_the_variable_its_axis_raises_not_of_the_packs_base():
+    """assoc_memory's diagram raises d (m = d^k) while its base is N: the line m = d sat at k = 0 (the exponent of N
+    in d), outside the drawn box, so its legend entry had no line."""
+    from recallkit.theory.summary import line_points
+
+    pack = theory.load_pack("assoc_memory")
+    diagram = theory.compute_regions(pack)
+    assert (diagram.scaling, tuple(diagram.axes), pack.base) == ("m=d**k", ("k",), "N")
+    lines, notes = line_points(pack, diagram, [("linear", "m=d"), ("mlp", "m=4*d"), ("square", "m=d**2")])
+    assert [line["point"] for line in lines] == [[1.0], [1.0], [2.0]] and notes == []
