@@ -814,6 +814,10 @@ def fit_experiment(
         if sweep is None:
             sweep = replay(plan, results_store)
         provenance = _run_provenance(results_store, loaded.name)
+        # what the evidence labels read of the store: the preset's latest freeze and when its judged runs were stored
+        judged_runs = [r for r in (getattr(sweep, "runs", None) or []) if getattr(r, "error", None) is None]
+        freeze = latest_freeze(results_store, loaded.name, loaded.preset)
+        first_run_at = results_store.first_stored(r.config_hash for r in judged_runs) if judged_runs else None
     if loaded.kind == "grid":  # no checks: the sweep's cells (sweep_result.runs) are what a report draws
         predictions, realised, fits = {}, {}, []
     else:
@@ -836,7 +840,8 @@ def fit_experiment(
         fit.extra.setdefault("decided_by", decided_by(loaded, fit.line))
         if fit.line in primary:  # the line's one check named before any freeze: counted apart
             fit.extra["primary"] = fit.key.threshold_text == primary[fit.line]
-    _judge_evidence(loaded, fits, sweep, store_path, predictions)
+    _judge_evidence(loaded, fits, predictions, freeze, first_run_at,
+                    [(r.line, r.base_value, r.seed) for r in judged_runs])
     summary = {"reused": sweep.reused, "computed": sweep.computed, "missing": sweep.missing,
                "failed": sweep.failed, "monotonicity_violations": len(sweep.violations),
                "wall_time_s": round(sweep.wall_time_s, 3), "code_versions": dict(sweep.code_versions),
@@ -857,15 +862,11 @@ def _law_prediction(key: str, prediction: Any) -> TestedPrediction | None:
     return TestedPrediction(key, slope, "law exponent", inputs, (), log_power)
 
 
-def _judge_evidence(loaded: Experiment, fits: Sequence[FitResult], sweep: Any, store_path: str,
-                    predictions: Mapping[str, Any]) -> None:
+def _judge_evidence(loaded: Experiment, fits: Sequence[FitResult], predictions: Mapping[str, Any],
+                    freeze: Any, first_run_at: str | None, judged: Sequence[tuple[str, Any, int]]) -> None:
     """Every fit's evidence label (``compare.evidence.judge_evidence``): against the latest freeze of the experiment's
-    preset in the store, the time its judged runs were stored and the runs a calibration may share."""
-    runs = [r for r in (getattr(sweep, "runs", None) or []) if getattr(r, "error", None) is None]
-    with ResultStore(store_path, readonly=True) as results_store:
-        freeze = latest_freeze(results_store, loaded.name, loaded.preset)
-        first_run_at = results_store.first_stored(r.config_hash for r in runs) if runs else None
-    judged = [(r.line, r.base_value, r.seed) for r in runs]
+    preset in the store, the time its judged runs were stored and the runs (line, base value, seed) a calibration may
+    share."""
     for fit in fits:
         doc = fit.extra.get("tested_prediction")
         if fit.verdict.predicted_slope is None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from recallkit.compare.assertions import (_law_prediction, predictions_for, realised_predictions, regressor_for,
                                           tested_prediction)
-from recallkit.compare.evidence import FREEZE_FORMAT, freeze_digest, latest_freeze
+from recallkit.compare.evidence import CONDITIONAL, FREEZE_FORMAT, freeze_digest, latest_freeze
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan
 from recallkit.empirics.provenance import code_version
@@ -89,7 +89,7 @@ def freeze_document(plan: Any, created_at: str | None = None) -> dict[str, Any]:
         "pack_sha256": _sha256_of(_pack_path(loaded.pack)),
         "grid": {"base": loaded.base, "seeds": list(loaded.seeds), "lines": grid,
                  "thresholds": [threshold_text(t, r) for t, r in loaded.threshold_targets()]},
-        "primary": {line.label: line.primary for line in loaded.lines if getattr(line, "primary", None)},
+        "primary": {line.label: line.primary for line in loaded.lines if line.primary},
         "checks": checks,
     }
 
@@ -122,7 +122,7 @@ def freeze_experiment(experiment: str, preset: str, store_path: str, out_dir: st
         stored = len(results_store.rows(doc["experiment"]))
     checks = doc["checks"]
     numbers = sum(c.get("slope") is not None for c in checks)
-    conditional = sum(any(i.get("evidence") == "conditional" for i in c.get("inputs") or ()) for c in checks)
+    conditional = sum(any(i.get("evidence") == CONDITIONAL for i in c.get("inputs") or ()) for c in checks)
     lines = [f"froze {doc['experiment']} --preset {preset}: {len(checks)} checks, {numbers} predicted numbers"
              + (f" ({conditional} of them read a measured quantity of their runs)" if conditional else ""),
              f"freeze {digest[:12]} ({doc['created_at']}): {path}" + ("" if new else " (the store already held it)")]

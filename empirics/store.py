@@ -63,6 +63,11 @@ def default_store_path() -> str:
     """The results store every command uses without ``--store``: $RECALLKIT_STORE, else :data:`DEFAULT_STORE`."""
     return os.environ.get("RECALLKIT_STORE") or DEFAULT_STORE
 
+
+# predictions frozen before their runs (recallkit freeze); an older store gets the table on its first freeze
+_FREEZES_TABLE = ("CREATE TABLE IF NOT EXISTS freezes (hash TEXT PRIMARY KEY, experiment TEXT NOT NULL, "
+                  "preset TEXT NOT NULL, created_at TEXT NOT NULL, document TEXT NOT NULL)")
+
 # One script, one transaction: idempotent, so a creator that finds the tables already there (another
 # process filled the same empty file first) changes nothing.
 _SCHEMA = f"""
@@ -87,13 +92,7 @@ CREATE TABLE IF NOT EXISTS experiment_runs (
     config_hash TEXT NOT NULL REFERENCES runs(config_hash),
     PRIMARY KEY (experiment, config_hash)
 );
-CREATE TABLE IF NOT EXISTS freezes (
-    hash        TEXT PRIMARY KEY,
-    experiment  TEXT NOT NULL,
-    preset      TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    document    TEXT NOT NULL
-);
+{_FREEZES_TABLE};
 INSERT OR IGNORE INTO meta VALUES ('application', '{APPLICATION}'), ('schema_version', '{SCHEMA_VERSION}');
 COMMIT;
 """
@@ -360,8 +359,7 @@ class ResultStore:
         """Record a freeze (its hash is over ``document``); False when the store already holds it."""
         self._check_writable()
         with self._writing():
-            self._db.execute("CREATE TABLE IF NOT EXISTS freezes (hash TEXT PRIMARY KEY, experiment TEXT NOT NULL, "
-                             "preset TEXT NOT NULL, created_at TEXT NOT NULL, document TEXT NOT NULL)")
+            self._db.execute(_FREEZES_TABLE)
             cursor = self._db.execute("INSERT OR IGNORE INTO freezes VALUES (?, ?, ?, ?, ?)",
                                       (digest, experiment, preset, created_at, document))
         return cursor.rowcount > 0

@@ -1,6 +1,7 @@
 """``--fail-on``: which verdicts make ``recallkit fit`` and ``recallkit report`` exit 1 after their output."""
 from __future__ import annotations
 
+from recallkit.compare.evidence import EVIDENCE_LABELS, weakest
 from recallkit.empirics.records import CheckKey
 from recallkit.theory.errors import InputError
 
@@ -38,7 +39,7 @@ def verdicts_matching(rows, wanted) -> str | None:
     return f"fail-on: {counts} of {len(rows)} checks: {shown}{more} (exit 1)"
 
 
-REQUIRE_CHOICES = ("confirmatory", "conditional")
+REQUIRE_CHOICES = EVIDENCE_LABELS[:-1]  # confirmatory, conditional: requiring exploratory requires nothing
 
 
 def required_evidence(value: str | None) -> str | None:
@@ -57,9 +58,8 @@ def evidence_short(rows, required: str | None) -> str | None:
     passes a requirement by having no label."""
     if required is None:
         return None
-    order = ("confirmatory", "conditional", "exploratory")
     rows = [r for r in rows if r.get("verdict") != "no check"]
-    short = [r for r in rows if r.get("evidence") not in order or order.index(r["evidence"]) > order.index(required)]
+    short = [r for r in rows if weakest([r.get("evidence"), required]) != required]
     if not short:
         return None
     shown = "; ".join(f"{CheckKey.of(r)}: {r.get('evidence') or 'exploratory'} "

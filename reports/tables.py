@@ -107,7 +107,7 @@ def _claim_slope_cells(r: dict, shown: str) -> list[str]:
            "diff. " + _num(r.get("difference")), _interval(r.get("interval")),
            "p = " + ("n/a" if r.get("p") is None else f"{float(r['p']):.2g}"), f"A - B {op} 0",
            str(r.get("provenance") or ""), _verdict_cell(r)]
-    return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
+    return _wrapped(raw)
 
 
 def _verdict_cell(r: dict) -> str:
@@ -123,13 +123,18 @@ def _slope_cells(r: dict) -> list[str]:
         return _claim_slope_cells(r, shown)
     if r.get("kind") == "grid":  # a picture, not a fit: no slope, interval or prediction to show
         raw = [r.get("experiment", ""), r.get("line") or "", "", "", "", "", "", "", str(r.get("verdict") or "n/a")]
-        return [fill(str(v), w) for v, w in zip(raw, _WRAP)]
+        return _wrapped(raw)
     line = r.get("line") or ""
     if r.get("kind") == "law":  # no threshold: the check is the law's metric against one variable
         line = f"{line}; law {r.get('law')}: {r.get('metric')} against {r.get('variable')}"
     raw = [r.get("experiment", ""), line, shown,
            _num(r.get("slope")), _ci(r.get("slope_ci")), _ci(r.get("slope_ci_bootstrap")),
            _predicted(r), str(r.get("dominant") or ""), _verdict_cell(r)]
+    return _wrapped(raw)
+
+
+def _wrapped(raw: Sequence) -> list[str]:
+    """Each cell wrapped to its column's width, a line break the cell asks for kept (a verdict over its evidence)."""
     return ["\n".join(fill(part, w) for part in str(v).split("\n")) for v, w in zip(raw, _WRAP)]
 
 
