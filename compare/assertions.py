@@ -30,6 +30,7 @@ from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAU
 from recallkit.compare.results import FitOptions, FitResult, PointLike, as_points, fit_curve_points, fit_points
 from recallkit.compare.evidence import (A_PRIORI, CALIBRATION, CONDITIONAL, Calibration, PredictionInput,
                                         TestedPrediction, judge_evidence, latest_freeze, same_number)
+from recallkit.compare.schema import FIT_SCHEMA
 from recallkit.compare.verdicts import DEFAULT_DELTA, VERDICTS, decide
 from recallkit.empirics.experiment import Experiment, SafeExpression, load_experiment
 from recallkit.empirics.plan import Plan, plan_of, realised_rows
@@ -86,10 +87,10 @@ def describe_fit(result: FitResult) -> str:
             lines.append(f"  note: {boot['note']}")
     else:
         lines.append(f"  no fit: {doc['n_points']} uncensored points")
-    if doc["predicted_slope"] is not None:
-        predicted = f"  predicted slope {doc['predicted_slope']:.3f}"
-        if doc["predicted_slope_finite_range"] not in (None, doc["predicted_slope"]):
-            predicted += f" (finite-range {doc['predicted_slope_finite_range']:.3f})"
+    if doc["predicted_slope_tested"] is not None:
+        predicted = f"  tested prediction {doc['predicted_slope_tested']:.3f}"
+        if doc["predicted_slope_asymptotic"] not in (None, doc["predicted_slope_tested"]):
+            predicted += f" (asymptotic {doc['predicted_slope_asymptotic']:.3f})"
         lines.append(predicted + f", delta {doc['delta']:g}, band {_pair(doc['band'])}")
     if doc["C"] is not None:
         lines.append(f"  C = {doc['C']:.4g}, {level} CI {_pair(doc['C_ci'])}, bootstrap {_pair(doc['C_ci_bootstrap'])}")
@@ -392,6 +393,8 @@ def fit_boundary_points(
             extra["ceilings"] = {str(p.values.get(base)): (p.ceiling or {}).get("mean") for p in group}
         else:
             result = fit_points(group, options, capacity=capacity)
+        if asymptotic[0] is not None:
+            extra.setdefault("predicted_slope_asymptotic", asymptotic[0])
         if asymptotic[0] is not None and extra.get("prediction_compared"):
             extra.update(_asymptotic_verdict(result, asymptotic, delta, alpha))
         extra["tested_prediction"] = tested.to_dict()
@@ -722,7 +725,7 @@ class ExperimentFits:
     plan: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
+        out = {"schema": FIT_SCHEMA, "experiment": self.experiment, "path": self.path, "preset": self.preset, "kind": self.kind,
                "store": self.store, "sweep": self.sweep, "method": LAW_METHOD if self.kind == "law" else METHOD,
                "predictions": self.predictions, "fits": [f.to_dict() for f in self.fits]}
         # the metric the thresholds are on, which the report's heatmap draws; stated only where it is not

@@ -17,6 +17,7 @@ from recallkit.compare.bootstrap import Resampled, bootstrap_over_units
 from recallkit.compare.fits import (DEFAULT_ALPHA, DEFAULT_BOOTSTRAP_SEED, DEFAULT_N_BOOTSTRAP, MIN_DISTINCT_X, X_TRANSFORMS,
                                     BootstrapInfo, ConstantFit, SlopeFit, log_positive, canonical_x, fit_constant,
                                     fit_slope)
+from recallkit.compare.schema import with_aliases
 from recallkit.compare.verdicts import DEFAULT_DELTA, Verdict, decide, undecidable
 from recallkit.empirics.curves import crossing, isotonic_increasing
 from recallkit.empirics.records import BoundaryPoint, CheckKey
@@ -92,6 +93,8 @@ class FitResult:
         }
         out.update(verdict.to_dict())
         out.update(self.extra)
+        if out.get("predicted_slope_asymptotic") is None:  # no other reading was tested: the given slope is it
+            out["predicted_slope_asymptotic"] = _json_float(verdict.predicted_slope)
         if self.constant is not None and fit is not None and fit.r2 > 0:
             # In a capacity search d is set and N is measured, so noise sits in x and OLS of y on x is
             # attenuated towards 0. The reverse regression (x on y, inverted: slope / R^2) errs the
@@ -107,7 +110,7 @@ class FitResult:
             })
         else:
             out.update({"C": None, "C_ci": None, "C_ci_bootstrap": None})
-        return out
+        return with_aliases(out)
 
 
 def _verdict_on(fit: SlopeFit, predicted_slope: float | None, delta: float, alpha: float, log_power: float) -> Verdict:

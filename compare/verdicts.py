@@ -75,8 +75,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         band = self.band
         return {
-            "predicted_slope": _num(self.predicted_slope),
-            "predicted_slope_finite_range": _num(self.compared_slope),
+            "predicted_slope_tested": _num(self.compared_slope),
             "delta": self.delta,
             "alpha": self.alpha,
             "band": [_num(band[0]), _num(band[1])] if band else None,

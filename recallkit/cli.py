@@ -15,7 +15,7 @@ import typer
 
 from recallkit import __version__
 # the order of the commands in --help, not alphabetical (typer lists the theory group after the commands)
-from recallkit import cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments  # noqa: I001
+from recallkit import cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments, cli_schema  # noqa: I001
 from recallkit.interrupts import interrupt_message
 from recallkit.registry import RegistryError
 from recallkit.theory.errors import RecallkitError
@@ -72,7 +72,7 @@ def _check_source_date_epoch() -> None:
 
 
 def _register() -> None:
-    for module in (cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments):
+    for module in (cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments, cli_schema):
         module.register(app)
 
 

@@ -14,8 +14,9 @@ def register(app: typer.Typer) -> None:
 
 
 def diff(
-    store_a: str = typer.Argument(..., metavar="STORE_A", help="Results store (SQLite), e.g. from an earlier code version."),
-    store_b: str = typer.Argument(..., metavar="STORE_B", help="Results store to compare with it."),
+    store_a: str = typer.Argument(..., metavar="STORE_A", help="Results store (SQLite), e.g. from an earlier code "
+                                                                "version, or a report's summary.json."),
+    store_b: str = typer.Argument(..., metavar="STORE_B", help="Results store or summary.json to compare with it."),
     experiments: Optional[List[str]] = typer.Option(
         None, "--exp", help="Experiment file or shipped name (repeatable); default: the main job's search experiments."),
     preset: str = typer.Option("quick", "--preset", help="Preset whose fits are compared."),
@@ -23,7 +24,8 @@ def diff(
     exit_code: bool = typer.Option(False, "--exit-code", help="Exit 1 when any check differs (as git diff "
                                                               "--exit-code), 0 when none does: for CI."),
 ) -> None:
-    """Fit both stores as they stand (nothing is trained) and print each check (experiment, line,
+    """Fit both stores as they stand (nothing is trained), or read both reports' summary.json (this schema version
+    or the previous one), and print each check (experiment, line,
     threshold) whose slope, 95% interval, tested prediction or verdict differs, or that only one store
     has; then the count of changed and unchanged checks. Each store's code versions head the output. With
     --exit-code, exit 1 when anything differs."""

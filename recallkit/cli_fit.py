@@ -90,10 +90,7 @@ def format_table(doc: dict) -> str:
         header[-2:-2] = ["C", f"C {level} CI"]
     rows = []
     for f in fits:
-        tested = f.get("predicted_slope_finite_range")
-        tested = f["predicted_slope"] if tested is None else tested
-        asymptotic = f.get("predicted_slope_asymptotic")
-        asymptotic = f["predicted_slope"] if asymptotic is None else asymptotic
+        tested, asymptotic = f.get("predicted_slope_tested"), f.get("predicted_slope_asymptotic")
         predicted = "-" if tested is None else f"{tested:.3f} +- {f['delta']:g}"
         if tested is not None and asymptotic is not None and abs(tested - asymptotic) > 5e-4:
             predicted += f" (asymptotic {asymptotic:.3f})"

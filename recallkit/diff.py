@@ -8,12 +8,14 @@ the code with one made by another is how a change to the code is seen in the num
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any, Iterable
 
 from recallkit import registry
 from recallkit.compare.assertions import fit_experiment
+from recallkit.compare.schema import check_row, flat_row, upgrade_summary
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.records import CheckKey, threshold_text
 from recallkit.frames import fit_rows
@@ -49,30 +51,71 @@ def _differs(a: Any, b: Any) -> bool:
 COMPARED = ("slope", "slope_ci_lo", "slope_ci_hi", "predicted_slope_tested", "verdict")
 
 
+def _is_summary(path: Path) -> bool:
+    """A summary.json of a report (``{"schema": "recallkit.summary/...", ...}``), not a results store."""
+    if path.suffix.lower() == ".json":
+        return True
+    with open(path, "rb") as fh:
+        return fh.read(1).strip() == b"{"
+
+
+def _summary_side(flag: str, path: Path) -> tuple[dict, dict, dict]:
+    """A summary.json of this schema version or the previous one: its fitted checks' flat rows by check, and its
+    code version; each experiment's name."""
+    try:
+        doc = upgrade_summary(json.loads(path.read_text(encoding="utf-8")), where=f"{flag} {path}")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"{flag} {path}: not a readable summary.json ({type(exc).__name__})") from None
+    rows: dict = {}
+    for exp in doc["experiments"]:
+        for fit in exp.get("fits") or ():
+            row = flat_row(check_row(fit, exp.get("name")))
+            rows.setdefault(exp.get("name"), {})[CheckKey.of(row)] = row
+    version = (doc.get("provenance") or {}).get("code_version")
+    checks = sum(len(r) for r in rows.values())
+    return rows, ({version: checks} if version else {}), {"preset": (doc.get("provenance") or {}).get("preset")}
+
+
 def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[str | Path] = (),
                 preset: str = "quick") -> dict:
-    """Fit both stores and compare check by check. Returns ``{"store_a", "store_b", "code_versions":
-    {"a", "b"}, "checks": n, "changed": [{"experiment", "line", "threshold", "a": row|None, "b": row|None,
-    "fields": [...]}], "experiments": [...]}`` with rows as :func:`recallkit.frames.fit_rows` gives them."""
-    stores = []
+    """Compare two sides check by check; each side is a results store (fitted as it stands, nothing trained) or
+    a report's summary.json (this schema version or the previous one, read as written). Returns ``{"store_a",
+    "store_b", "code_versions": {"a", "b"}, "checks": n, "changed": [{"experiment", "line", "threshold", "a":
+    row|None, "b": row|None, "fields": [...]}], "experiments": [...]}`` with rows as
+    :func:`recallkit.frames.fit_rows` gives them."""
+    paths = []
     for flag, store in (("STORE_A", store_a), ("STORE_B", store_b)):
         path = Path(store)
         if not path.is_file():
-            raise InputError(f"{flag} {path}: no such results store")
-        stores.append(path)
-    plans = [plan(e, preset=preset) for e in experiments] or search_experiments(preset)
+            raise InputError(f"{flag} {path}: no such results store or summary.json")
+        paths.append(path)
+    summaries = {flag: _summary_side(flag, path) for flag, path in zip(("STORE_A", "STORE_B"), paths)
+                 if _is_summary(path)}
+    given = [str(e) for e in experiments]
+    if not given and summaries:  # the experiments the summaries hold
+        given = list(dict.fromkeys(n for side in summaries.values() for n in side[0]))
+    plans = ([] if len(summaries) == 2 else [plan(e, preset=preset) for e in given] if given
+             else search_experiments(preset))
+    by_name = {p.experiment.name: p for p in plans}
+    wanted = list(by_name) if plans else [Path(e).stem for e in given]
     changed, checks, names = [], 0, []
     versions: dict[str, dict] = {"a": {}, "b": {}}
-    for planned in plans:
-        planned.search_experiment(" (its system judges it; it has no fits to compare)", where=f"--exp {planned.path}")
-        rows_a, versions_a = _fits(planned, stores[0])
-        rows_b, versions_b = _fits(planned, stores[1])
-        for side, found in (("a", versions_a), ("b", versions_b)):
+    for name in wanted:
+        sides = []
+        for side, flag, path in (("a", "STORE_A", paths[0]), ("b", "STORE_B", paths[1])):
+            if flag in summaries:
+                rows, found = summaries[flag][0].get(name, {}), summaries[flag][1]
+            else:
+                planned = by_name[name]
+                planned.search_experiment(" (its system judges it; it has no fits to compare)",
+                                          where=f"--exp {planned.path}")
+                fitted, found = _fits(planned, path)
+                rows = {CheckKey.of(r): r for r in fitted}
             for version, n in (found or {}).items():
                 versions[side][version] = versions[side].get(version, 0) + n
-        names.append(planned.path.stem)
-        # one check per key: an absolute and a relative threshold of the same value are two checks
-        by_a, by_b = {CheckKey.of(r): r for r in rows_a}, {CheckKey.of(r): r for r in rows_b}
+            sides.append(rows)
+        names.append(name)
+        by_a, by_b = sides  # one check per key: an absolute and a relative threshold of one value are two checks
         for k in list(by_a) + [k for k in by_b if k not in by_a]:
             checks += 1
             a, b = by_a.get(k), by_b.get(k)
@@ -80,7 +123,7 @@ def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[
             if fields:
                 changed.append({"experiment": k.experiment, "line": k.line, "threshold": k.threshold,
                                 "threshold_relative": k.relative, "check": str(k), "a": a, "b": b, "fields": fields})
-    return {"store_a": str(stores[0]), "store_b": str(stores[1]), "preset": preset, "experiments": names,
+    return {"store_a": str(paths[0]), "store_b": str(paths[1]), "preset": preset, "experiments": names,
             "code_versions": versions, "checks": checks, "changed": changed}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from recallkit.compare.assertions import default_store_path, fit_experiment
+from recallkit.compare.schema import CheckRow, check_row, flat_columns, flat_row
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.search import boundary_points
 from recallkit.empirics.store import ResultStore, flatten_row
@@ -49,45 +50,18 @@ def results(experiment: str | Path, store: str | Path | None = None, preset: str
         return pd.DataFrame([flatten_row(r) for r in opened.rows(loaded.name)])
 
 
-FIT_COLUMNS = ["experiment", "line", "threshold", "threshold_relative", "x", "slope", "slope_ci_lo", "slope_ci_hi",
-               "slope_ci_bootstrap_lo", "slope_ci_bootstrap_hi", "predicted_slope", "log_power",
-               "predicted_slope_tested", "predicted_slope_asymptotic", "prediction_compared", "delta", "band_lo", "band_hi", "p_tost", "verdict", "verdict_reason",
-               "n_points", "n_censored", "n_seeds", "r2", "C", "C_ci_lo", "C_ci_hi"]
-
-
-def _pair(value, i: int):
-    return value[i] if isinstance(value, (list, tuple)) and len(value) == 2 else None
+# the DataFrame of recallkit.fits(): the check's flat row (compare.schema.CheckRow), intervals split into _lo / _hi
+FIT_COLUMNS = flat_columns(CheckRow)
 
 
 def fit_rows(doc: dict) -> list[dict]:
-    """Flat rows (:data:`FIT_COLUMNS`) of ``compare.fit_experiment(...).to_dict()``: intervals split into
-    ``_lo`` / ``_hi``; ``predicted_slope_tested`` is the slope the verdict compared (a system's finite-size or
-    realised-grid prediction where it gives one, named in ``prediction_compared``; else the finite-range slope
-    over the fitted range when the prediction has a log factor), ``predicted_slope_asymptotic`` the asymptotic
-    one. ``threshold_relative``: the threshold is a fraction of each instance's ceiling."""
+    """Flat rows (:data:`FIT_COLUMNS`, documented field by field in :class:`recallkit.compare.schema.CheckRow`:
+    ``recallkit schema``) of ``compare.fit_experiment(...).to_dict()``: intervals split into ``_lo`` / ``_hi``;
+    ``predicted_slope_tested`` is the slope the verdict compared (named in ``prediction_compared``),
+    ``predicted_slope_asymptotic`` the theory's asymptotic one."""
     predictions = doc.get("predictions") or {}
-    out = []
-    for f in doc.get("fits", []):
-        tested = f.get("predicted_slope_finite_range")
-        out.append({
-            "experiment": f.get("experiment") or doc.get("experiment"), "line": f.get("line"),
-            "threshold": f.get("threshold"), "threshold_relative": bool(f.get("threshold_relative")),
-            "x": f.get("x"), "slope": f.get("slope"),
-            "slope_ci_lo": _pair(f.get("slope_ci"), 0), "slope_ci_hi": _pair(f.get("slope_ci"), 1),
-            "slope_ci_bootstrap_lo": _pair(f.get("slope_ci_bootstrap"), 0),
-            "slope_ci_bootstrap_hi": _pair(f.get("slope_ci_bootstrap"), 1),
-            "predicted_slope": f.get("predicted_slope"),
-            "log_power": (predictions.get(f.get("line")) or {}).get("log_power"),
-            "predicted_slope_tested": f.get("predicted_slope") if tested is None else tested,
-            "predicted_slope_asymptotic": (f.get("predicted_slope_asymptotic")
-                                           if f.get("predicted_slope_asymptotic") is not None else f.get("predicted_slope")),
-            "prediction_compared": f.get("prediction_compared"),
-            "delta": f.get("delta"), "band_lo": _pair(f.get("band"), 0), "band_hi": _pair(f.get("band"), 1),
-            "p_tost": f.get("p_tost"), "verdict": f.get("verdict"), "verdict_reason": f.get("verdict_reason"),
-            "n_points": f.get("n_points"), "n_censored": len(f.get("censored") or []), "n_seeds": f.get("n_seeds"),
-            "r2": f.get("r2"), "C": f.get("C"), "C_ci_lo": _pair(f.get("C_ci"), 0), "C_ci_hi": _pair(f.get("C_ci"), 1),
-        })
-    return out
+    return [flat_row(check_row(f, doc.get("experiment"), (predictions.get(f.get("line")) or {}).get("log_power")))
+            for f in doc.get("fits", [])]
 
 
 def fits(experiment: str | Path, store: str | Path | None = None, preset: str = "quick",

@@ -34,6 +34,7 @@ from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
 from recallkit.compare.fit_cache import DiskCache, Uncacheable, cache_key, json_exact
 from recallkit.compare.claims import judge_claims, other_experiment_fits
+from recallkit.compare.schema import SUMMARY_SCHEMA
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import make_executor, usable_cores
 from recallkit.empirics.experiment import resolve_experiment
@@ -326,7 +327,7 @@ def run_report(settings: ReportSettings) -> Path:
             executor.close()
         _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
         summary = {
-            "schema": "recallkit.summary/1",
+            "schema": SUMMARY_SCHEMA,
             "title": "recallkit report",
             "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
             "provenance": _provenance(settings, entries, caches),

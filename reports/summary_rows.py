@@ -10,6 +10,7 @@ import datetime as _dt
 from typing import Any
 
 from recallkit import registry
+from recallkit.compare.schema import check_row
 from recallkit.reports.style import VERDICT_COLOURS
 from recallkit.theory.errors import InputError
 
@@ -153,61 +154,18 @@ def _log_power_of(exp: dict) -> dict:
 def summary_entries(summary: dict) -> list[dict]:
     """One flat row per (experiment, line, threshold): the numbers each verdict rests on.
 
-    ``predicted_slope`` is the asymptotic slope of the prediction; ``predicted_slope_tested`` is the one
-    the verdict compared (its finite-range slope over the fitted range when the prediction has a log
-    factor, ``log_power``), and ``band`` is that slope +- delta."""
+    A fitted check's row is its :class:`~recallkit.compare.schema.CheckRow`: ``predicted_slope_asymptotic`` is
+    the asymptotic slope of the prediction, ``predicted_slope_tested`` the one the verdict compared (its
+    finite-range slope over the fitted range when the prediction has a log factor, ``log_power``, or a
+    system's finite-size reading), and ``band`` is that slope +- delta."""
     rows = []
     for exp in summary.get("experiments", []):
         dominant = _dominant_of(exp)
         log_powers = _log_power_of(exp)
         for fit in generic_fits(exp):
-            tested = fit.get("predicted_slope_finite_range")
-            rows.append({
-                "experiment": exp["name"],
-                "line": fit.get("line"),
-                "threshold": fit.get("threshold"),
-                "threshold_relative": bool(fit.get("threshold_relative")),
-                "x": fit.get("x"),
-                "slope": fit.get("slope"),
-                "slope_ci": fit.get("slope_ci"),
-                "slope_ci_bootstrap": fit.get("slope_ci_bootstrap"),
-                "predicted_slope": fit.get("predicted_slope"),
-                "predicted_slope_tested": fit.get("predicted_slope") if tested is None else tested,
-                "log_power": fit.get("log_power", log_powers.get(fit.get("line"))),
-                "band": fit.get("band"),
-                "p_tost": fit.get("p_tost"),
-                "delta": fit.get("delta"),
-                "alpha": fit.get("alpha"),
-                "dominant": fit.get("dominant") or dominant.get(fit.get("line"), ""),
-                "verdict": fit.get("verdict"),
-                "verdict_reason": fit.get("verdict_reason"),
-                "decided_by": fit.get("decided_by"),
-                "evidence": fit.get("evidence"),
-                "evidence_reason": fit.get("evidence_reason"),
-                "primary": fit.get("primary"),
-                "conditional_on": fit.get("conditional_on"),
-                "freeze": fit.get("freeze"),
-                "predicted_slope_conditional": fit.get("predicted_slope_conditional"),
-                "verdict_conditional": fit.get("verdict_conditional"),
-                "prediction_compared": fit.get("prediction_compared"),
-                "predicted_slope_asymptotic": fit.get("predicted_slope_asymptotic"),
-                "predicted_slope_realised": fit.get("predicted_slope_realised"),
-                "predicted_slope_finite_size": fit.get("predicted_slope_finite_size"),
-                "predicted_slope_all_terms": fit.get("predicted_slope_all_terms"),
-                "predicted_slope_all_terms_gaussian_counts": fit.get("predicted_slope_all_terms_gaussian_counts"),
-                "method": fit.get("method"),
-                "verdict_binding_terms": fit.get("verdict_binding_terms"),
-                "predicted_slope_within_ceiling": fit.get("predicted_slope_within_ceiling"),
-                "verdict_within_ceiling": fit.get("verdict_within_ceiling"),
-                "prediction_note": fit.get("prediction_note"),
-                "verdict_asymptotic": fit.get("verdict_asymptotic"),
-                "n_points": fit.get("n_points"),
-                "n_censored": len(fit.get("censored") or []),
-                "C": fit.get("C"),
-                "C_ci": fit.get("C_ci"),
-            })
-            if fit.get("kind") == "law":
-                rows[-1].update({key: fit.get(key) for key in LAW_FIELDS})
+            row = check_row(fit, exp["name"], log_powers.get(fit.get("line")))
+            row["dominant"] = fit.get("dominant") or dominant.get(fit.get("line"), "")
+            rows.append(row)
         rows += grid_rows(exp)
         for page_kind in entry_page_kinds(exp):
             rows += registry.load_object(page_kind.rows)(exp)

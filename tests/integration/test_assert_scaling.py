@@ -87,7 +87,7 @@ def test_wrong_prediction_fails_with_the_numbers_in_the_message(small_sweep):
     assert f"fitted slope of log(param_count) on log(N ln N): {slope:.3f}" in message
     assert re.search(r"95% CI \[[0-9.]+, [0-9.]+\]; 90% CI \(TOST\) \[[0-9.]+, [0-9.]+\]; "
                      r"bootstrap 95% CI over seeds \[[0-9.]+, [0-9.]+\]", message)
-    assert "predicted slope 2.000, delta 0.25, band [1.750, 2.250]" in message
+    assert "tested prediction 2.000, delta 0.25, band [1.750, 2.250]" in message
     assert "verdict 'inconsistent'" in message and "below the band" in message
     assert "C = " in message
 
@@ -107,7 +107,7 @@ def test_wrong_theory():
 """)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--recallkit-store", str(store))
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*predicted slope 0.500, delta 0.25*"])
+    result.stdout.fnmatch_lines(["*tested prediction 0.500, delta 0.25*"])
 
 
 @pytest.mark.slow

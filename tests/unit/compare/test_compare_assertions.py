@@ -33,7 +33,7 @@ def test_wrong_prediction_fails_with_a_useful_message():
     assert re.search(r"95% CI \[[0-9.]+, [0-9.]+\]", message)
     assert re.search(r"90% CI \(TOST\) \[[0-9.]+, [0-9.]+\]", message)
     assert re.search(r"bootstrap 95% CI over seeds \[[0-9.]+, [0-9.]+\]", message)
-    assert "predicted slope 1.000, delta 0.25, band [0.750, 1.250]" in message
+    assert "tested prediction 1.000, delta 0.25, band [0.750, 1.250]" in message
     assert "above the band" in message and "linear memory" in message
 
 
