@@ -12,6 +12,7 @@ A curve waits for the previous base value's curve of its line: its answer calibr
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from recallkit.empirics.ceilings import InstanceCeilings, SeedCurves
@@ -42,14 +43,30 @@ class CurveSearch:
 
     # ------------------------------------------------------------------ the strategy
     def search(self) -> None:
-        while len(self.done) < len(self.keys):
-            wanted: dict[str, dict] = {}
-            for li, bi in self.keys:
-                if (li, bi) in self.done or (bi > 0 and (li, bi - 1) not in self.done):
-                    continue  # the previous base value calibrates this one's guess
-                self._propose(li, bi, wanted)
-            if wanted:
-                self.driver.execute(wanted)
+        bar = None
+        if self.driver.progress:
+            # imported only with a progress bar: a replay must not pay tqdm's import
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(self.keys), desc=self.exp.name, unit="curve", file=sys.stderr, leave=False)
+        try:
+            rounds = 0
+            while len(self.done) < len(self.keys):
+                wanted: dict[str, dict] = {}
+                for li, bi in self.keys:
+                    if (li, bi) in self.done or (bi > 0 and (li, bi - 1) not in self.done):
+                        continue  # the previous base value calibrates this one's guess
+                    self._propose(li, bi, wanted)
+                if bar is not None:
+                    rounds += 1
+                    bar.set_postfix_str(f"round {rounds}: {len(wanted)} models", refresh=False)
+                    bar.update(len(self.done) - bar.n)
+                if wanted:
+                    self.driver.execute(wanted)
+        finally:
+            if bar is not None:
+                bar.update(len(self.done) - bar.n)
+                bar.close()
 
     def points(self, violations: list[Violation]) -> list[BoundaryPoint]:
         # a curve point's non_monotone is its own seed-mean curve's; the per-seed violations stay in the result

@@ -9,6 +9,7 @@ metric is not positive (no logarithm) is a censored point with the reason."""
 from __future__ import annotations
 
 import math
+import sys
 
 from recallkit.empirics.records import SIZE_SYMBOLS, BoundaryPoint, Violation
 from recallkit.empirics.search_points import mark_non_monotone, seed_point
@@ -34,7 +35,18 @@ class GridSweep:
                     for seed in exp.seeds:
                         h = driver.key(li, b, s, seed)
                         wanted[h] = driver.config_of[h]
-        driver.execute(wanted)
+        bar = None
+        if driver.progress and wanted:
+            from tqdm import tqdm  # only with a progress bar: a replay must not pay tqdm's import
+
+            # the product is one executor call (one batch per shape): the bar says how many models it trains
+            bar = tqdm(total=len(wanted), desc=exp.name, unit="model", file=sys.stderr, leave=False)
+        try:
+            driver.execute(wanted)
+        finally:
+            if bar is not None:
+                bar.update(len(wanted))
+                bar.close()
 
     def _sizes(self) -> list[int]:
         # a law's run has no size: 0 stands for it in the driver's keys (build_config leaves it out)

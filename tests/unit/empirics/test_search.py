@@ -426,3 +426,13 @@ def test_run_rows_keep_the_generic_metrics_and_those_of_their_task(tmp_path):
     assert len(rows) > 3
     for row in rows:
         assert sorted(row) == sorted(generic + ["d", "N"]), row
+
+
+def test_a_curve_search_shows_its_progress_curve_by_curve_with_each_round(store, capsys):
+    """A curve search (Fig 1a's, minutes in the main job) showed no inner progress: the report's bar sat at its
+    experiment. It now counts the curves settled and names each round's models."""
+    exp = experiment_from_dict(curve_experiment(), "fake.toml")
+    run_sweep(exp, store, LocalExecutor(FakeRunner()), progress=True, log=None)
+    err = capsys.readouterr().err
+    assert "curve" in err and "4/4" in err, err[-500:]  # four V values, one line: four curves
+    assert "round " in err and " models" in err
