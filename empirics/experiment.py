@@ -29,7 +29,8 @@ Schema (every key below is checked; an unknown key is an error; each section is 
                                            # ("" when the config needs none, e.g. the linear memory); a name
                                            # is a size symbol or a variable the pack declares (n = V**2),
                                            # which [fixed] may also set; the task's config must take it
-    theory_scaling = "m=d"                 # optional: the line as the theory pack states it (default: scaling)
+    theory_scaling = "m=d"                 # optional: the line as the theory pack states it (default: scaling);
+                                           # a constant it gives a declared variable reaches the runs too (below)
     label = "N~V log V, L~V^0.5"           # optional, for tables and plots (default: the scaling)
     model = "..."                          # optional per-line override of model / trainer / task
     fixed = { eta = 0.5 }                  # optional per-line overrides of [fixed]
@@ -123,6 +124,13 @@ the line (``empirics.plan.law_prediction``; docs/ARCHITECTURE.md, "Law experimen
     [presets.quick]
     p = [16, 32, 64, 128]                  # the base's values
     seeds = [0, 1, 2, 3]
+
+One value, given once: a variable the pack declares (``[[variables]]``, such as a law's exponent ``alpha``) that a
+line's ``theory_scaling`` sets to a constant (``theory_scaling = "n=16*p**2, alpha=1/2"``) and its ``scaling``
+leaves out is set in the line's runs too, where the task's config has that key; a constant that ``[fixed]`` (the
+preset's, the line's) or the ``scaling`` gives a declared variable is added to the ``theory_scaling`` where that
+does not set it. A variable that the runs and the ``theory_scaling`` give different values is one error naming the
+file, the line and both values (``_link_theory``).
 
 Each (line, base value, seed) is one run, stored and reused like a grid cell. A law experiment takes no
 ``size``, ``thresholds``, ``relative_thresholds`` or ``[search]``, the other kinds take no ``law``, and a grid
@@ -231,6 +239,9 @@ class Line:
     reference_note: str | None = None  # set: this line's fit is shown against the pack for reference only
     metric: str | None = None  # this line's metric (None: the experiment's)
     primary: str | None = None  # this line's primary check, as its threshold text ("0.1", "0.5 x ceiling")
+    # constants the line's theory_scaling gives the pack's declared variables that its scaling leaves out and the
+    # task's config takes: they reach the runs too (given once, see _link_theory)
+    theory_constants: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -395,6 +406,11 @@ class Experiment:
             value = value if self.variables.get(name) == "real" else _integer(value)
             _check_size(value, name, f"{self.path}: line {line.scaling!r}: {name} at {at}")
             _check_declared(value, name, self.variables, f"{self.path}: line {line.scaling!r}: {name} at {at}")
+            env[name] = value
+            config[name] = value
+        for name, value in line.theory_constants.items():  # a pack constant given once, in the theory_scaling
+            value = _integer(value) if self.variables.get(name) == "integer" else value
+            _check_declared(value, name, self.variables, f"{self.path}: line {line.label!r}: theory_scaling {name}")
             env[name] = value
             config[name] = value
         for name, raw in {**self.fixed, **line.fixed}.items():
@@ -931,6 +947,7 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs:
         file_lines=list(all_labels), variables=declared, law=law, direction=direction,
     )
     _check_task_keys(experiment, top, chosen, pw)
+    _link_theory(experiment, top, chosen, pw)
     _check_primary(experiment, shown)
     if "claims" in raw:
         experiment.claims = parse_claims(raw["claims"], shown, raw, experiment.verdict.get("alpha"))
@@ -1000,7 +1017,9 @@ def _law_fields(raw: dict, top: dict[str, Any], shown: str) -> tuple[str | None,
     for where, name in places:
         if stored is not None and name not in stored:
             raise InputError(f"{where}: {name!r} is not a metric the runs of task {top['task']} store (they store: "
-                             f"{', '.join(sorted(stored))})")
+                             f"{', '.join(sorted(stored))}); a metric the task's evaluate returns is stored for "
+                             f"experiments once its Task lists it: Task({top['task']!r}, ..., "
+                             f"run_metrics=({name!r},)) in the system's registration")
     direction = top["direction"] or ("higher" if metric in HIGHER_IS_BETTER else "lower")
     return law.name, metric, direction
 
@@ -1040,6 +1059,96 @@ def _check_task_keys(experiment: Experiment, top: dict[str, Any], chosen: dict[s
             if name not in keys:
                 raise InputError(f"{where}: {name} is a variable of pack {load_pack(experiment.pack).name}, but task "
                                  f"{task}'s config has no key {name!r} (its keys: {', '.join(sorted(keys))})")
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _constants(pairs: list[tuple[str, str]], where: str) -> dict[str, tuple[float, str]]:
+    """name -> (value, text) of the assignments whose right-hand side is a number (``1/4``, ``0.5``); one naming a
+    symbol, or in a form only the pack's parser reads, is left out."""
+    found = {}
+    for name, rhs in pairs:
+        try:
+            found[name] = (SafeExpression(rhs, (), where).evaluate({}), rhs.strip())
+        except InputError:
+            continue
+    return found
+
+
+def _config_keys(task: str) -> set[str]:
+    """The keys a task's config dataclass takes (none for an unknown task: the run-config check names it)."""
+    try:
+        return {f.name for f in dataclasses.fields(task_spec(task).config_class())}
+    except (InputError, registry.RegistryError, TypeError):
+        return set()
+
+
+def _link_theory(experiment: Experiment, top: dict[str, Any], chosen: dict[str, Any], pw: str) -> None:
+    """Each value that a line's runs and its prediction share is given once (module docstring, "One value, given
+    once"): a constant that the line's theory_scaling gives a declared variable its scaling leaves out reaches the
+    runs (where the task's config takes it); a constant that [fixed] or the scaling gives a declared variable the
+    theory_scaling leaves out reaches the prediction; a variable given two different values is one error naming
+    the file, the line and both values."""
+    for line in experiment.lines:
+        index = top["lines"].index(line)
+        where = f"{experiment.path}: lines[{index}]"
+        try:
+            pairs = split_assignments(line.theory_scaling, f"{where}.theory_scaling")
+        except InputError:
+            continue  # the pack's parser names it with the line's prediction
+        given = _constants(pairs, f"{where}.theory_scaling")
+        assigned = {name for name, _ in line.assignments}
+        keys = _config_keys(line.overrides.get("task", experiment.task))
+        line.theory_constants = {name: value for name, (value, _) in given.items()
+                                 if name in experiment.variables and name not in assigned and name in keys}
+        sources = {name: f"lines[{index}].fixed" if name in line.fixed else f"{pw.split(': ', 1)[-1]}.fixed"
+                   if name in chosen["fixed"] else "[fixed]" if name in top["fixed"] else "its scaling"
+                   for name in given}
+        _check_agreement(experiment, line, given, where, sources)
+        named = {name for name, _ in pairs}
+        added = [f"{name}={_number_text(value)}" for name, value in _run_constants(experiment, line).items()
+                 if name not in named]
+        if added:
+            line.theory_scaling = ", ".join([line.theory_scaling, *added])
+
+
+def _run_constants(experiment: Experiment, line: Line) -> dict[str, float]:
+    """The constants a line's runs give the pack's declared variables: from its scaling, overridden by [fixed] (the
+    preset's, the line's), as :meth:`Experiment.build_config` applies them."""
+    found = {name: expr.evaluate({}) for name, expr in line.assignments
+             if name in experiment.variables and not expr.symbols}
+    for name, raw in {**experiment.fixed, **line.fixed}.items():
+        if name in experiment.variables:
+            if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                found[name] = raw
+            else:
+                found.pop(name, None)
+    return found
+
+
+def _check_agreement(experiment: Experiment, line: Line, given: dict[str, tuple[float, str]], where: str,
+                     sources: dict[str, str]) -> None:
+    """The runs of ``line`` (at its smallest and largest base value) give each variable that its theory_scaling sets
+    to a constant the same value, floored where the variable is a count; ``sources``: where each run value comes
+    from, for the message."""
+    if not given:
+        return
+    values = experiment.values_of(experiment.lines.index(line))
+    size = 0 if experiment.kind == "law" else (experiment.sizes or [experiment.search.min])[0]
+    for base_value in sorted({min(values), max(values)}):
+        config = experiment.build_config(line, base_value, size, experiment.seeds[0])
+        for name, (value, text) in given.items():
+            if name not in config or isinstance(config[name], (str, bool)):
+                continue  # the theory's alone (a linear memory's config has no m)
+            integral = name in INTEGER_PARAMS or experiment.variables.get(name) == "integer"
+            expected = _integer(value) if integral else value
+            if math.isclose(float(config[name]), float(expected), rel_tol=1e-9, abs_tol=1e-12):
+                continue
+            raise InputError(f"{where} ({line.label!r}): {name} = {config[name]:g} in {sources[name]} but {name} = "
+                             f"{text} in its theory_scaling {line.theory_scaling!r} (at {experiment.base}={base_value});"
+                             f" give it once: a constant in theory_scaling reaches the runs too")
 
 
 def _preset(presets: dict, preset: str, shown: str, context: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -8,7 +8,8 @@ once, into a frozen :class:`Plan` that every later stage reads.
 - ``pack``: the theory pack (:class:`~recallkit.theory.pack.Pack`) the experiment is judged against, or None;
 - ``predictions``: per line label, ``theory.predict(pack, line).to_dict()`` (the asymptotic prediction), or
   ``{"error": message}`` where the pack cannot predict the line; for a law experiment (``kind = "law"``) the
-  law's exponent of its metric against the base along the line instead (:func:`law_prediction`);
+  law's exponent of its metric against the base along the line instead (:func:`law_prediction`: ``slope`` is
+  the ``exponent_float`` of ``theory.law_exponents``' one region, kept under that name too);
 - ``realised``: per line label of a ``min_size`` experiment, the pack's prediction at the sizes the preset
   actually runs (``theory.realised.realised_prediction``: floored counts, log factors), or ``{"error": ...}``;
   the finite-size form, which needs the runs' measured metrics, is computed by ``compare`` after the search;
@@ -137,7 +138,13 @@ def law_prediction(pack: Pack, law: str, scaling: str, base: str) -> dict[str, A
     """The law's prediction along one fully specified line: the exponent of its metric against ``base`` (``slope``,
     with ``log_power`` of log(base)), the dominant term, every term's exponent along the line, and how far the
     line is from a boundary between the law's regions (``boundary_gap``: the dominant term's exponent minus the
-    next one's; ``boundary_warning`` when that is at most :data:`BOUNDARY_MARGIN`)."""
+    next one's; ``boundary_warning`` when that is at most :data:`BOUNDARY_MARGIN`).
+
+    The names are a fit's prediction's; each is a key of the line's one region in ``theory.law_exponents``:
+    ``slope`` = ``exponent_float``, ``slope_exact`` = ``exponent`` (both kept under those names too),
+    ``log_power`` and ``log_power_float``, ``dominant``, ``tied_with``, and ``exponents_against`` = ``variables``
+    (the metric's exponent against each variable, the others held fixed); ``terms``: each term's ``exponent`` /
+    ``exponent_float`` / ``log_power`` / ``log_power_float`` along the line."""
     document = theory.law_exponents(pack, law, theory.parse_scaling(scaling, variables=pack.variables))
     if document["base"] != base:
         raise InputError(f"the scaling {scaling!r} leaves {document['base']} free in law {law}, not the experiment's "
@@ -160,6 +167,7 @@ def law_prediction(pack: Pack, law: str, scaling: str, base: str) -> dict[str, A
     return {"kind": "law", "law": document["law"], "metric": document["metric"], "combine": document["combine"],
             "pack": document["pack"], "scaling": document["scaling"], "base": base,
             "slope": region["exponent_float"], "slope_exact": region["exponent"],
+            "exponent": region["exponent"], "exponent_float": region["exponent_float"],  # law_exponents' names
             "log_power": region["log_power"], "log_power_float": region["log_power_float"],
             "dominant": region["dominant"], "tied_with": list(region["tied_with"]),
             "exponents_against": dict(region["variables"]), "terms": terms,

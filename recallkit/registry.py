@@ -59,13 +59,20 @@ def load_object(reference: str | Callable | Any) -> Any:
 class Task:
     """One trainable task: its flat-config name, the config dataclass and the batched problem.
 
-    ``config``: ``"module:Class"`` of a frozen dataclass with a ``model`` field, ``MODELS``, ``sizes()``,
-    ``n_train``, ``param_count``, ``trainable_params`` and ``bytes_per_model(trainer_config)`` (the
-    memory estimate the engine chunks by). ``problem``: ``"module:Class"`` built as ``Class(configs,
-    device)`` (see ``recallkit.empirics.tasks``). ``trainers``: the trainers that apply to it.
-    ``run_metrics``: the task's own metrics that a search's run rows keep beside the line's metric, the
-    training accuracy, the parameter count and the wall time (the summary, its pages and the system's
-    finite-size form read them there), e.g. token retrieval's measured attention mass.
+    ``config``: ``"module:Class"`` of a frozen dataclass with a ``model`` field, ``MODELS``, ``sizes()`` (the
+    task's sizes by name, built-in ones and its own variables alike), ``n_train``, ``param_count``,
+    ``trainable_params`` and ``bytes_per_model(trainer_config)`` (the memory estimate the engine chunks by; it
+    gets the config of whichever trainer runs, so it asks a closed form's for no batch size). ``problem``:
+    ``"module:Class"`` built as ``Class(configs, device)`` (see ``recallkit.empirics.tasks``); its
+    ``evaluate(params)`` returns per-model tensors, every key stored with the run, and must hold the metrics the
+    task's experiments judge (``accuracy`` for a search, the law's metric for a law experiment); ``loss`` and
+    ``train_accuracy`` are needed by the gradient trainers only. ``trainers``: the trainers that apply to it.
+    ``run_metrics``: the task's own metrics, beyond those every run stores
+    (``recallkit.empirics.experiment.RUN_METRICS``): an experiment may judge a metric (its ``metric``, a line's, a
+    law's) only when it is one of those or listed here (otherwise loading it is one error that names this fix);
+    a search's run rows keep them beside the line's metric, the training accuracy, the parameter count and the
+    wall time (the summary, its pages and the system's finite-size form read them there), e.g. token
+    retrieval's measured attention mass, rf_ridge's ``test_error``. docs/adding-a-system.md walks through all of it.
     """
 
     name: str

@@ -50,11 +50,23 @@ def law_exponents(pack: Pack, law: Law | str, scaling: Scaling | str | None = No
                   domain: Sequence[str] = ()) -> dict[str, Any]:
     """The theory of one law along ``scaling`` (default: the pack's), as a JSON-able dict.
 
-    ``terms``: each term's exponent and log power in the base, and its exponents against each variable of the law.
-    ``regions``: one per term that dominates somewhere in the window of the free exponents (``axes``: the free
-    exponents by default; ``box`` and ``domain`` as for theory.compute_regions), with its vertices, the comparisons
-    that bound it, and the metric's exponent along the line and against each variable there. A fully specified
-    line has one region with no vertices.
+    Keys (docs/adding-a-system.md, "Laws", has them as a table):
+
+    - ``law``, ``metric``, ``combine``, ``pack``, ``scaling``: the law and the line as given; ``base``: the one
+      variable of the law the scaling leaves free; ``variables``: the law's variables with an exponent against them
+      (one that sits in an exponent, such as alpha in p**(-alpha), has none: ``notes`` says so);
+    - ``terms``: per term ``name``, ``expr``, ``provenance``, ``reference``; the term along the line is
+      ~ base**``exponent`` * log(base)**``log_power``, each also as ``*_float`` (None while it holds a free
+      exponent) and ``*_latex``; ``variables``: ``{v: {"exponent", "log_power"}}``, its exponents against each
+      variable, the others held fixed, as the pack writes them (a variable the line sets is not substituted);
+    - ``axes``, ``axis_labels``, ``box``, ``domain``: the free exponents and their window (``axes``: the free
+      exponents by default; ``box`` and ``domain`` as for theory.compute_regions), empty for a fully set line;
+    - ``regions``: one per term that dominates somewhere in the window: ``dominant``, ``tied_with``,
+      ``inequalities``, ``vertices``, ``vertices_float``, and the metric there under the ``terms`` keys
+      (``exponent``, ``exponent_float``, ``log_power``, ..., ``variables``). A fully specified line has one region
+      with no vertices; ``empirics.plan.law_prediction`` names its ``exponent_float`` ``slope`` (and
+      ``exponent`` ``slope_exact``), as a fit's prediction does;
+    - ``notes``: what was left out, one line each.
     """
     law = _find(pack, law)
     scaling = as_scaling(pack, scaling)

@@ -97,7 +97,8 @@ def test_a_line_and_fixed_set_declared_variables_of_the_pack(tmp_path, samples_t
 
 
 def test_a_real_declared_variable_set_by_a_line_is_not_floored(tmp_path, samples_task):
-    exp = load_experiment(experiment(tmp_path, scaling="n=V**2, alpha=1/V", fixed=""))
+    # the theory_scaling says the same (its alpha=1/4 beside runs with alpha = 1/V is refused: test_pack_constants.py)
+    exp = load_experiment(experiment(tmp_path, scaling="n=V**2, alpha=1/V", fixed="", theory_scaling="n=V**2, alpha=1/V"))
     assert exp.build_config(exp.lines[0], 8, 16, 0)["alpha"] == 0.125
 
 

@@ -1,0 +1,252 @@
+"""A constant of a pack (a variable it declares, such as a law's exponent alpha) is given once per line and reaches
+both the runs and the prediction; given two different values, reading the experiment file is one error naming the
+file, the line and both values. A metric a law names that the task's runs do not store is refused with the fix
+(``Task(run_metrics=...)``), and a law experiment's prediction carries the exponent under law_exponents' names too.
+
+The runs come from a tiny test system (a package written to a temporary folder and registered): a task whose
+stored ``test_error`` is ``3 / p**alpha * (1 + 2% seeded noise)``, its config taking ``alpha`` (default 1), so the
+fitted slope against p is -alpha of the runs: a run that did not get the line's alpha shows it.
+"""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from recallkit import registry
+from recallkit.assertions import sweep_and_fit
+from recallkit.empirics.executors import LocalExecutor
+from recallkit.empirics.experiment import load_experiment
+from recallkit.empirics.plan import plan
+from recallkit.theory.errors import InputError
+from tests.experiment_texts import experiment_load_error
+
+__all__: list[str] = []
+
+SOURCE = '''
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import torch
+
+from recallkit.empirics.config import check_model
+from recallkit.empirics.tasks import stream_seed
+from recallkit.registry import System, Task, Trainer
+
+
+@dataclass(frozen=True)
+class AlphaConfig:
+    model: str
+    p: int
+    n: int = 1
+    alpha: float = 1.0
+    MODELS: ClassVar[tuple[str, ...]] = ("closed",)
+
+    def __post_init__(self):
+        check_model(self)
+
+    param_count = property(lambda self: self.p)
+    trainable_params = property(lambda self: self.p)
+    n_train = property(lambda self: self.n)
+
+    def sizes(self):
+        return {"p": self.p, "n": self.n}
+
+    def bytes_per_model(self, trainer_config):
+        return 64
+
+
+class AlphaProblem:
+    def __init__(self, configs, device):
+        self.configs = configs
+        self.params = {}
+        self.n_train = configs[0].task_config.n
+
+    def evaluate(self, params):
+        values = []
+        for c in self.configs:
+            t = c.task_config
+            u = (stream_seed(c.seed, f"noise/{t.p}") % 1000003) / 1000003 * 2 - 1
+            values.append(3.0 / t.p ** t.alpha * (1 + 0.02 * u))
+        return {"test_error": torch.tensor(values, dtype=torch.float64)}
+
+
+@dataclass(frozen=True)
+class SolveConfig:
+    pass
+
+
+def solve(problem, cfgs, sizes):
+    return {}, {}
+
+
+SOLVE = Trainer("alpha_toy_solve", SolveConfig, "alpha_toy_system:solve")
+SYSTEM = System(name="alpha_toy", title="a power law with an exponent the task takes", root=Path(__file__).parent,
+                tasks=(Task("alpha_toy_task", config="alpha_toy_system:AlphaConfig",
+                            problem="alpha_toy_system:AlphaProblem", trainers=("alpha_toy_solve",),
+                            run_metrics=("test_error",)),),
+                trainers=("alpha_toy_system:SOLVE",))
+'''
+
+PACK = """
+[pack]
+name = "alpha_pack"
+variables = []
+
+[[variables]]
+name = "p"
+meaning = "width"
+domain = "integer"
+
+[[variables]]
+name = "n"
+meaning = "number of samples"
+domain = "integer"
+
+[[variables]]
+name = "alpha"
+meaning = "exponent of the width term"
+
+[[laws]]
+name = "test_error"
+metric = "test_error"
+
+[[laws.terms]]
+name = "width"
+expr = "p**(-alpha)"
+provenance = "derived-here"
+
+[[laws.terms]]
+name = "samples"
+expr = "n**-2"
+provenance = "derived-here"
+"""
+
+EXPERIMENT = """
+name = "alpha_width"
+pack = "alpha_pack.toml"
+task = "alpha_toy_task"
+model = "closed"
+trainer = "alpha_toy_solve"
+kind = "law"
+law = "test_error"
+base = "p"
+
+[[lines]]
+scaling = "n=p**2"
+label = "n = p^2"
+{line}
+[fixed]
+{fixed}
+
+[verdict]
+delta = 0.15
+alpha = 0.05
+
+[presets.quick]
+p = [4, 8, 16, 32, 64]
+seeds = [0, 1]
+{preset}
+"""
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy system registered for one test, its pack beside the experiments."""
+    (tmp_path / "alpha_toy_system.py").write_text(SOURCE, encoding="utf-8")
+    (tmp_path / "alpha_pack.toml").write_text(PACK, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("alpha_toy_system", None)
+    import alpha_toy_system
+    registry.register(alpha_toy_system.SYSTEM)
+    yield tmp_path
+    registry.unregister("alpha_toy")
+    sys.modules.pop("alpha_toy_system", None)
+
+
+def write(root, line: str = "", fixed: str = "", preset: str = "", name: str = "law.toml") -> str:
+    path = root / name
+    path.write_text(EXPERIMENT.format(line=line, fixed=fixed, preset=preset), encoding="utf-8")
+    return str(path)
+
+
+def test_a_constant_given_in_theory_scaling_alone_reaches_the_runs(toy):
+    path = write(toy, line='theory_scaling = "n=p**2, alpha=1/2"')
+    experiment = load_experiment(path)
+    assert experiment.build_config(experiment.lines[0], 8, 0, 0)["alpha"] == 0.5
+    fitted = sweep_and_fit(path, store=toy / "store.db", executor=LocalExecutor(), log=None)
+    (fit,) = fitted.fits
+    doc = fit.to_dict()
+    # the runs had alpha = 1/2 (their default is 1): the measured slope is the predicted one
+    assert doc["predicted_slope"] == -0.5 and doc["slope"] == pytest.approx(-0.5, abs=0.03), doc
+    assert doc["verdict"] == "consistent", doc["verdict_reason"]
+
+
+def test_a_constant_given_in_fixed_alone_reaches_the_prediction(toy):
+    planned = plan(write(toy, fixed="alpha = 0.5"))
+    prediction = planned.predictions["n = p^2"]
+    assert "error" not in prediction, prediction
+    assert (prediction["slope"], prediction["slope_exact"]) == (-0.5, "-1/2")
+    assert planned.experiment.build_config(planned.experiment.lines[0], 8, 0, 0)["alpha"] == 0.5
+    assert planned.experiment.lines[0].label == "n = p^2"  # the label the file gives is kept
+
+
+def test_a_constant_given_in_the_scaling_reaches_an_explicit_theory_scaling(toy):
+    planned = plan(_rewrite(toy, 'scaling = "n=p**2"', 'scaling = "n=p**2, alpha=0.25"',
+                            line='theory_scaling = "n=p**2"'))
+    assert planned.predictions["n = p^2"]["slope_exact"] == "-1/4", planned.predictions["n = p^2"]
+
+
+def _rewrite(root, old: str, new: str, **parts) -> str:
+    path = write(root, **parts)
+    text = open(path, encoding="utf-8").read()
+    assert old in text
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize("place, parts", [
+    ("[fixed]", {"fixed": "alpha = 0.25"}),
+    ("lines[0].fixed", {"line": 'fixed = { alpha = 0.25 }\ntheory_scaling = "n=p**2, alpha=1/2"'}),
+    ("presets.quick.fixed", {"preset": "fixed = { alpha = 0.25 }"}),
+])
+def test_fixed_and_theory_scaling_giving_two_values_is_one_error(toy, place, parts):
+    parts.setdefault("line", 'theory_scaling = "n=p**2, alpha=1/2"')
+    path = write(toy, **parts)
+    message = experiment_load_error(path)
+    assert message.startswith(f"{path}: lines[0] ('n = p^2'): alpha = 0.25 in {place} but alpha = 1/2 in its "
+                              f"theory_scaling 'n=p**2, alpha=1/2'"), message
+    assert "\n" not in message
+
+
+def test_the_same_value_given_twice_is_accepted(toy):
+    experiment = load_experiment(write(toy, line='theory_scaling = "n=p**2, alpha=1/2"', fixed="alpha = 0.5"))
+    assert experiment.build_config(experiment.lines[0], 8, 0, 0)["alpha"] == 0.5
+
+
+def test_a_count_the_theory_fixes_that_the_runs_scale_is_one_error(toy):
+    path = write(toy, line='theory_scaling = "n=4096, alpha=1"')
+    message = experiment_load_error(path)
+    assert message.startswith(f"{path}: lines[0] ('n = p^2'): n = 16 in its scaling but n = 4096 in its "
+                              f"theory_scaling"), message
+
+
+def test_an_unstored_metric_is_refused_with_the_fix(toy):
+    path = write(toy, fixed="alpha = 0.5")
+    text = open(path, encoding="utf-8").read().replace('base = "p"', 'base = "p"\nmetric = "train_error"')
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    with pytest.raises(InputError) as caught:
+        load_experiment(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: metric: 'train_error' is not a metric the runs of task alpha_toy_task store")
+    assert "Task('alpha_toy_task', ..., run_metrics=('train_error',))" in message, message
+
+
+def test_a_law_prediction_names_its_exponent_as_law_exponents_does(toy):
+    planned = plan(write(toy, line='theory_scaling = "n=p**2, alpha=1/2"'))
+    prediction = planned.predictions["n = p^2"]
+    assert (prediction["exponent"], prediction["exponent_float"]) == (prediction["slope_exact"], prediction["slope"])
+    assert prediction["exponent_float"] == -0.5
