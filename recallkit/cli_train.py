@@ -119,7 +119,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"config": config.to_dict(), "config_hash": config_hash(config), **metrics}, sort_keys=True))
             return
         typer.echo(f"{task} / {model} / {trainer}  (config {config_hash(config)})")
-        for key in ("accuracy", "train_accuracy", "attention_mass", "loss", "param_count", "steps_run", "gamma_used", "wall_time_s", "device", "threads"):
+        shown = ("accuracy", "train_accuracy", "attention_mass", "loss")
+        # a task's own metrics (declared in its Task's run_metrics, e.g. a law's test_error) after the built-in ones
+        own = tuple(k for k in getattr(registry.task(task), "run_metrics", ()) or () if k not in shown)
+        for key in shown + own + ("param_count", "steps_run", "gamma_used", "wall_time_s", "device", "threads"):
             if key in metrics:
                 value = metrics[key]
                 typer.echo(f"  {key:15s} {value:.4g}" if isinstance(value, float) else f"  {key:15s} {value}")

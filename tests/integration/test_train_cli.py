@@ -1,8 +1,10 @@
 """`recallkit train` end to end in a subprocess, checked against the float64 numpy reference."""
 import json
+import re
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +104,27 @@ def test_set_none_is_the_name_for_a_name_valued_option_and_unset_for_a_number(ca
                                           "--set", "steps=4", "--set", "early_stop=none", "--json")
     assert code == 0, err
     assert json.loads(out)["config"].get("early_stop") is None
+
+
+def test_train_prints_a_tasks_own_metrics_beside_the_built_in_ones(monkeypatch):
+    """rf_ridge's runs store test_error (its Task's run_metrics); ``recallkit train`` printed only the built-in
+    names, so its one metric showed with --json alone."""
+    from typer.testing import CliRunner
+
+    from recallkit import registry
+    from recallkit.cli import app
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples" / "rf_ridge"))
+    import recallkit_rf_ridge
+
+    added = "rf_ridge" not in [system.name for system in registry.systems()]
+    if added:
+        registry.register(recallkit_rf_ridge.SYSTEM)
+    try:
+        done = CliRunner().invoke(app, ["train", "rf_ridge", "--model", "random_features", "--trainer", "ridge",
+                                        "--set", "p=32", "--set", "n=64", "--set", "ridge=1e-6"])
+    finally:
+        if added:
+            registry.unregister("rf_ridge")
+    assert done.exit_code == 0, done.output
+    assert re.search(r"^  test_error\s+\d", done.output, re.M), done.output
