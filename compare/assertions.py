@@ -732,6 +732,8 @@ class ExperimentFits:
         # accuracy, so that the summary (and the pages drawn from it) of an accuracy experiment stay as they were
         experiment = getattr(self.plan, "experiment", None)
         if experiment is not None:
+            if experiment.settings:  # fields this command changed (--set): beside the numbers they changed
+                out["set"] = dict(experiment.settings)
             if experiment.metric != "accuracy":
                 out["metric"] = experiment.metric
             own = {line.label: line.metric for line in experiment.lines if line.metric}

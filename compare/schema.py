@@ -254,6 +254,7 @@ class FitDocument(_Record):
     line_metrics: dict[str, str] | None = _f("A line's own metric, where it has one.")
     law: dict[str, Any] | None = _f("A law experiment's law: name, metric, direction, variable.")
     claims: list[dict[str, Any]] | None = _f("The experiment's comparative claims, judged.")
+    set: dict[str, Any] | None = _f("Fields of the experiment file this command changed (--set FIELD=VALUE).")
 
 
 class ExperimentEntry(_Record):
@@ -282,6 +283,7 @@ class ExperimentEntry(_Record):
                                                                          f"document.")
     fits: list[CheckResult] = Field(default_factory=list, description="Its checks.")
     claims: list[dict[str, Any]] | None = _f("Its comparative claims, judged.")
+    set: dict[str, Any] | None = _f("Fields of the experiment file this report changed (--set FIELD=VALUE).")
 
 
 class Summary(_Record):

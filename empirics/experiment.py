@@ -155,6 +155,7 @@ from typing import Any
 from recallkit import registry
 from recallkit.empirics.config import (MAX_D, MAX_L, MAX_M, MAX_N, MAX_R, MAX_V, check_memory, planned_config,
                                        task_spec)
+from recallkit.empirics.overrides import FieldSettings, apply_settings
 from recallkit.empirics.records import threshold_text
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
@@ -169,7 +170,7 @@ from recallkit.theory.schema import table as table_rule
 PACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a registered pack's name, as theory.pack reads one
 
 __all__ = ["presets_in", "shipped_experiments", "Claim", "claim_from_dict", "CLAIM_RELATIONS", "ClaimSide", "DEFAULT_MAX_RUNS", "Experiment",
-           "DIRECTIONS", "experiment_from_dict", "HIGHER_IS_BETTER", "INTEGER_PARAMS", "KINDS", "Line", "load_experiment", "max_runs_allowed",
+           "DIRECTIONS", "experiment_from_dict", "experiment_with_settings", "HIGHER_IS_BETTER", "INTEGER_PARAMS", "KINDS", "Line", "load_experiment", "max_runs_allowed",
            "parse_claims", "read_experiment_file", "resolve_experiment", "RUN_METRICS", "SafeExpression", "SEARCH_METHODS",
            "SearchSettings", "SIZE_LIMITS", "SIZE_SYMBOLS", "STRING_PARAMS"]
 
@@ -352,6 +353,8 @@ class Experiment:
     variables: dict[str, str] = field(default_factory=dict)  # the pack's declared variables: name -> domain
     law: str | None = None  # kind = "law": the pack's [[laws]] name whose metric is measured
     direction: str | None = None  # law, min_size, max_capacity: lower | higher is better for the metric
+    # fields changed for this command (``--set FIELD=VALUE``, empirics.overrides), recorded beside its results
+    settings: tuple[tuple[str, Any], ...] = ()
     # the run configs validated when the file was loaded (the corners of each line), by (line label, base value,
     # size, seed): the search takes these instead of validating the same config a second time
     checked_configs: dict[tuple[str, int, int, int], Any] = field(default_factory=dict, repr=False, compare=False)
@@ -879,11 +882,28 @@ def shipped_experiments() -> list[dict[str, Any]]:
     return sorted(found, key=lambda e: e["name"])
 
 
-def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | None = None) -> Experiment:
+def load_experiment(path: str | Path, preset: str = "quick", max_runs: int | None = None,
+                    settings: FieldSettings = ()) -> Experiment:
     """Read, validate and apply ``preset`` to an experiment TOML file (a path or a shipped name);
-    errors are one-line InputErrors. ``max_runs``: see :func:`max_runs_allowed`."""
+    errors are one-line InputErrors. ``max_runs``: see :func:`max_runs_allowed`; ``settings``: fields changed for
+    this command (``--set``, :mod:`recallkit.empirics.overrides`)."""
     path = resolve_experiment(path)
-    return experiment_from_dict(read_experiment_file(path), str(path), preset, max_runs=max_runs)
+    return experiment_with_settings(read_experiment_file(path), str(path), preset, max_runs, settings)
+
+
+def experiment_with_settings(raw: dict, shown: str, preset: str, max_runs: int | None,
+                             settings: FieldSettings) -> Experiment:
+    """:func:`experiment_from_dict` of the file with ``settings`` applied; an error they cause says so."""
+    if not settings:
+        return experiment_from_dict(raw, shown, preset, max_runs=max_runs)
+    try:
+        experiment = experiment_from_dict(apply_settings(raw, settings, preset, shown), shown, preset,
+                                          max_runs=max_runs)
+    except InputError as exc:
+        given = ", ".join(f"{field}={value!r}" for field, value in settings)
+        raise InputError(f"{exc} (with --set {given})") from None
+    experiment.settings = tuple(settings)
+    return experiment
 
 
 def _pack_beside(pack: str, experiment_file: Path) -> str:

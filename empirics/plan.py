@@ -28,8 +28,9 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from recallkit import registry, theory
-from recallkit.empirics.experiment import (Experiment, Line, experiment_from_dict, read_experiment_file,
-                                           resolve_experiment)
+from recallkit.empirics.experiment import (Experiment, Line, experiment_from_dict, experiment_with_settings,
+                                           read_experiment_file, resolve_experiment)
+from recallkit.empirics.overrides import FieldSettings
 from recallkit.theory.errors import InputError
 from recallkit.theory.pack import Pack
 from recallkit.theory.realised import realised_prediction
@@ -87,16 +88,21 @@ def runner_of(raw: Mapping[str, Any]) -> tuple[Any, str] | None:
     return None
 
 
-def plan(name_or_path: str | Path, preset: str = "quick", max_runs: int | None = None) -> Plan:
+def plan(name_or_path: str | Path, preset: str = "quick", max_runs: int | None = None,
+         settings: FieldSettings = ()) -> Plan:
     """Read, check and predict one experiment (a path, or a shipped experiment's name) with ``preset``.
     Errors are one-line InputErrors naming the file and field. ``max_runs``: the most trained models the
-    preset may plan (``--max-runs``; default ``empirics.experiment.max_runs_allowed``)."""
+    preset may plan (``--max-runs``; default ``empirics.experiment.max_runs_allowed``); ``settings``: fields
+    changed for this command (``--set``, :mod:`recallkit.empirics.overrides`)."""
     path = resolve_experiment(name_or_path)
     raw = read_experiment_file(path)
     found = runner_of(raw)
     if found is not None:
+        if settings:
+            raise InputError(f"--set: {path}: its system's runner reads the file itself; --set changes the fields "
+                             f"of search experiments (min_size, max_capacity, grid, law)")
         return Plan(path=path, preset=preset, system=found[0], runner=found[1])
-    return plan_of(experiment_from_dict(raw, str(path), preset, max_runs=max_runs))
+    return plan_of(experiment_with_settings(raw, str(path), preset, max_runs, settings))
 
 
 def plan_of(experiment: Experiment | Plan) -> Plan:

@@ -34,6 +34,7 @@ def sweep_and_fit(
     executor: Any = None,
     progress: bool = False,
     log: Any = sys.stderr,
+    settings: Any = (),
     **fit_options: Any,
 ) -> ExperimentFits:
     """Search (training only what the store lacks when ``run``; else replaying it), fit, decide.
@@ -43,9 +44,10 @@ def sweep_and_fit(
     against log(base) per line; a grid experiment is swept and returned with no fits (its cells are
     ``sweep_result.runs``, for a heatmap). ``fit_options`` (delta, alpha, thresholds, predicted) go to
     :func:`recallkit.compare.fit_experiment`, which fits the search's own records (with ``run``, the sweep just made;
-    without, the store replayed once).
+    without, the store replayed once). ``settings``: fields of the experiment file changed for this call
+    (``--set``: ``(("verdict.delta", 0.1), ...)``, :mod:`recallkit.empirics.overrides`).
     """
-    planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset)
+    planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset, settings=settings)
     planned.search_experiment(" (its system runs it: recallkit report)")
     store_path = str(store) if store is not None else default_store_path()
     sweep = None

@@ -5,6 +5,7 @@ from typing import Any, List, Optional
 
 import typer
 
+from recallkit.empirics.overrides import SET_HELP, parse_settings
 from recallkit.empirics.records import CheckKey
 from recallkit.fail_on import fail_on_verdicts, required_evidence
 from recallkit.theory.errors import InputError
@@ -149,6 +150,7 @@ def register(app: typer.Typer) -> None:
             None, "--alpha", help="Test level. Default: verdict.alpha in the experiment file, else 0.05."),
         device: str = typer.Option("auto", "--device", help="Device for runs the store lacks: auto | cpu | cuda | cuda:N."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else."),
+        set_fields: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
         fail_on: Optional[List[str]] = typer.Option(
             None, "--fail-on", help="Exit 1 when any fit's or claim's verdict is this (inconsistent | inconclusive; repeatable or "
                                     "comma-separated), after printing the table: for CI."),
@@ -162,6 +164,7 @@ def register(app: typer.Typer) -> None:
         experiments also get C in param_count = C * N ln N with its interval."""
         wanted = fail_on_verdicts(fail_on)  # a bad value is one line before the fits are imported
         required = required_evidence(require)
+        fields = parse_settings(set_fields)
         if delta is not None and not delta > 0:
             raise InputError(f"--delta: expected a positive number (margin on the slope), got {delta}")
         if alpha is not None and not 0 < alpha < 0.5:
@@ -169,4 +172,4 @@ def register(app: typer.Typer) -> None:
         from recallkit.cli_fit_run import fit  # the fits and the pipeline: scipy, matplotlib and sympy, about 1.5 s
 
         fit(experiment, preset=preset, store=store, run=run, threshold=threshold, delta=delta, alpha=alpha,
-            device=device, as_json=as_json, wanted=wanted, required=required)
+            device=device, as_json=as_json, wanted=wanted, required=required, settings=fields)

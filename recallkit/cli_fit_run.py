@@ -43,7 +43,8 @@ def judge_claims(fitted: Any, *, preset: str, alpha: Any) -> list:
 
 
 def fit(experiment: str, *, preset: str, store: str | None, run: bool, threshold: list[float] | None,
-        delta: float | None, alpha: float | None, device: str, as_json: bool, wanted: Any, required: Any = None) -> None:
+        delta: float | None, alpha: float | None, device: str, as_json: bool, wanted: Any, required: Any = None,
+        settings: Any = ()) -> None:
     """``recallkit fit`` with its arguments checked (``wanted``: the parsed --fail-on verdicts)."""
     executor = None
     if run:
@@ -54,7 +55,7 @@ def fit(experiment: str, *, preset: str, store: str | None, run: bool, threshold
         # through the module, so that a test's stand-in for sweep_and_fit is used
         fitted = assertions.sweep_and_fit(experiment, store=store, preset=preset, run=run, executor=executor,
                                           progress=not as_json and sys.stderr.isatty(), delta=delta, alpha=alpha,
-                                          thresholds=threshold, log=sys.stderr)
+                                          thresholds=threshold, log=sys.stderr, settings=settings)
     finally:
         if executor is not None:
             executor.close()

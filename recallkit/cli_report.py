@@ -8,6 +8,7 @@ import typer
 
 from recallkit.cli_sweep import MAX_PROCESSES, MAX_THREADS
 from recallkit.empirics import cost
+from recallkit.empirics.overrides import SET_HELP, parse_settings
 from recallkit.fail_on import fail_on_verdicts, required_evidence
 from recallkit.report_settings import ReportSettings
 from recallkit.theory.errors import InputError
@@ -33,6 +34,8 @@ def report(
     workers: Optional[int] = typer.Option(
         None, "--workers", min=1, max=MAX_PROCESSES, help="local executor: processes training at once (default: one per usable core); the numbers do not depend on it."),
     threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
+    set_fields: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP + "; a system's runner experiment runs "
+                                                                               "as written"),
     probes: Optional[bool] = typer.Option(None, "--probes/--no-probes", help="Include the systems' diagnostics (token retrieval's term probes and gradient-access check, when the report has a token-retrieval experiment). Default: in the main job (no experiment named), not in a report of named experiments."),
     png: bool = typer.Option(False, "--png", help="Also write each page as PNG under figures/ (PDF only by default)."),
     jobs: Optional[int] = typer.Option(
@@ -63,11 +66,13 @@ def report(
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     wanted = fail_on_verdicts(fail_on)
     required = required_evidence(require)
+    fields = parse_settings(set_fields)
     if probes is None:  # a report of named experiments runs those; the main job adds the diagnostics
         probes = not experiments
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
-                              device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers)
+                              device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers,
+                              settings=fields)
     from recallkit.cli_report_run import run  # the whole pipeline: matplotlib, scipy and sympy, about 1.5 s
 
     run(settings, experiments or [], limit=limit, wanted=wanted, required=required)

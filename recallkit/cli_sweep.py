@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
 from recallkit.empirics import cost
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import make_executor, usable_cores
+from recallkit.empirics.overrides import SET_HELP, FieldSettings, parse_settings
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.interrupts import watch_store
 from recallkit.theory.errors import InputError
@@ -137,10 +138,11 @@ def register(app: typer.Typer) -> None:
         progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress over cells on stderr"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON document (boundary points, probes, counts) on stdout"),
         max_cost: Optional[str] = typer.Option(None, "--max-cost", help=cost.MAX_COST_HELP + "; a search is priced round by round"),
+        set_fields: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP),
     ) -> None:
         """Train the probes an experiment's search needs, reusing every result already in the store."""
         _sweep(experiment_file, preset, store_path, executor_name, scheduler, dask_local, device, max_runs, workers,
-               threads, progress, as_json, max_cost)
+               threads, progress, as_json, max_cost, parse_settings(set_fields))
 
     @app.command("results")
     def results(
@@ -169,7 +171,7 @@ def _price_grid(planned, limit: float, device) -> None:
 
 def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_name: str, scheduler: str | None,
            dask_local: int | None, device: str, max_runs: int | None, workers: int, threads: int, progress: bool,
-           as_json: bool, max_cost: str | None = None) -> None:
+           as_json: bool, max_cost: str | None = None, settings: FieldSettings = ()) -> None:
     """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
     from recallkit.empirics.plan import plan  # experiments and packs: sympy, about 0.3 s, which --help must not load
     from recallkit.empirics.search import run_sweep  # sympy through plan (about 0.3 s), as above
@@ -178,7 +180,7 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
     if max_runs is not None and max_runs < 1:
         raise InputError(f"--max-runs: expected a positive integer, got {max_runs}")
-    planned = plan(experiment_file, preset, max_runs=max_runs)
+    planned = plan(experiment_file, preset, max_runs=max_runs, settings=settings)
     planned.search_experiment(" (its system runs it: recallkit report)")
     if executor_name == "local":
         resolve_device(device)  # fail now on --device cuda without CUDA, not after the first round
@@ -193,11 +195,15 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
         raise cost.CostTooHigh(f"{planned.path}: {exc}") from None
     finally:
         executor.close()
-    summary = f"{planned.name} [{preset}] on {result.executor}: {result.summary_line()}" + (
+    given = "".join(f" --set {field}={value!r}" for field, value in settings)
+    summary = f"{planned.name} [{preset}{given}] on {result.executor}: {result.summary_line()}" + (
         f", {result.failed} failed" if result.failed else "") + f" in {result.wall_time_s:.1f} s"
     if as_json:
         print(summary, file=sys.stderr)
-        typer.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
+        doc = result.to_dict()
+        if settings:
+            doc["set"] = dict(settings)
+        typer.echo(json.dumps(doc, sort_keys=True, default=str))
         return
     for line in _format_points(result):
         typer.echo(line)

@@ -389,10 +389,23 @@ def _checked_plans(settings: ReportSettings, store_path: Path, failures: list[st
     plans = []
     for path in paths:
         try:
-            plans.append(plan(path, preset=settings.preset))
+            plans.append(_plan_with_settings(path, settings))
         except RecallkitError as exc:
             _failed(failures, path.name, exc, settings.log)
     return plans
+
+
+def _plan_with_settings(path: Path, settings: ReportSettings) -> Plan:
+    """The experiment planned with the report's --set fields where its search reads them; a system's runner reads
+    its file itself, so it runs as written (said in one line)."""
+    if not settings.settings:
+        return plan(path, preset=settings.preset)
+    planned = plan(path, preset=settings.preset)
+    if not planned.is_search:
+        print(f"--set: not applied to {planned.path.stem} (its system's runner reads its file as written)",
+              file=settings.log)
+        return planned
+    return plan(path, preset=settings.preset, settings=settings.settings)
 
 
 def with_packs(settings: ReportSettings, plans: list[Plan]) -> ReportSettings:

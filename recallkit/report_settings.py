@@ -34,6 +34,8 @@ class ReportSettings:
     # the packs the named experiments' searches test, in their order, set once they are planned (empty for the main
     # job): a system's step may follow them (token retrieval's term probes take the probe grid of that pack)
     packs: tuple[str, ...] = ()
+    # fields of the named search experiments changed for this report (--set, recallkit.empirics.overrides)
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
