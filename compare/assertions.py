@@ -185,11 +185,24 @@ def _float_or_zero(value: Any) -> float:
         return math.nan
 
 
-def regressor_for(kind: str, base: str) -> tuple[str, bool]:
-    """The x of the fit and whether C is fitted, from the experiment's kind (docs/ARCHITECTURE.md)."""
-    if kind == "max_capacity":
-        return "log(N ln N)", True
-    return f"log {base}", False
+N_LN_N = "log(N ln N)"
+
+
+def regressor_for(kind: str, base: str, predictions: Mapping[str, Any] | None = None) -> tuple[str, bool]:
+    """The x of the fit and whether C is fitted, from the experiment's kind (docs/ARCHITECTURE.md). A capacity
+    experiment fits against log(N ln N) where its pack predicts params ~ N log N (slope = log power, every line;
+    C is then params / (N ln N)), else against log N (C = params / N) with the pack's log power in the verdict."""
+    if kind != "max_capacity":
+        return f"log {base}", False
+    forms = [p for p in (predictions or {}).values() if isinstance(p, Mapping) and p.get("slope") is not None]
+    if all(_float_or_zero(p.get("log_power_float", p.get("log_power"))) == _float_or_zero(p["slope"]) for p in forms):
+        return N_LN_N, True
+    return "log N", True
+
+
+def _log_in_x(capacity: bool, x: str) -> bool:
+    """Whether the fit's x already holds the one power of log N of params ~ N log N."""
+    return capacity and x == N_LN_N
 
 
 def _all_terms_extra(every: Mapping[str, Any], extra: dict[str, Any]) -> float | None:
@@ -300,12 +313,14 @@ def _form_of(extra: Mapping[str, Any]) -> str:
 
 def tested_prediction(key: str, prediction: Any, line_realised: Mapping[str, Any], check: str, capacity: bool,
                       extra: dict[str, Any], *, group: Sequence[BoundaryPoint] = (), base: str = "V",
-                      experiment: str = "") -> tuple[TestedPrediction, float | None, TestedPrediction | None]:
+                      experiment: str = "", x: str = N_LN_N) -> tuple[TestedPrediction, float | None,
+                                                                      TestedPrediction | None]:
     """The one way a check's tested prediction is made, for a fit and for a freeze alike: (the tested prediction with
     its inputs and their evidence, the binding terms' slope where every term at once is tested instead, the same
     form on the judged runs' measured quantities where that reading differs, else None). ``extra`` receives the
-    fields the fit's record carries (which slope was compared, the others beside it)."""
-    slope, log_power = _tested_slope(prediction, capacity)
+    fields the fit's record carries (which slope was compared, the others beside it). ``x``: the fit's regressor
+    (:func:`regressor_for`)."""
+    slope, log_power = _tested_slope(prediction, _log_in_x(capacity, x))
     pack = prediction.get("pack") if isinstance(prediction, Mapping) else None
     source = _prediction_source(pack)
     if slope is None or capacity:
@@ -370,11 +385,11 @@ def fit_boundary_points(
     (x = log(N ln N)) one power of log N is already in x, so the log power passed to the verdict is
     the prediction's log power minus its slope (zero for params ~ N log N).
     """
-    x_name, capacity = regressor_for(kind, base)
+    x_name, capacity = regressor_for(kind, base, predictions if isinstance(predictions, Mapping) else None)
     results = []
     for (line, threshold, relative), group in _check_groups(as_points(points, base), thresholds).items():
         prediction = predictions if not isinstance(predictions, Mapping) else predictions.get(line)
-        slope, log_power = _tested_slope(prediction, capacity)
+        slope, log_power = _tested_slope(prediction, _log_in_x(capacity, x_name))
         asymptotic = (slope, log_power)
         extra: dict[str, Any] = {"threshold_relative": relative}
         line_realised = (realised or {}).get(line) or {}
@@ -382,7 +397,7 @@ def fit_boundary_points(
         key = str(CheckKey(experiment, str(line), threshold=None if threshold is None else float(threshold),
                            relative=bool(relative)))
         tested, binding, conditional = tested_prediction(key, prediction, line_realised, check, capacity, extra,
-                                                         group=group, base=base, experiment=experiment)
+                                                         group=group, base=base, experiment=experiment, x=x_name)
         slope, log_power = tested.slope, tested.log_power
         options = FitOptions(predicted_slope=slope, x=x_name, experiment=experiment, line=line, threshold=threshold,
                              delta=delta, alpha=alpha, log_power=log_power, grid_key=base, n_bootstrap=n_bootstrap,
@@ -483,15 +498,16 @@ def _check_groups(points: Sequence[BoundaryPoint], thresholds: Iterable[Any] | N
     return groups
 
 
-def _tested_slope(prediction: Mapping[str, Any] | float | None, capacity: bool) -> tuple[float | None, float]:
-    """(slope on the fit's x, log power) of a line's prediction: a theory prediction dict or a bare slope."""
+def _tested_slope(prediction: Mapping[str, Any] | float | None, log_in_x: bool) -> tuple[float | None, float]:
+    """(slope on the fit's x, log power) of a line's prediction: a theory prediction dict or a bare slope.
+    ``log_in_x``: the x is log(N ln N), which holds one power of log N already."""
     if prediction is None:
         return None, 0.0
     if not isinstance(prediction, Mapping):
         return float(prediction), 0.0  # a bare slope is already the slope on x
     slope = _float_or_zero(prediction.get("slope")) if prediction.get("slope") is not None else None
     log_power = _float_or_zero(prediction.get("log_power_float", prediction.get("log_power")))
-    if capacity and slope is not None:
+    if log_in_x and slope is not None:
         log_power -= slope  # theory states the slope on log N; x = log(N ln N) holds one log N
     return slope, log_power
 

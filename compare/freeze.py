@@ -55,7 +55,7 @@ def freeze_document(plan: Any, created_at: str | None = None) -> dict[str, Any]:
                          f"{', '.join(CHECK_KINDS)})")
     predictions = predictions_for(plan)
     realised = realised_predictions(plan, None) if loaded.kind == "min_size" else {}
-    _, capacity = regressor_for(loaded.kind, loaded.base)
+    x, capacity = regressor_for(loaded.kind, loaded.base, predictions)
     checks, grid = [], {}
     for index, line in enumerate(loaded.lines):
         prediction = predictions.get(line.label)
@@ -70,7 +70,7 @@ def freeze_document(plan: Any, created_at: str | None = None) -> dict[str, Any]:
             extra: dict[str, Any] = {}
             tested, _, _ = tested_prediction(key, prediction, realised.get(line.label) or {},
                                              threshold_text(threshold, relative), capacity, extra,
-                                             experiment=loaded.name)
+                                             experiment=loaded.name, x=x)
             doc = tested.to_dict()
             if extra.get("all_terms_d"):
                 doc["all_terms_d"] = extra["all_terms_d"]

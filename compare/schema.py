@@ -97,7 +97,8 @@ class _CheckFields(_Record):
     freeze: str | None = _f("SHA-256 (first 12 hex digits) of the freeze that held this check's prediction.")
     primary: bool | None = _f("This threshold is the line's primary check (declared in the experiment file).")
     n_points: int | None = _f("Boundary points fitted.")
-    C: float | None = _f("Capacity constant: param_count = C N ln N (capacity experiments).")
+    C: float | None = _f("Capacity constant: param_count = C N ln N where x is log(N ln N), C N where x is log N "
+                         "(capacity experiments).")
     C_ci: Pair | None = _f("(1 - alpha) interval of C.")
     metric: str | None = _f("A law's metric (e.g. test_error) or a threshold's metric where not accuracy.")
     variable: str | None = _f("A law's base variable (its x is log of it).")

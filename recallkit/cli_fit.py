@@ -158,10 +158,11 @@ def register(app: typer.Typer) -> None:
             None, "--require", help="Exit 1 when any check's evidence is weaker than this (confirmatory | "
                                     "conditional), after printing the table: see recallkit freeze."),
     ) -> None:
-        """Fit log(param_count) against log(base) - or against log(N ln N) for capacity experiments -
+        """Fit log(param_count) against log(base) - or, for capacity experiments, against log(N ln N) where the pack
+        predicts N log N parameters (else log N) -
         for every line and threshold; print slope, HC3 and bootstrap intervals, prediction and verdict
         (consistent / inconsistent / inconclusive, with the numbers that decided it). Capacity
-        experiments also get C in param_count = C * N ln N with its interval."""
+        experiments also get C in param_count = C * N ln N (or C * N) with its interval."""
         wanted = fail_on_verdicts(fail_on)  # a bad value is one line before the fits are imported
         required = required_evidence(require)
         fields = parse_settings(set_fields)
