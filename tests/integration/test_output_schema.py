@@ -161,3 +161,11 @@ def test_diff_reads_a_summary_of_the_previous_schema_version(outputs):
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert refused.stderr.strip() == ("error: STORE_A other.json: schema: expected one of recallkit.summary/1, "
                                       f"{SUMMARY_SCHEMA}, got 'recallkit.summary/9'")
+
+
+def test_the_schema_page_in_docs_is_what_recallkit_schema_prints_today(tmp_path):
+    printed = run(["schema", "--markdown"], tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    page = (Path(__file__).resolve().parents[2] / "docs" / "output-schema.md").read_text(encoding="utf-8")
+    assert printed.stdout.strip() in page, "docs/output-schema.md is out of date: regenerate it with recallkit schema --markdown"
+    assert "| `predicted_slope_tested` |" in page
