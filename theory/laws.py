@@ -58,7 +58,8 @@ def law_exponents(pack: Pack, law: Law | str, scaling: Scaling | str | None = No
     - ``terms``: per term ``name``, ``expr``, ``provenance``, ``reference``; the term along the line is
       ~ base**``exponent`` * log(base)**``log_power``, each also as ``*_float`` (None while it holds a free
       exponent) and ``*_latex``; ``variables``: ``{v: {"exponent", "log_power"}}``, its exponents against each
-      variable, the others held fixed, as the pack writes them (a variable the line sets is not substituted);
+      variable, the others held fixed, with each variable the line sets to a number substituted (``1 - alpha``
+      along a line with alpha = 1/2 is ``1/2``);
     - ``axes``, ``axis_labels``, ``box``, ``domain``: the free exponents and their window (``axes``: the free
       exponents by default; ``box`` and ``domain`` as for theory.compute_regions), empty for a fully set line;
     - ``regions``: one per term that dominates somewhere in the window: ``dominant``, ``tied_with``,
@@ -123,7 +124,7 @@ def _law_exponents(pack: Pack, law: Law, index: int, scaling: Scaling, axes: Seq
     base = _base(pack, law, scaling, where)
     along = {term.name: _reduce(pack, term.expr, scaling, base, f"{where}.terms[{i}].expr")
              for i, term in enumerate(law.terms)}
-    variables, against, notes = _against(pack, law, where)
+    variables, against, notes = _against(pack, law, where, scaling)
     free = sorted(free_exponents(along))
     document: dict[str, Any] = {
         "law": law.name, "metric": law.metric, "combine": law.combine, "pack": pack.name, "scaling": str(scaling),
@@ -186,9 +187,13 @@ def _reduce(pack: Pack, expr: sp.Expr, scaling: Scaling, base: str, where: str) 
     return monomial
 
 
-def _against(pack: Pack, law: Law, where: str) -> tuple[list[str], dict[str, dict[str, dict[str, str]]], list[str]]:
+def _against(pack: Pack, law: Law, where: str, scaling: Scaling | None = None
+             ) -> tuple[list[str], dict[str, dict[str, dict[str, str]]], list[str]]:
     """The law's variables, each term's exponent and log power against each of them (the others held fixed), and
-    notes on a variable left out because it sits in an exponent (e.g. alpha in d**-alpha): no power law in it."""
+    notes on a variable left out because it sits in an exponent (e.g. alpha in d**-alpha): no power law in it. A
+    variable the line sets to a number is that number in the exponents (1 - alpha at alpha = 1/2 is 1/2)."""
+    fixed = {pack.variables[name]: value for name, value in (scaling.entries if scaling is not None else ())
+             if name in pack.variables and getattr(value, "is_number", False)}
     used = set().union(*(term.expr.free_symbols for term in law.terms))
     names = [name for name, symbol in pack.variables.items() if symbol in used]
     variables, notes = [], []
@@ -201,8 +206,8 @@ def _against(pack: Pack, law: Law, where: str) -> tuple[list[str], dict[str, dic
             continue
         variables.append(name)
         for term_name, monomial in powers.items():
-            against[term_name][name] = {"exponent": sp.sstr(sp.expand(monomial.exponent)),
-                                        "log_power": sp.sstr(sp.expand(monomial.log_power))}
+            against[term_name][name] = {"exponent": sp.sstr(sp.expand(monomial.exponent.xreplace(fixed))),
+                                        "log_power": sp.sstr(sp.expand(monomial.log_power.xreplace(fixed)))}
     return variables, against, notes
 
 

@@ -152,3 +152,21 @@ def test_an_unknown_law_is_named():
 def test_a_variable_left_unscaled_is_named():
     with pytest.raises(InputError, match=r"variable"):
         theory.law_exponents(load(), "excess_error", "")
+
+
+def test_an_exponent_against_a_variable_takes_the_value_the_line_sets(tmp_path):
+    """A law's exponent text was printed unsubstituted ("-alpha") where the line fixes alpha = 1/2."""
+    from tests.unit.empirics.test_pack_constants import PACK
+
+    from recallkit import theory
+    from recallkit.theory.laws import law_exponents
+
+    path = tmp_path / "alpha_pack.toml"
+    path.write_text(PACK, encoding="utf-8")
+    pack = theory.load_pack(path)
+    fixed = law_exponents(pack, "test_error", "n=p**2, alpha=1/2")
+    width = next(t for t in fixed["terms"] if t["name"] == "width")
+    assert width["variables"]["p"] == {"exponent": "-1/2", "log_power": "0"}
+    assert width["exponent"] == "-1/2"
+    other = law_exponents(pack, "test_error", "n=p**2, alpha=3/4")
+    assert next(t for t in other["terms"] if t["name"] == "width")["variables"]["p"]["exponent"] == "-3/4"
