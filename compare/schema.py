@@ -26,7 +26,8 @@ from recallkit.theory.errors import InputError
 
 __all__ = ["BoundaryPointRow", "CheckResult", "CheckRow", "ClaimRow", "DEPRECATED_ALIASES", "FitDocument",
            "READABLE_SUMMARY_SCHEMAS", "RunRow", "SCHEMA_VERSION", "SUMMARY_SCHEMA", "FIT_SCHEMA", "Summary",
-           "check_row", "flat_columns", "flat_row", "json_schema", "upgrade_summary", "with_aliases"]
+           "check_row", "flat_columns", "flat_row", "json_schema", "tested_and_asymptotic", "upgrade_check",
+           "upgrade_summary", "with_aliases"]
 
 SCHEMA_VERSION = "1.1"
 SUMMARY_SCHEMA = f"recallkit.summary/{SCHEMA_VERSION}"
@@ -319,12 +320,12 @@ def check_row(fit: Mapping[str, Any], experiment: str | None = None, log_power: 
     """The flat row (:class:`CheckRow`) of one check's record (:class:`CheckResult`, or a schema-1 fit dict)."""
     fit = upgrade_check(fit)
     row = {name: fit.get(name) for name in _ROW_FIELDS if name not in ("n_censored",)}
-    row["experiment"] = fit.get("experiment") or experiment
+    row["experiment"] = experiment or fit.get("experiment")  # the entry's name: pages and counts find rows by it
     row["threshold_relative"] = bool(fit.get("threshold_relative"))
     if row.get("log_power") is None:
         row["log_power"] = log_power
     row["n_censored"] = len(fit.get("censored") or [])
-    return row
+    return with_aliases(row)
 
 
 def upgrade_check(fit: Mapping[str, Any]) -> dict[str, Any]:
@@ -338,6 +339,15 @@ def upgrade_check(fit: Mapping[str, Any]) -> dict[str, Any]:
             fit["predicted_slope_asymptotic"] = fit.get("predicted_slope")
         with_aliases(fit)
     return fit
+
+
+def tested_and_asymptotic(record: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """(the predicted slope the verdict tested, the asymptotic one) of a check's record or row, of this schema or
+    the previous; the asymptotic one is the tested one where the record has no other."""
+    record = upgrade_check(record)
+    tested, asymptotic = record.get("predicted_slope_tested"), record.get("predicted_slope_asymptotic")
+    asymptotic = tested if asymptotic is None else asymptotic
+    return (None if tested is None else float(tested)), (None if asymptotic is None else float(asymptotic))
 
 
 def upgrade_summary(doc: Mapping[str, Any], where: str = "summary") -> dict[str, Any]:

@@ -20,6 +20,8 @@ def figures(
     store: Optional[str] = typer.Option(
         None, "--store", help="Results store (SQLite); default $RECALLKIT_STORE or results/recallkit.db. Nothing is trained."),
     preset: str = typer.Option("quick", "--preset", help="Preset whose results are drawn."),
+    style: str = typer.Option("paper", "--style", help="paper: the drawing alone (no page title, verdict, caption or "
+                                                       "notes) | report: each figure as the report draws it."),
 ) -> None:
     """Write the experiment's figures (phase diagram with its lines, accuracy heatmap per line, one fit
     per line and threshold, capacity law, d_min) each as its own file: cut to the drawing, no page
@@ -27,4 +29,4 @@ def figures(
     the report's."""
     from recallkit.cli_figures_run import write_figures  # matplotlib and the pipeline (scipy, sympy), about 1.5 s
 
-    write_figures(experiment, fmt=fmt, out=out, store=store, preset=preset)
+    write_figures(experiment, fmt=fmt, out=out, store=store, preset=preset, style=style)

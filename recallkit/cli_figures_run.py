@@ -11,18 +11,21 @@ from pathlib import Path
 import typer
 
 from recallkit.pipeline import search_entry
-from recallkit.reports.paper import FORMATS, paper_figures
+from recallkit.reports.paper import FORMATS, STYLES, paper_figures
 from recallkit.theory.errors import InputError
 
 __all__ = ["write_figures"]
 
 
-def write_figures(experiment: str, *, fmt: str, out: Path, store: str | None, preset: str) -> None:
-    """Check --format and --out, then write each figure and print its path."""
+def write_figures(experiment: str, *, fmt: str, out: Path, store: str | None, preset: str,
+                  style: str = "paper") -> None:
+    """Check --format, --style and --out, then write each figure and print its path."""
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if style not in STYLES:
+        raise InputError(f"--style: expected one of {', '.join(STYLES)}, got {style!r}")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: is a file, expected a folder")
     entry = search_entry(experiment, store=store, preset=preset, log=sys.stderr)
-    for path in paper_figures(entry, out, fmt):
+    for path in paper_figures(entry, out, fmt, style=style):
         typer.echo(str(path))

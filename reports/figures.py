@@ -13,13 +13,13 @@ from typing import Iterable, Sequence
 
 import numpy as np
 from matplotlib import patheffects
-from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import offset_copy
 
+from recallkit.compare.schema import tested_and_asymptotic
 from recallkit.reports.style import (
     VERDICT_COLOURS,
     ACCURACY_CMAP,
@@ -36,10 +36,12 @@ from recallkit.reports.style import (
     wrap_title,
 )
 from recallkit.empirics.records import CheckKey, threshold_text
+from recallkit.reports.mathexpr import line_mathtext
 from recallkit.theory.errors import InputError
 
 __all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label",
-           "tested_prediction", "prediction_label", "short_reason", "fitted_line_with_band"]
+           "tested_prediction", "prediction_label", "short_reason", "fitted_line_with_band", "verdict_title", "verdict_lines",
+           "fit_numbers", "panel_legend", "lines_plot"]
 
 # Marker colours for thresholds drawn over the cividis heatmap (dark blue .. yellow): these stay
 # visible over both ends, and each also gets its own marker shape so colour is never the only cue.
@@ -164,23 +166,56 @@ def _draw_censored(ax, cens: list[tuple[float, float, str]], colour: str, label:
 
 
 def fit_plot(fit: dict, title: str | None = None, size=FIG_SINGLE, y_label: str = "parameter count") -> Figure:
-    """Log-log fit: per-seed points, fitted line with band, predicted slope, censored points.
+    """Log-log fit: per-seed points, fitted line with band, predicted slope, censored points; the verdict in the
+    title, the legend outside the axes (right), the numbers and the reason in the caption under the figure.
 
     A fit dict without a slope (compare found too few points) still gets its points, censored
     points and the verdict reason, so the page says why there is no line.
     """
     with style_context():
         fig = new_figure(size)
-        draw_fit(fig.add_subplot(), fit, title=title, y_label=y_label, legend_fontsize=7.5, box_fontsize=8)
+        draw_fit(fig.add_subplot(), fit, title=title, y_label=y_label, legend_fontsize=7.5)
         _caption(fig, fit)
     return fig
 
 
+_CAPTION_PT = 8.0  # the caption under a page of panels
+
+
+def _panel_captions(fits: Sequence[dict], chars: int) -> list[str]:
+    """One caption line per panel (two when there are three panels or fewer): its verdict, the other readings
+    compare made, and the start of its reason, pointing to the appendix for the rest; the notes the system
+    attaches to its lines, once each."""
+    lines = 2 if len(fits) <= 3 else 1
+    reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_evidence_suffix(fit)}{_readings_suffix(fit)}: "
+                            f"{fit['verdict_reason']}", fit, chars, lines=lines)
+               for i, fit in enumerate(fits) if fit.get("verdict_reason")]
+    notes = dict.fromkeys(str(fit["prediction_note"]) for fit in fits if fit.get("prediction_note"))
+    return reasons + [cut_lines(f"note: {note}", chars, max_lines=1) for note in notes]
+
+
+def panel_legend(fig: Figure, axes: Sequence, top: float, fontsize: float = 8, ncol: int | None = None):
+    """One legend for every panel (one entry per kind of element), centred under the page title at ``top``
+    (figure fraction), outside every axes; returns its height in figure fraction (0 when nothing is labelled)."""
+    handles: dict = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    if not handles:
+        return 0.0
+    ncol = ncol or min(len(handles), 3)
+    rows = -(-len(handles) // ncol)
+    fig.legend(list(handles.values()), [line_mathtext(k) for k in handles], loc="upper center", ncol=ncol,
+               bbox_to_anchor=(0.5, top), fontsize=fontsize, frameon=False, columnspacing=1.5, handlelength=1.8,
+               borderaxespad=0.2)
+    return (rows * fontsize * 1.75 + 8) / 72 / fig.get_figheight()
+
+
 def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
              y_label: str = "parameter count") -> Figure:
-    """The fits of one line side by side (one panel per threshold, three per row), one legend for all
-    panels, each panel's numbers in its verdict box, and each verdict's reason (two lines; in full in
-    the report's appendix) underneath.
+    """The fits of one line side by side (one panel per threshold, three per row): each panel's verdict and its
+    numbers in the panel's title (in the verdict's colour), nothing drawn over the data, one legend for all
+    panels under the page title, and one caption line per panel (its verdict's reason, in full in the appendix).
 
     Placed by hand, not by a layout engine: the page's size is known, and constrained layout spent
     half of the page's drawing time (and squashed the panels when a label was long)."""
@@ -191,43 +226,34 @@ def fit_grid(fits: Sequence[dict], title: str | None = None, size=FIG_WIDE,
     width_in, height_in = fig_size = tuple(size)
     with style_context():
         fig = new_figure(fig_size, layout=None)
-        line_h = 8 * 1.25 / 72 / height_in  # one 8 pt text line, in figure height
-        wrapped_title = wrap_title(title, width_in * 0.95, 14) if title else ""
-        top = 0.975 - (wrapped_title.count("\n") + 1) * 14 * 1.3 / 72 / height_in if title else 0.97
-        if title:
-            fig.text(0.5, 0.975, wrapped_title, ha="center", va="top", fontsize=14)
-        chars = int(width_in * 15)
-        reasons = [short_reason(f"({i + 1}) {fit.get('verdict', 'n/a')}{_evidence_suffix(fit)}{_readings_suffix(fit)}: "
-                                f"{fit['verdict_reason']}", fit, chars)
-                   for i, fit in enumerate(fits) if fit.get("verdict_reason")]
-        notes = dict.fromkeys(str(fit["prediction_note"]) for fit in fits if fit.get("prediction_note"))
-        reasons += [cut_lines(f"note: {note}", chars, max_lines=2) for note in notes]  # once per page, not per panel
-        reason_text = "\n".join(reasons)
-        reason_h = (reason_text.count("\n") + 1) * line_h if reasons else 0.0
-        if reasons:
-            fig.text(0.01, 0.012, reason_text, fontsize=8, ha="left", va="bottom", color="0.2", linespacing=1.25)
-        legend_h = 0.06
-        bottom = 0.012 + reason_h + 0.085
-        grid = fig.add_gridspec(rows, cols, left=0.075, right=0.985, top=top - legend_h, bottom=bottom,
-                                wspace=0.2, hspace=0.42 if rows > 1 else 0.2)
-        axes = [fig.add_subplot(grid[i // cols, i % cols]) for i in range(n)]
+        top = _page_title(fig, title)
+        caption = "\n".join(_panel_captions(fits, int(width_in * 14.5)))
+        if caption:
+            fig.text(0.01, 0.012, caption, fontsize=_CAPTION_PT, ha="left", va="bottom", color="0.2", linespacing=1.3)
+        bottom = 0.012 + (caption.count("\n") + 1) * _CAPTION_PT * 1.3 / 72 / height_in + 0.7 / height_in
+        axes = [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
         several_lines = len({str(f.get("line")) for f in fits}) > 1
         for i, (ax, fit) in enumerate(zip(axes, fits)):
-            thr = fit.get("threshold")
-            panel = f"({i + 1})" + (f" {fit.get('line')}," if several_lines else "")
-            panel += f" threshold {threshold_label(fit)}" if thr is not None else ""
-            draw_fit(ax, fit, title=panel, y_label=y_label if i % cols == 0 else "", box_fontsize=7.5, legend=False,
-                     x_label=i >= n - cols)
-        handles: dict = {}
-        for ax in axes:  # one entry per kind of element drawn on any panel
-            for handle, label in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(label, handle)
-        if handles:
-            # four columns: five of the longer labels (seed-curve boundaries, the tested prediction) ran off the page
-            fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=min(len(handles), 4),
-                       bbox_to_anchor=(0.5, top + 0.01), fontsize=8, frameon=False, columnspacing=1.2,
-                       handlelength=1.6)
+            panel = f"({i + 1})" + (f" {line_mathtext(fit.get('line'))}," if several_lines else "")
+            panel += f" threshold {threshold_label(fit)}" if fit.get("threshold") is not None else ""
+            draw_fit(ax, fit, title=panel, y_label=y_label if i % cols == 0 else "", legend=False,
+                     x_label=i >= n - cols, title_fontsize=9.5)
+        legend_h = panel_legend(fig, axes, top)
+        title_h = 2 * 9.5 * 1.45 / 72 / height_in + 0.01  # each panel's two-line verdict title
+        axes_top = top - legend_h - title_h
+        gap = title_h + 0.04  # between rows: a title and the tick labels of the row above
+        panel_h = max((axes_top - bottom - (rows - 1) * gap) / rows, 0.05)
+        fig.subplots_adjust(left=0.085, right=0.985, top=axes_top, bottom=bottom, wspace=0.24, hspace=gap / panel_h)
     return fig
+
+
+def _page_title(fig: Figure, title: str | None, fontsize: float = 14) -> float:
+    """The page's title at the top, wrapped to the page; returns the figure fraction under it."""
+    if not title:
+        return 0.975
+    wrapped = wrap_title(title, fig.get_figwidth() * 0.95, fontsize)
+    fig.text(0.5, 0.975, wrapped, ha="center", va="top", fontsize=fontsize)
+    return 0.975 - (wrapped.count("\n") + 1) * fontsize * 1.35 / 72 / fig.get_figheight() - 0.01
 
 
 def _other_readings(fit: dict) -> list[tuple[str, str, float, str]]:
@@ -280,19 +306,18 @@ def threshold_label(fit: dict) -> str:
 
 
 def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter count",
-             legend_fontsize: float | None = None, box_fontsize: float = 9, legend: bool = True,
-             x_label: bool = True) -> None:
-    """Draw one fit dict on ``ax`` (see :func:`fit_plot`). ``legend=False``: the caller draws one legend
-    for several panels, so the labels name the kind of element and the numbers go in the verdict box."""
+             legend_fontsize: float | None = None, legend: bool = True, x_label: bool = True,
+             title_fontsize: float = 10.5) -> None:
+    """Draw one fit dict on ``ax`` (see :func:`fit_plot`): the verdict and its numbers in the axes' title, nothing
+    over the data. ``legend=False``: the caller draws one legend for several panels, so the labels name the kind
+    of element (the numbers are in the title); else the legend goes right of the axes."""
     where = f"fit '{fit.get('experiment', '?')}'"
-    slope = fit.get("slope")
-    intercept = fit.get("intercept")
     xs, ys, seeds = _points_xy(_require(fit, "points", where), f"{where}.points")
     cens = _censored_xy(fit)
     all_x = np.concatenate([xs, [c[0] for c in cens]]) if cens else xs
-    thr = fit.get("threshold")
-    ax.set_title(title or f"{fit.get('experiment', '')}" + (f", threshold {threshold_label(fit)}" if thr is not None else ""))
-    curve = fit.get("method") == "curve"
+    head = title or f"{fit.get('experiment', '')}" + (
+        f", threshold {threshold_label(fit)}" if fit.get("threshold") is not None else "")
+    verdict_title(ax, head, fit, fontsize=title_fontsize)
     if all_x.size == 0:
         ax.text(0.5, 0.5, "no boundary points", ha="center", va="center", transform=ax.transAxes)
         return
@@ -300,40 +325,74 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
     grid = np.linspace(all_x.min() - 0.05 * span, all_x.max() + 0.05 * span, 100)
     x_centre = float(xs.mean()) if xs.size else float(all_x.mean())
     line = fitted_line_with_band(ax, fit, grid, x_centre, band_colour=PALETTE["blue"], band_alpha=0.18)
-    have_fit = line is not None
-    slope, intercept = line or (slope, intercept)
+    slope, intercept = line or (fit.get("slope"), fit.get("intercept"))
+    curve = fit.get("method") == "curve"
     if xs.size:
         ax.scatter(np.exp(xs) * _seed_jitter(seeds, 0.04), np.exp(ys), s=22, alpha=0.6,
                    color=PALETTE["blue"], edgecolors="none", zorder=3,
                    label=(f"boundaries of the {fit.get('n_seeds')}-seed mean curves" if curve
                           else f"boundary points ({len(set(seeds))} seeds, jittered)" if legend
                           else "boundary points (seeds jittered)"))
-    interval = "seed-curve" if curve else "HC3"
-    if have_fit:
+    shown_y = list(ys) + [c[1] for c in cens]
+    if line is not None:
         ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
-                label=f"fit: slope {slope:.2f}, {interval} CI {_fmt_ci(fit.get('slope_ci'))}" if legend
-                else "fitted line (numbers in the box)")
-    tested, asymptotic = tested_prediction(fit)
-    if tested is not None and xs.size:
-        y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
-        ax.plot(np.exp(grid), np.exp(y_centre + tested * (grid - x_centre)), color=PALETTE["black"],
-                ls="--", lw=1.5, label=prediction_label(fit) if legend
-                else "tested prediction, through the data centre")
-        if asymptotic is not None and abs(asymptotic - tested) > 5e-4:
-            ax.plot(np.exp(grid), np.exp(y_centre + asymptotic * (grid - x_centre)), color=PALETTE["black"],
-                    ls=":", lw=1.2, label=f"asymptotic prediction: slope {asymptotic:.2f}" if legend
-                    else "asymptotic prediction (not tested)")
+                label=f"fit: slope {slope:.2f}, {'seed-curve' if curve else 'HC3'} CI {_fmt_ci(fit.get('slope_ci'))}"
+                if legend else "fitted line")
+        shown_y += [intercept + slope * grid[0], intercept + slope * grid[-1]]
+    shown_y += _draw_predictions(ax, fit, xs, ys, grid, x_centre, line, legend)
     _draw_censored(ax, cens, PALETTE["vermillion"], "censored: beyond the searched range")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _limit_y_to_data(ax, np.exp(np.concatenate([ys, [c[1] for c in cens]])))
+    ax.set_xlim(np.exp(grid[0]), np.exp(grid[-1]))
+    _limit_y_to_data(ax, np.exp(shown_y))
     if x_label:
         ax.set_xlabel(regressor_label(fit.get("x")))
     ax.set_ylabel(y_label)
     if legend:
-        ax.legend(loc="upper left", fontsize=legend_fontsize)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=legend_fontsize, borderaxespad=0.0)
     _major_labels_only(ax)
-    _verdict_box(ax, fit, fontsize=box_fontsize, numbers=not legend)
+
+
+def _draw_predictions(ax, fit: dict, xs, ys, grid, x_centre: float, line, legend: bool) -> list[float]:
+    """The tested prediction (dashed) and, when it differs, the asymptotic one (dotted), through the data centre;
+    returns their end points' log y (the axes show them whole)."""
+    tested, asymptotic = tested_prediction(fit)
+    if tested is None or not xs.size:
+        return []
+    y_centre = line[1] + line[0] * x_centre if line is not None else float(ys.mean())
+    ends = []
+    ax.plot(np.exp(grid), np.exp(y_centre + tested * (grid - x_centre)), color=PALETTE["black"], ls="--", lw=1.5,
+            label=prediction_label(fit) if legend else "tested prediction, through the data centre")
+    ends += [y_centre + tested * (grid[0] - x_centre), y_centre + tested * (grid[-1] - x_centre)]
+    if asymptotic is not None and abs(asymptotic - tested) > 5e-4:
+        ax.plot(np.exp(grid), np.exp(y_centre + asymptotic * (grid - x_centre)), color=PALETTE["black"], ls=":",
+                lw=1.2, label=f"asymptotic prediction: slope {asymptotic:.2f}" if legend
+                else "asymptotic prediction (not tested)")
+        ends += [y_centre + asymptotic * (grid[0] - x_centre), y_centre + asymptotic * (grid[-1] - x_centre)]
+    return ends
+
+
+def verdict_title(ax, head: str, fit: dict, fontsize: float = 10.5) -> None:
+    """``head: verdict, evidence`` over the fitted slope against the tested prediction, as the axes' title on the
+    verdict's colour: the verdict is read where the panel is named, and nothing covers the data."""
+    verdict = fit.get("verdict")
+    first = f"{head}: {verdict}{_evidence_suffix(fit)}" if verdict else head
+    numbers = fit_numbers(fit)
+    ax.set_title(first + (f"\n{numbers}" if numbers else ""), fontsize=fontsize, linespacing=1.25,
+                 bbox=dict(boxstyle="round,pad=0.25", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="none")
+                 if verdict else None)
+
+
+def fit_numbers(fit: dict) -> str:
+    """"slope 1.97 [1.75, 2.19] vs 1.76 $\\pm$ 0.25": the fitted slope with its interval against the tested
+    prediction and its equivalence margin."""
+    parts = []
+    if fit.get("slope") is not None:
+        parts.append(f"slope {float(fit['slope']):.2f} {_fmt_ci(fit.get('slope_ci'))}")
+    tested, _ = tested_prediction(fit)
+    if tested is not None:
+        parts.append(f"vs {tested:.2f} $\\pm$ {float(fit.get('delta') or 0.25):g}")
+    return " ".join(parts)
 
 
 def fitted_line_with_band(ax, fit: dict, grid: np.ndarray, x_centre: float, band_colour, band_alpha: float
@@ -359,31 +418,29 @@ def short_reason(text: str, fit: dict, width: int, lines: int = 2) -> str:
 
 
 def _caption(fig: Figure, fit: dict) -> None:
-    reason = fit.get("verdict_reason")
-    if reason:
-        width = int(fig.get_figwidth() * 13)
-        fig.get_layout_engine().set(h_pad=0.1)
-        text = short_reason(reason, fit, width)
-        for _, long, slope, verdict in _other_readings(fit):  # the predictions beside the tested one
-            text += f"\n{long}: prediction {slope:.2f}, {verdict}"
-        for line in _censored_against_form(fit):  # the censored points against the form, where compare set them
-            text += f"\n{line}"
-        if fit.get("prediction_note"):  # the effect the system names for this line
-            text += "\n" + cut_lines(f"note: {fit['prediction_note']}", width, max_lines=2)
-        fig.supxlabel(text, fontsize=8, ha="center", color="0.25")
+    """Under a single fit: what the verdict rests on (the numbers a box over the data once held), then its reason,
+    the other readings and the system's note."""
+    width = int(fig.get_figwidth() * 13)
+    fig.get_layout_engine().set(h_pad=0.1)
+    text = fill("; ".join(verdict_lines(fit)), width)
+    if fit.get("verdict_reason"):
+        text += "\n" + short_reason(fit["verdict_reason"], fit, width)
+    for _, long, slope, verdict in _other_readings(fit):  # the predictions beside the tested one
+        text += f"\n{long}: prediction {slope:.2f}, {verdict}"
+    for line in _censored_against_form(fit):  # the censored points against the form, where compare set them
+        text += f"\n{line}"
+    if fit.get("prediction_note"):  # the effect the system names for this line
+        text += "\n" + cut_lines(f"note: {fit['prediction_note']}", width, max_lines=2)
+    if text.strip():
+        fig.supxlabel(text.strip("\n"), fontsize=8, ha="center", color="0.25")
 
 
 def tested_prediction(fit: dict) -> tuple[float | None, float | None]:
     """(the slope the verdict tested, the asymptotic slope) of a fit dict. With a log factor in the
     prediction, compare tests its finite-range (secant) slope over the fitted x range
-    (``predicted_slope_finite_range``), not the asymptotic power; without one the two are equal."""
-    asymptotic = fit.get("predicted_slope_asymptotic")
-    if asymptotic is None:  # without a finite-size or realised-grid prediction, predicted_slope is the asymptotic one
-        asymptotic = fit.get("predicted_slope")
-    tested = fit.get("predicted_slope_finite_range")
-    if tested is None:
-        tested = fit.get("predicted_slope")
-    return (None if tested is None else float(tested)), (None if asymptotic is None else float(asymptotic))
+    (``predicted_slope_tested``), not the asymptotic power; without one the two are equal. A record of output
+    schema 1 is read by its names then (``compare.schema.upgrade_check``)."""
+    return tested_and_asymptotic(fit)
 
 
 def _log_power_text(fit: dict) -> str:
@@ -410,86 +467,62 @@ def prediction_label(fit: dict, digits: int = 3) -> str:
     return text
 
 
-def _covered(ax, box) -> int:
-    """How many of the axes' plotted points (scatter offsets and line vertices, in display coordinates) lie inside
-    the display-coordinate bounding box ``box``."""
-    inside = 0
-    for artist in list(ax.collections) + list(ax.lines):
-        if isinstance(artist, Line2D):
-            xy = artist.get_xydata()
-        elif isinstance(artist, PathCollection):  # a scatter (a band's PolyCollection has no points to cover)
-            xy = artist.get_offsets()
-        else:
-            continue
-        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
-        xy = xy[np.all(np.isfinite(xy), axis=1) & np.all(xy > 0, axis=1)] if ax.get_xscale() == "log" else xy
-        if not len(xy):
-            continue
-        shown = ax.transData.transform(xy)
-        inside += int(np.sum((shown[:, 0] >= box.x0) & (shown[:, 0] <= box.x1)
-                             & (shown[:, 1] >= box.y0) & (shown[:, 1] <= box.y1)))
-    return inside
-
-
-def _verdict_box(ax, fit: dict, fontsize: float = 9, numbers: bool = False, left: bool = False) -> None:
-    """The verdict and what it rests on, in the verdict's colour; ``numbers``: also the fitted slope
-    (when the legend does not give it); ``left``: in the lower left corner (where a falling line leaves room).
-    On a rising line the box goes to the lower right, or to the upper left where that covers fewer of the plotted
-    points (the data, the fitted line and the predictions), and it is slightly see-through."""
+def verdict_lines(fit: dict) -> list[str]:
+    """The verdict and what it rests on, one item each: the fitted slope, the tested prediction +- delta (and the
+    asymptotic one beside it), the equivalence band, TOST p, the bootstrap interval, R^2 and n."""
     verdict = fit.get("verdict")
     if not verdict:
-        return
+        return []
     lines = [f"verdict: {verdict}{_evidence_suffix(fit)}"]
-    if numbers and fit.get("slope") is not None:
+    if fit.get("slope") is not None:
         interval = "seed-curve" if fit.get("method") == "curve" else "HC3"
         lines.append(f"fitted slope {float(fit['slope']):.3f}, {interval} CI {_fmt_ci(fit.get('slope_ci'))}")
     tested, asymptotic = tested_prediction(fit)
     if tested is not None:
         lines.append(f"tested prediction {tested:.3f} +- {fit.get('delta', 0.25):g}")
         if asymptotic is not None and abs(tested - asymptotic) > 5e-4:
-            lines.append(f"({_prediction_kind(fit)}; asymptotic {asymptotic:.3f}{_log_power_text(fit)})")
+            lines[-1] += f" ({_prediction_kind(fit)}; asymptotic {asymptotic:.3f}{_log_power_text(fit)})"
     band = fit.get("band")  # the equivalence band tested prediction +- delta
     if band and band[0] is not None:
         lines.append(f"equivalence band {_fmt_ci(band)}, alpha = {fit.get('alpha', 0.05):g}")
     if fit.get("p_tost") is not None:
         lines.append(f"TOST p = {fit['p_tost']:.3g}")
-    boot = fit.get("slope_ci_bootstrap")
-    if boot:
-        lines.append(f"bootstrap CI {_fmt_ci(boot)}")
+    if fit.get("slope_ci_bootstrap"):
+        lines.append(f"bootstrap CI {_fmt_ci(fit['slope_ci_bootstrap'])}")
     if fit.get("r2") is not None:
         lines.append(f"R² = {fit['r2']:.3f}, n = {fit.get('n_points', '?')}")
-    box = ax.text(0.02 if left else 0.98, 0.03, "\n".join(lines), transform=ax.transAxes,
-                  ha="left" if left else "right", va="bottom", fontsize=fontsize, zorder=5,
-                  bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="0.5",
-                            alpha=0.88))
-    if left:
-        return
-    ax.get_xlim(), ax.get_ylim()  # settle any pending autoscaling before reading display coordinates
-    here = _covered(ax, box.get_window_extent())  # the figure's own renderer, whatever its canvas
-    if here:
-        box.set_position((0.02, 0.97))
-        box.set_horizontalalignment("left")
-        box.set_verticalalignment("top")
-        legend = ax.get_legend()
-        if (_covered(ax, box.get_window_extent()) >= here  # no better, or onto the legend: back to the lower right
-                or (legend is not None and legend.get_window_extent().overlaps(box.get_window_extent()))):
-            box.set_position((0.98, 0.03))
-            box.set_horizontalalignment("right")
-            box.set_verticalalignment("bottom")
+    return lines
+
+
+def _tick_text(value: float, plain: bool = False) -> str:
+    """A log-axis tick: as written (250) on a ``plain`` axis, else a power of ten as $10^{k}$ and any other value
+    as $2.5\\times10^{k}$ (never 100000)."""
+    if value <= 0 or not math.isfinite(value):
+        return ""
+    if plain:
+        return f"{value:g}"
+    exponent = math.floor(math.log10(value) + 1e-9)
+    mantissa = value / 10 ** exponent
+    if abs(mantissa - 1) < 1e-6:
+        return f"$10^{{{exponent}}}$"
+    return f"${mantissa:.2g}\\times10^{{{exponent}}}$"
 
 
 def _major_labels_only(ax) -> None:
-    """Readable log-axis labels: plain numbers at 1-2-5 steps on short axes, decades on long ones.
+    """Readable log-axis labels, powers of ten as such: decades on long axes, 1-2-5 steps on short ones; an axis
+    within 0.01 .. 10^4 and two decades reads as plain numbers (64, 128, 500), any other in powers of ten.
 
     matplotlib's default minor labels on a short log axis (3x10^1, 4x10^1, ...) run into each other.
     """
     for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        lo, hi = min(lo, hi), max(lo, hi)
         if axis.get_scale() != "log" or lo <= 0:
             continue
         decades = math.log10(hi / lo)
         subs = (1.0,) if decades > 3 else (1.0, 2.0, 5.0) if decades > 1 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+        plain = decades <= 2 and 1e-2 <= lo and hi < 1e4
         axis.set_major_locator(LogLocator(base=10, subs=subs))
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if 1e-3 <= v < 1e6 else f"{v:.0e}"))
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos, plain=plain: _tick_text(v, plain)))
         axis.set_minor_formatter(NullFormatter())
 
 
@@ -904,9 +937,19 @@ def _claim_lines(keys: Sequence[tuple], claims: Sequence[dict], chars: int) -> l
     return out
 
 
-def _draw_line_in_panel(ax, f: dict, colour, marker, predicted: bool, compact: bool) -> tuple[list[float], str]:
+def _line_summary(f: dict, predicted: bool) -> str:
+    """"slope 2.31 [1.87, 2.74], inconclusive (prediction 2.46)": one line's numbers in a lines-plot panel."""
+    verdict = f.get("verdict", "n/a") if predicted else "reference"
+    if f.get("slope") is None or f.get("intercept") is None:
+        return f"no fit, {verdict}"
+    text = f"slope {float(f['slope']):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}"
+    tested, _ = tested_prediction(f)
+    return text + (f" (prediction {tested:.2f})" if tested is not None and predicted else "")
+
+
+def _draw_line_in_panel(ax, f: dict, colour, marker, predicted: bool) -> list[float]:
     """One line of a lines-plot panel: its points, censored points, fitted line and (``predicted``) its
-    tested prediction through the data centre. Returns (its y values, its text for the panel's box)."""
+    tested prediction through the data centre. Returns the log-free y values the axes must show."""
     label = str(f.get("line"))
     xs, ys, _ = _points_xy(f.get("points") or [], f"fit '{f.get('experiment')}' line {label}")
     cens = _censored_xy(f)
@@ -916,36 +959,30 @@ def _draw_line_in_panel(ax, f: dict, colour, marker, predicted: bool, compact: b
         ax.scatter(np.exp(xs), np.exp(ys), s=26, color=colour, marker=marker, zorder=3, edgecolors="none", alpha=0.85)
     _draw_censored(ax, cens, colour, "_nolegend_")
     slope, intercept = f.get("slope"), f.get("intercept")
-    verdict = f.get("verdict", "n/a") if predicted else "reference"
     if slope is None or intercept is None or not all_x.size:
-        return every_y, f"no fit, {verdict}"
+        return every_y
     span = max(all_x.max() - all_x.min(), 0.2)
     g = np.linspace(all_x.min() - 0.04 * span, all_x.max() + 0.04 * span, 50)
     ax.plot(np.exp(g), np.exp(float(intercept) + float(slope) * g), color=colour, lw=2)
-    text = (f"{float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict[:7]}" if compact
-            else f"slope {float(slope):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}")
+    every_y += [math.exp(float(intercept) + float(slope) * g[k]) for k in (0, -1)]
     tested, _ = tested_prediction(f)
     if tested is not None and predicted and xs.size:
         centre = float(xs.mean())
         y0 = float(intercept) + float(slope) * centre
         ax.plot(np.exp(g), np.exp(y0 + tested * (g - centre)), color=colour, ls="--", lw=1.3)
-        text += f", pred. {tested:.2f}" if compact else f" (prediction {tested:.2f})"
-    return every_y, text
+        every_y += [math.exp(y0 + tested * (g[k] - centre)) for k in (0, -1)]
+    return every_y
 
 
-def _draw_lines_panel(ax, shown: Sequence[dict], i: int, n: int, grid_shape: tuple[int, int], colour: dict,
-                      marker: dict, predicted: set, y_label: str) -> None:
-    """Panel ``i`` of ``n`` (one threshold): every line in ``shown``, log axes, and the box of slopes."""
-    rows, cols = grid_shape
+def _draw_lines_panel(ax, shown: Sequence[dict], i: int, n: int, cols: int, colour: dict, marker: dict,
+                      predicted: set, y_label: str) -> None:
+    """Panel ``i`` of ``n`` (one threshold): every line in ``shown``, log axes; the numbers are in the caption."""
     thr_text = threshold_label(shown[0]) if shown and shown[0].get("threshold") is not None else ""
     ax.set_title(f"({i + 1}) threshold {thr_text}" if thr_text else f"({i + 1})", fontsize=11)
     every_y: list[float] = []
-    box: list[tuple[str, str]] = []
     for f in shown:
         label = str(f.get("line"))
-        ys, text = _draw_line_in_panel(ax, f, colour[label], marker[label], label in predicted, n > 3)
-        every_y += ys
-        box.append((colour[label], text))
+        every_y += _draw_line_in_panel(ax, f, colour[label], marker[label], label in predicted)
     ax.set_xscale("log")
     ax.set_yscale("log")
     if every_y:
@@ -955,54 +992,53 @@ def _draw_lines_panel(ax, shown: Sequence[dict], i: int, n: int, grid_shape: tup
     if i % cols == 0:
         ax.set_ylabel(y_label)
     _major_labels_only(ax)
-    for j, (c, text) in enumerate(reversed(box)):  # the lines rise to the upper right: the box sits lower right
-        ax.text(0.98, 0.03 + j * (0.055 if rows == 1 else 0.09), text, transform=ax.transAxes, ha="right",
-                va="bottom", fontsize=7.5 if n <= 3 else 7,
-                color=c, bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.85))
+
+
+def _lines_caption(keys: Sequence[tuple], fits: Sequence[dict], claims: Sequence[dict], predicted: set,
+                   chars: int) -> list[str]:
+    """Under the panels: each panel's lines with their slopes and verdicts, then the claims judged there."""
+    out = []
+    for i, key in enumerate(keys):
+        shown = [f for f in fits if (f.get("threshold"), bool(f.get("threshold_relative"))) == key]
+        out.append(cut_lines(f"({i + 1}) " + "; ".join(f"{line_mathtext(f.get('line'))}: "
+                                                         f"{_line_summary(f, str(f.get('line')) in predicted)}"
+                                                         for f in shown), chars, max_lines=2))
+    claimed = _claim_lines(keys, claims, chars)
+    return out + (["claims judged at each panel's threshold:"] + claimed if claimed else [])
 
 
 def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | None = None,
                size=FIG_WIDE, y_label: str = "parameter count") -> Figure:
     """Every line of one experiment on the same axes, one panel per threshold: each line's boundary points and
     fitted line in its own colour, the tested prediction of each line that has one (dashed, through that line's
-    data centre), censored points as open markers with arrows; in each panel a box with every line's slope,
-    interval and verdict, and under it the comparative claims judged at that threshold. This is the picture the
-    claims are about: where the lines sit against one another, not one line against its prediction."""
+    data centre), censored points as open markers with arrows; under the panels each line's slope, interval and
+    verdict, and the comparative claims judged at that threshold. This is the picture the claims are about: where
+    the lines sit against one another, not one line against its prediction."""
     if not fits:
         raise InputError("lines plot: expected at least one fit dict")
     keys = _threshold_keys(fits)
     labels = list(dict.fromkeys(str(f.get("line")) for f in fits))
     colour = {label: CYCLE[i % len(CYCLE)] for i, label in enumerate(labels)}
     marker = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(labels)}
-    predicted = {str(f.get("line")) for f in fits if f.get("predicted_slope") is not None}
+    predicted = {str(f.get("line")) for f in fits if tested_prediction(f)[0] is not None}
     n = len(keys)
     width_in, height_in = tuple(size)
-    line_h = 8 * 1.3 / 72 / height_in
     with style_context():
         fig = new_figure(tuple(size), layout=None)
-        top = 0.965
-        if title:
-            fig.text(0.5, top, wrap_title(title, width_in * 0.95, 14), ha="center", va="top", fontsize=14)
-            top -= 0.05
-        handles = [Line2D([], [], color=colour[k], marker=marker[k], lw=2,
-                          label=k + ("  (dashed: its tested prediction)" if k in predicted else "  (no prediction tested)"))
-                   for k in labels]
-        legend_rows = -(-len(labels) // 2)
+        top = _page_title(fig, title)
+        handles = [Line2D([], [], color=colour[k], marker=marker[k], lw=2, label=line_mathtext(k) + (
+            "  (dashed: its tested prediction)" if k in predicted else "  (no prediction tested)")) for k in labels]
         fig.legend(handles=handles, loc="upper center", ncol=min(len(labels), 2), bbox_to_anchor=(0.5, top),
-                   fontsize=8.5, frameon=False, handlelength=2.2)
-        top -= legend_rows * 1.6 * line_h + 0.045
-        claim_lines_text = _claim_lines(keys, claims, int(width_in * 14))
-        claim_text = "\n".join(claim_lines_text)
-        claim_lines = len(claim_lines_text)
-        bottom = 0.08 + claim_lines * line_h + (0.03 if claim_lines else 0)
-        if claim_text:
-            fig.text(0.01, 0.012, "claims judged at each panel's threshold:\n" + claim_text, fontsize=8, ha="left",
-                     va="bottom", color="0.15", linespacing=1.3)
+                   fontsize=8.5, frameon=False, handlelength=2.2, borderaxespad=0.2)
+        top -= (-(-len(labels) // 2) * 8.5 * 1.75 + 8) / 72 / height_in + 0.05
+        caption = "\n".join(_lines_caption(keys, fits, claims, predicted, int(width_in * 14)))
+        fig.text(0.01, 0.012, caption, fontsize=8, ha="left", va="bottom", color="0.15", linespacing=1.3)
+        bottom = 0.012 + (caption.count("\n") + 1) * 8 * 1.3 / 72 / height_in + 0.7 / height_in
         rows, cols = (1, n) if n <= 3 else (-(-n // 3), 3)
-        grid = fig.add_gridspec(rows, cols, left=0.075, right=0.985, top=top, bottom=bottom, wspace=0.25,
+        grid = fig.add_gridspec(rows, cols, left=0.09, right=0.985, top=top, bottom=bottom, wspace=0.25,
                                 hspace=0.45 if rows > 1 else 0.2)
         for i, key in enumerate(keys):
             shown = [f for f in fits if (f.get("threshold"), bool(f.get("threshold_relative"))) == key]
-            _draw_lines_panel(fig.add_subplot(grid[i // cols, i % cols]), shown, i, n, (rows, cols), colour, marker,
+            _draw_lines_panel(fig.add_subplot(grid[i // cols, i % cols]), shown, i, n, cols, colour, marker,
                               predicted, y_label)
     return fig

@@ -18,12 +18,14 @@ from recallkit import registry
 from recallkit.reports import figures, render, tables
 from recallkit.reports.appendix import appendix_pages
 from recallkit.reports.contents import contents_pages
+from recallkit.reports.headline import diagnostics_table, ordered_experiments, result_sentence, split_notes
 from recallkit.reports.law_pages import law_fit_page
+from recallkit.reports.mathexpr import line_mathtext
 from recallkit.reports.phase import phase_page
 from recallkit.reports.style import PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, source_date
 from recallkit.reports.summary_rows import (entry_page_kinds, generic_fits, metric_direction, overview_rows, page_kinds,
                                             summary_entries)
-from recallkit.reports.text_pages import lower_bound_gap_page, section_page, title_page
+from recallkit.reports.text_pages import diagnostics_page, lower_bound_gap_page, section_page, title_page
 
 __all__ = ["report_pages", "experiment_pages", "section_intro", "lines_of", "heatmap_axes", "line_metric", "as_pages", "slug"]
 
@@ -105,7 +107,8 @@ def section_intro(exp: dict, lines: Sequence[dict], rows: Sequence[dict], system
                   terms_shown_in: int | None) -> list[str]:
     """The paragraphs on a section's first page: what the experiment is, each line's prediction, its config
     hashes and notes, and (for a system that asks for it) each verdict with its reason."""
-    intro = [f"experiment: {exp['name']}   kind: {exp.get('kind', 'min_size')}"
+    intro = [result_sentence(exp, rows),
+             f"experiment: {exp['name']}   kind: {exp.get('kind', 'min_size')}"
              + (f"   pack: {exp['pack']}" if exp.get("pack") else "")
              + (f"   preset: {exp['preset']}" if exp.get("preset") else "")]
     if exp.get("reference"):
@@ -115,16 +118,14 @@ def section_intro(exp: dict, lines: Sequence[dict], rows: Sequence[dict], system
     for line in lines:
         pred = line.get("prediction") or {}
         if pred.get("error"):
-            intro.append(f"line {line.get('name')}: no prediction ({pred['error']})")
+            intro.append(f"line {line_mathtext(line.get('name'))}: no prediction ({pred['error']})")
         elif pred:
-            intro.append(f"line {line.get('name')}: predicted slope {pred.get('slope_exact', pred.get('slope'))}"
+            intro.append(f"line {line_mathtext(line.get('name'))}: predicted slope "
+                         f"{pred.get('slope_exact', pred.get('slope'))}"
                          f" (dominant: {pred.get('dominant', 'n/a')}, log power {pred.get('log_power', '0')})"
                          + ("; tested over the fitted range as its finite-range slope (see the fits)"
                             if str(pred.get("log_power", "0")) not in ("0", "0.0") else ""))
-    if exp.get("config_hashes"):
-        intro.append("config hashes: " + ", ".join(exp["config_hashes"][:12])
-                     + (" ..." if len(exp["config_hashes"]) > 12 else ""))
-    intro += list(exp.get("notes", []))
+    intro += split_notes(exp.get("notes", []))  # the diagnostic counts and hashes are on the diagnostics page
     if any(k.intro_reasons for k in system_kinds):  # verdicts that rest on numbers in words
         intro += [f"verdict on '{r['line']}': {r['verdict']}. " + _cut_reason(r.get("verdict_reason"), r.get("check"), 120)
                   for r in rows]
@@ -200,11 +201,11 @@ def _add_fit_pages(section: _Section, exp: dict, fits: list[dict], lines: Sequen
                 metric = "accuracy"
             # accuracy pages keep their cache key: only another metric adds itself to the drawn data
             data = [line, line_fits, x_key, y_key, exp.get("kind")] + ([metric] if metric != "accuracy" else [])
-            title, direction = f"{head}: {metric}, {lname}", None
+            title, direction = f"{head}: {metric}, {line_mathtext(lname)}", None
             if exp.get("kind") == "grid":
                 # the grid's picture is its result: which way is better and that the tiles are seed means
                 direction = metric_direction(exp, metric)
-                title = f"{head}: {metric} over {x_key} x {y_key}, mean over seeds, {lname}"
+                title = f"{head}: {metric} over {x_key} x {y_key}, mean over seeds, {line_mathtext(lname)}"
                 data += [direction, title]
             section.add(f"heatmap-{slug(lname)}",
                         partial(figures.accuracy_heatmap, line["heatmap"], line.get("boundary_points") or [], line_fits,
@@ -212,7 +213,8 @@ def _add_fit_pages(section: _Section, exp: dict, fits: list[dict], lines: Sequen
                                 metric=metric, search=exp.get("kind"), direction=direction),
                         f"{metric} heatmap, {lname}", data)
         if line_fits:
-            section.add(f"fits-{slug(lname)}", partial(figures.fit_grid, line_fits, title=f"{head}: fits along {lname}",
+            section.add(f"fits-{slug(lname)}", partial(figures.fit_grid, line_fits,
+                                                       title=f"{head}: fits along {line_mathtext(lname)}",
                                                        size=PAGE_LANDSCAPE),
                         f"fits along {lname}", [line_fits, lname])
 
@@ -286,8 +288,9 @@ def report_pages(summary: dict, rows: list[dict], max_title_rows: int = 16) -> l
     """Every page of the report in order: title, contents, summary of verdicts, one section per
     experiment, the appendix of verdict reasons. ``rows``: :func:`summary_entries`, numbered (``check``)."""
     body = _summary_table_pages(rows)
-    experiments = summary["experiments"]
-    digest = render.data_digest(experiments)
+    # the experiments first, then the diagnostic entries (term probes, bound checks): a reader meets the results
+    experiments = ordered_experiments(summary["experiments"], rows)
+    digest = render.data_digest(summary["experiments"])
     terms_section: dict[str, int] = {}  # pack -> first section that shows its terms
     section_of = {}
     for i, exp in enumerate(experiments, start=1):
@@ -297,7 +300,11 @@ def report_pages(summary: dict, rows: list[dict], max_title_rows: int = 16) -> l
             terms_section[pack] = i
         section_of[exp["name"]] = f"{i}. {exp.get('title') or exp['name']}"
         mine = [r for r in rows if r.get("experiment") == exp["name"]]
-        body += experiment_pages(exp, i, experiments, terms_shown_in=shown, rows=mine, experiments_digest=digest)
+        body += experiment_pages(exp, i, summary["experiments"], terms_shown_in=shown, rows=mine,
+                                 experiments_digest=digest)
+    table = diagnostics_table(summary["experiments"], rows)
+    if table:  # what the checks rest on: hashes, monotonicity counts, budget flags, the diagnostic checks
+        body.append(render.Page("98-diagnostics", partial(diagnostics_page, table), "Diagnostics", "", table))
     body += appendix_pages(rows, section_of)
     title = render.Page("00-title", partial(title_page, summary, rows, max_title_rows), "Title page and overview",
                         "", [{k: v for k, v in summary.items() if k not in ("experiments", "entries", "run_wall_time_s")},

@@ -23,7 +23,7 @@ from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_con
 from recallkit.reports.summary_rows import generic_fits, metric_direction, page_kinds
 from recallkit.theory.errors import InputError
 
-__all__ = ["FORMATS", "paper_figures", "save_paper_figure"]
+__all__ = ["FORMATS", "STYLES", "paper_figures", "save_paper_figure"]
 
 FORMATS = ("pdf", "svg", "png")
 # what a journal's production wants: embedded TrueType (Type 42), not Type 3 bitmaps-of-outlines; the
@@ -59,17 +59,36 @@ def _without_furniture(fig: Figure, axes_title: bool = True) -> Figure:
     return fig
 
 
-def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Path]:
+STYLES = ("paper", "report")
+
+
+def _styled(style: str):
+    """What each figure becomes in ``style``: "paper" drops the page furniture (page title, the verdict in a single
+    panel's title, captions and notes under the drawing); "report" keeps the figure as the report page draws it."""
+    def paper(fig: Figure, axes_title: bool = True) -> Figure:
+        fig = _without_furniture(fig, axes_title)
+        for text in fig.texts:  # captions, verdict lines and notes written on the figure, not in an axes
+            text.set_text("")
+        return fig
+
+    return paper if style == "paper" else (lambda fig, axes_title=True: fig)
+
+
+def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf", style: str = "paper") -> list[Path]:
     """Every data figure of one experiment ``entry`` as its own file under ``out_dir``: the phase
     diagram with the experiment's lines, one accuracy heatmap per line, one fit per line and threshold,
-    the capacity law, and the figures of a system's own kind of entry. Returns the paths, in that order."""
+    the capacity law, and the figures of a system's own kind of entry. Returns the paths, in that order.
+    ``style``: "paper" (no captions, verdicts or notes: the drawing alone) or "report" (as the report draws it)."""
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if style not in STYLES:
+        raise InputError(f"--style: expected one of {', '.join(STYLES)}, got {style!r}")
+    finish = _styled(style)  # the one treatment every figure below gets
     name = slug(entry.get("name", "experiment"))
     out_dir = Path(out_dir)
     made: list[tuple[str, Callable[[], Figure]]] = []
     if entry.get("regions"):
-        made.append(("phase", lambda: _without_furniture(
+        made.append(("phase", lambda: finish(
             draw_phase_diagram(entry["regions"], lines=entry.get("phase_lines") or []))))
     fits = generic_fits(entry)
     if entry.get("kind") == "law":  # each line's law fit over its residuals; its runs have no size to map
@@ -84,7 +103,7 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
             x_key, y_key = heatmap_axes(entry, line["heatmap"])
             line_fits = [] if capacity else [f for f in fits if f.get("line") == lname]
             made.append((f"heatmap-{slug(lname)}", lambda line=line, lf=line_fits, x_key=x_key, y_key=y_key:
-                         _without_furniture(figures.accuracy_heatmap(
+                         finish(figures.accuracy_heatmap(
                              line["heatmap"], line.get("boundary_points") or [], lf, x_key=x_key, y_key=y_key,
                              size=(7.0, 5.6), metric=line_metric(entry, line), search=entry.get("kind"),
                              direction=metric_direction(entry, line_metric(entry, line))
@@ -93,14 +112,15 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf") -> list[Pa
         fit = dict(fit, log_power=fit.get("log_power", predictions.get(fit.get("line"), {}).get("log_power")))
         thr = fit.get("threshold")
         stem = f"fit-{slug(fit.get('line'))}" + (f"-threshold-{slug(f'{thr:g}')}" if thr is not None else "")
-        made.append((stem, lambda fit=fit: _without_furniture(figures.fit_plot(fit, title="", size=FIG_SINGLE))))
+        made.append((stem, lambda fit=fit: finish(figures.fit_plot(
+            fit, title="" if style == "paper" else None, size=FIG_SINGLE))))
     if capacity and fits:
         labels = [str(f.get("line") or f.get("experiment")) for f in fits]
-        made.append(("capacity", lambda: _without_furniture(figures.capacity_plot(fits, labels=labels))))
+        made.append(("capacity", lambda: finish(figures.capacity_plot(fits, labels=labels))))
     own = page_kinds().get(entry.get("kind", ""))
     if own is not None:  # a system's own kind of entry: the figures its registered pages draw
         for stem, build, *_ in registry.load_object(own.pages)(entry, "", [entry]):
-            made.append((stem, lambda build=build: _without_furniture(build(), axes_title=False)))
+            made.append((stem, lambda build=build: finish(build(), axes_title=False)))
     if not made:
         raise InputError(f"{entry.get('name')}: nothing to draw (no fits, heatmap cells, phase diagram or d_min)")
     paths = []

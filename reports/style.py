@@ -25,7 +25,7 @@ from recallkit.theory.errors import InputError  # noqa: E402
 
 __all__ = ["ACCURACY_CMAP", "CREATOR", "cut_lines", "CYCLE", "FIG_SINGLE", "FIG_WIDE", "fill", "MARKERS",
            "new_figure", "PAGE_LANDSCAPE", "PAGE_PORTRAIT", "PALETTE", "pdf_metadata", "png_metadata", "RC",
-           "save_figure", "source_date", "style_context", "VERDICT_COLOURS", "wrap_lines", "wrap_title"]
+           "save_figure", "source_date", "style_context", "fit_width", "VERDICT_COLOURS", "wrap_lines", "wrap_title"]
 
 
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies and in greyscale print.
@@ -143,21 +143,29 @@ def new_figure(size: tuple[float, float] = FIG_SINGLE, layout: str | None = "con
         return Figure(figsize=size, layout=layout, **kwargs)
 
 
-class _NameWrapper(textwrap.TextWrapper):
-    """A TextWrapper that breaks between words, and inside a name only after an underscore, hyphen,
-    slash, comma or '=' (``geo_dmin_learned_`` / ``vs_frozen``), never in the middle of a word. A name
-    that fits on a line is kept whole; one longer than the line with no such place overruns the line
-    instead of being cut."""
+_MATH = re.compile(r"(\$[^$]+\$)")  # a mathtext span: never broken, however long
 
-    _inside = re.compile(r"(?<=[_/,=])(?=[^\s])|(?<=[A-Za-z]-)(?=[A-Za-z])")
+
+class _NameWrapper(textwrap.TextWrapper):
+    """A TextWrapper that breaks between words, and inside a name only after an underscore, slash, comma or
+    '=' (``geo_dmin_learned_`` / ``vs_frozen``), never in the middle of a word and never at a hyphen (a
+    hyphenated word or name stays whole: "derived-here", "seed-curve"). A name that fits on a line is kept
+    whole; one longer than the line with no such place overruns the line instead of being cut. A mathtext
+    span (``$N = V^{1.5}$``) is one unbreakable chunk."""
+
+    _inside = re.compile(r"(?<=[_/,=])(?=[^\s])")
 
     def _split(self, text: str) -> list[str]:
         chunks = []
-        for chunk in super()._split(text):
-            if chunk.isspace() or len(chunk) <= self.width:  # a name that fits on a line stays whole
-                chunks.append(chunk)
-            else:
-                chunks.extend(piece for piece in self._inside.split(chunk) if piece)
+        for part in _MATH.split(text):
+            if _MATH.fullmatch(part):
+                chunks.append(part)
+                continue
+            for chunk in super()._split(part) if part else []:
+                if chunk.isspace() or len(chunk) <= self.width:  # a name that fits on a line stays whole
+                    chunks.append(chunk)
+                else:
+                    chunks.extend(piece for piece in self._inside.split(chunk) if piece)
         return chunks
 
 
@@ -174,6 +182,41 @@ def wrap_lines(text: str, width: int, **kwargs) -> list[str]:
 def fill(text: str, width: int, **kwargs) -> str:
     """:func:`wrap_lines` joined with newlines: the one way report text is wrapped."""
     return "\n".join(wrap_lines(text, width, **kwargs))
+
+
+def _width_pt(line: str, fontsize: float, bold: bool = False) -> float:
+    """How wide ``line`` is drawn at ``fontsize`` points in the house font (mathtext measured as drawn)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    prop = FontProperties(family=RC["font.family"], size=fontsize, weight="bold" if bold else "normal")
+    ismath = line.count("$") >= 2
+    try:
+        with matplotlib.rc_context({"mathtext.fontset": RC["mathtext.fontset"]}):
+            return text_to_path.get_text_width_height_descent(line, prop, ismath=ismath)[0]
+    except ValueError:  # mathtext it cannot parse: as plain text
+        return text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0]
+
+
+def fit_width(text: str, width_pt: float, fontsize: float, bold: bool = False) -> str:
+    """``text`` wrapped (at word and name boundaries, :func:`wrap_lines`) so that every line, as drawn at
+    ``fontsize``, is at most ``width_pt`` points wide; a single word wider than that keeps its own line. Explicit
+    line breaks are kept."""
+    out = []
+    for paragraph in str(text).split("\n"):
+        chars = max(int(width_pt / (0.45 * fontsize)), 1)
+        lines = wrap_lines(paragraph, chars)
+        while chars > 3:
+            wide = [line for line in lines if _width_pt(line, fontsize, bold) > width_pt]
+            if not wide or all(" " not in line.strip() and not _BREAKS.search(line) for line in wide):
+                break  # fits, or what is too wide is one word: it keeps its own line
+            chars -= 1
+            lines = wrap_lines(paragraph, chars)
+        out.extend(lines)
+    return "\n".join(out)
+
+
+_BREAKS = re.compile(r"[_/,=]\S")  # where wrap_lines may break inside a name
 
 
 def cut_lines(text: str, width: int, max_lines: int = 2, more: str = " ...") -> str:

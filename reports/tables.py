@@ -8,13 +8,15 @@ import sympy
 from matplotlib.figure import Figure
 from matplotlib.mathtext import MathTextParser
 
-from recallkit.reports.style import (PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, fill, new_figure, style_context,
-                                     wrap_title)
+from recallkit.compare.schema import tested_and_asymptotic
+from recallkit.reports.style import (PAGE_LANDSCAPE, VERDICT_COLOURS, cut_lines, fill, fit_width, new_figure,
+                                     style_context, wrap_title)
+from recallkit.reports.mathexpr import line_mathtext
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import parse_expression  # the whitelist parser of the theory stage
 from recallkit.theory.symbols import EXPONENTS, VARIABLES
 
-__all__ = ["rows_that_fit", "slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain",
+__all__ = ["wrap_widths", "fitted_cells", "rows_that_fit", "slope_table", "draw_slope_table", "draw_table", "chunk_rows", "slope_row_lines", "term_table", "mathtext_or_plain",
            "slope_rows", "claim_table", "claim_cells"]
 
 
@@ -43,8 +45,8 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
             "slope_ci": f.get("slope_ci"),
             "slope_ci_bootstrap": f.get("slope_ci_bootstrap"),
             "method": f.get("method"),
-            "predicted_slope": f.get("predicted_slope"),
-            "predicted_slope_tested": f.get("predicted_slope_finite_range", f.get("predicted_slope")),
+            "predicted_slope_asymptotic": tested_and_asymptotic(f)[1],
+            "predicted_slope_tested": tested_and_asymptotic(f)[0],
             "dominant": f.get("dominant") or dominant_of.get(line) or dominant_of.get(f.get("experiment"), ""),
             "verdict": f.get("verdict") or "n/a",
             "evidence": f.get("evidence"),
@@ -55,8 +57,18 @@ def slope_rows(fits: Sequence[dict], dominant_of: dict | None = None) -> list[di
 _HEADER = ["experiment", "line", "thr.", "fitted\nslope", "95% CI\n(HC3)", "95% CI\n(bootstrap)",
            "tested\nprediction", "dominant\nterm", "verdict"]
 _CI_COLUMN = 4  # its heading names the interval the rows carry: HC3 for a regression, seed curves for a curve fit
-_WRAP = [23, 25, 6, 8, 14, 14, 15, 16, 13]
-_WIDTHS = [0.165, 0.18, 0.05, 0.07, 0.11, 0.11, 0.095, 0.10, 0.12]
+_WIDTHS = [0.165, 0.18, 0.05, 0.06, 0.10, 0.10, 0.095, 0.13, 0.12]
+_CHAR_EM = 0.64  # the widest DejaVu Sans characters a table holds (digits, capitals) average under this many em
+
+
+def wrap_widths(widths: Sequence[float], table_in: float, fontsize: float) -> list[int]:
+    """Characters a line of each column holds: its share of the table's ``table_in`` inches, less the cell's
+    padding, at ``fontsize`` points; so that a cell's text wraps inside its cell instead of running out of it."""
+    return [max(int(w * table_in * 72 * (1 - 2 * 0.05) / (_CHAR_EM * fontsize)), 3) for w in widths]
+
+
+_WRAP = wrap_widths(_WIDTHS, 0.94 * PAGE_LANDSCAPE[0], 8.5)
+_WIDTH_PT = [w * 0.94 * PAGE_LANDSCAPE[0] * 72 * 0.9 for w in _WIDTHS]  # inside a cell's padding
 
 
 def _header(rows: Sequence[dict]) -> list[str]:
@@ -122,9 +134,10 @@ def _slope_cells(r: dict) -> list[str]:
     if r.get("kind") == "claim":
         return _claim_slope_cells(r, shown)
     if r.get("kind") == "grid":  # a picture, not a fit: no slope, interval or prediction to show
-        raw = [r.get("experiment", ""), r.get("line") or "", "", "", "", "", "", "", str(r.get("verdict") or "n/a")]
+        raw = [r.get("experiment", ""), line_mathtext(r.get("line") or ""), "", "", "", "", "", "",
+               str(r.get("verdict") or "n/a")]
         return _wrapped(raw)
-    line = r.get("line") or ""
+    line = line_mathtext(r.get("line") or "")
     if r.get("kind") == "law":  # no threshold: the check is the law's metric against one variable
         line = f"{line}; law {r.get('law')}: {r.get('metric')} against {r.get('variable')}"
     raw = [r.get("experiment", ""), line, shown,
@@ -134,15 +147,15 @@ def _slope_cells(r: dict) -> list[str]:
 
 
 def _wrapped(raw: Sequence) -> list[str]:
-    """Each cell wrapped to its column's width, a line break the cell asks for kept (a verdict over its evidence)."""
-    return ["\n".join(fill(part, w) for part in str(v).split("\n")) for v, w in zip(raw, _WRAP)]
+    """Each cell wrapped to its column's width as drawn, a line break the cell asks for kept (a verdict over its
+    evidence)."""
+    return [fit_width(str(v), w, 8.5) for v, w in zip(raw, _WIDTH_PT)]
 
 
 def _predicted(r: dict) -> str:
     """The prediction the verdict tested (finite-range with a log factor), and the asymptotic slope
     under it when the two differ: "1.695\n(asympt. 1.50)"."""
-    asymptotic = r.get("predicted_slope")
-    tested = r.get("predicted_slope_tested", r.get("predicted_slope_finite_range"))
+    tested, asymptotic = tested_and_asymptotic(r)
     if tested is None:
         return _num(asymptotic)
     text = _num(tested, ".3f")
@@ -217,8 +230,7 @@ def draw_table(ax, header: Sequence[str], cells: Sequence[Sequence[str]], widths
     if not cells:
         ax.text(0.5, 0.5, "no rows", ha="center", va="center", transform=ax.transAxes)
         return
-    if wrap:
-        cells = [[fill(str(v), w) if w else str(v) for v, w in zip(row, wrap)] for row in cells]
+    cells = fitted_cells(ax, cells, widths, fontsize, wrap)
     table = ax.table(cellText=[list(map(str, r)) for r in cells], colLabels=list(header), colWidths=list(widths),
                      loc="upper center", cellLoc="left", colLoc="left")
     table.auto_set_font_size(False)
@@ -235,6 +247,14 @@ def draw_table(ax, header: Sequence[str], cells: Sequence[Sequence[str]], widths
             cell.get_text().set_fontweight("bold")
         elif cell_colours and cell_colours[row - 1][col]:
             cell.set_facecolor(cell_colours[row - 1][col])
+
+
+def fitted_cells(ax, cells, widths: Sequence[float], fontsize: float, wrap: Sequence[int] | None) -> list[list[str]]:
+    """Each cell wrapped at its column's ``wrap`` characters (when asked) and to the column's width as drawn."""
+    table_pt = ax.get_position().width * ax.figure.get_figwidth() * 72 * 0.9
+    asked = list(wrap or [0] * len(widths))
+    return [[fit_width(fill(str(v), w) if w else str(v), f * table_pt, fontsize) for v, w, f in zip(row, asked, widths)]
+            for row in cells]
 
 
 def rows_that_fit(height_in: float, header: Sequence[str], cells: Sequence[Sequence[str]], fontsize: float = 8.5,

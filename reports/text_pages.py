@@ -22,49 +22,101 @@ from recallkit.reports.style import (
     style_context,
     wrap_title,
 )
-from recallkit.reports.summary_rows import NO_CHECK, overview_rows, summary_date
+from recallkit.reports.headline import (DIAGNOSTICS_MATTER, diagnostic_rows, evidence_text, experiment_rows,
+                                        is_diagnostic_entry, ordered_experiments, verdict_counts)
+from recallkit.reports.mathexpr import line_mathtext
+from recallkit.reports.summary_rows import overview_rows, summary_date
 from recallkit.theory.scaling import power_text
 
-__all__ = ["title_page", "write_text", "text_page", "section_page", "error_page", "lower_bound_gap_rows",
+__all__ = ["title_page", "diagnostics_page", "write_text", "text_page", "section_page", "error_page", "lower_bound_gap_rows",
            "lower_bound_gap_page"]
 
 
 def _evidence_lines(fig: Figure, rows: list[dict], y: float, width: int = 170) -> float:
-    """Under the verdict counts: the checks of a prediction by evidence label, the primary checks apart and the
-    freezes they were judged against (``compare.evidence``), wrapped to ``width`` characters. Returns the height
-    left."""
+    """Under the headline: the primary checks apart (one per line, named before freezing) and what the evidence
+    labels mean, wrapped to ``width`` characters. Returns the height left."""
     tested = [r for r in rows if r.get("evidence")]
     if not tested:
         return y
-    unlabelled = sum(r.get("verdict") != NO_CHECK and not r.get("evidence") for r in rows)
-    said = [f"evidence of the {len(tested)} checks of a prediction: "
-            + ", ".join(f"{n} {label}" for label, n in evidence_counts(tested).items())
-            + (f"; {unlabelled} diagnostics and system checks carry none" if unlabelled else "")
-            + " (confirmatory: frozen before its runs, nothing measured on them; conditional: frozen, reads a "
-              "measured quantity of its runs; exploratory: not frozen first, or its form chosen on these runs)"]
+    said = ["evidence: confirmatory = frozen before its runs, nothing measured on them; conditional = frozen, reads "
+            "a measured quantity of its runs; exploratory = not frozen first, or its form chosen on these runs"]
     primary = [r for r in tested if r.get("primary")]
     if primary:
-        said.append(f"primary checks (one per line, named before freezing): {len(primary)}: " + ", ".join(
+        said.insert(0, f"primary checks (one per line, named before freezing): {len(primary)}: " + ", ".join(
             f"{sum(r.get('verdict') == v for r in primary)} {v}" for v in VERDICT_COLOURS) + "; "
             + ", ".join(f"{n} {label}" for label, n in evidence_counts(primary).items()))
     freezes = sorted({f"{r.get('experiment')} {str(r['freeze'])[:12]}" for r in tested if r.get("freeze")})
-    if freezes:
-        said.append("freezes: " + ", ".join(freezes))
+    if freezes:  # the freezes the confirmatory and conditional verdicts were judged against
+        said.insert(len(said) - 1, "freezes: " + ", ".join(freezes))
     text = "\n".join(fill(line, width, subsequent_indent="  ") for line in said)
     fig.text(0.04, y + 0.005, text, fontsize=8.5, va="top", color="0.25")
     return y - 0.021 * (text.count("\n") + 1) - 0.012
 
 
+def _headline(fig: Figure, summary: dict, rows: list[dict], y: float) -> float:
+    """The experiments' checks, counted apart from the diagnostics' (term probes, bound checks): a report of 65
+    checks of which 35 are diagnostics says so, and says how many experiments it holds."""
+    experiments = [e for e in summary.get("experiments", []) if not is_diagnostic_entry(e, rows)]
+    diagnostics = [e for e in summary.get("experiments", []) if is_diagnostic_entry(e, rows)]
+    mine = experiment_rows(rows)
+    counts = verdict_counts(mine)
+    text = fill(f"{len(experiments)} experiment{'s' if len(experiments) != 1 else ''}, {counts['checks']} checks: "
+                + ", ".join(f"{counts[v]} {v}" for v in VERDICT_COLOURS) + f"; evidence {evidence_text(mine)}", 110)
+    fig.text(0.04, y, text, fontsize=12, va="top", fontweight="bold")
+    y -= 0.028 * (text.count("\n") + 1) + 0.012
+    theirs = diagnostic_rows(rows)
+    if theirs:
+        counts = verdict_counts(theirs)
+        names = ", ".join(str(e.get("title") or e["name"]) for e in diagnostics)
+        text = fill(f"diagnostics, counted apart: {counts['checks']} checks (" + ", ".join(
+            f"{counts[v]} {v}" for v in VERDICT_COLOURS) + f") in {names}; with the config hashes and monotonicity "
+            "counts on the diagnostics page", 150)
+        fig.text(0.04, y, text, fontsize=9.5, va="top", color="0.2")
+        y -= 0.022 * (text.count("\n") + 1) + 0.012
+    return _evidence_lines(fig, mine, y)
+
+
+def _overview_table(fig: Figure, summary: dict, rows: list[dict], y: float, fail_h: float, max_rows: int) -> None:
+    """One row per section: what is compared, its checks and verdicts, its evidence; a diagnostic entry says so."""
+    ordered = ordered_experiments(summary.get("experiments", []), rows)
+    section = {e["name"]: i for i, e in enumerate(ordered, start=1)}
+    overview = sorted(overview_rows(summary, rows), key=lambda o: section.get(o["name"], 0))
+    header = ["#", "experiment", "kind", "what is compared", "checks", "consistent", "inconsistent", "inconclusive",
+              "evidence"]
+    cells, colours = [], []
+    for o in overview[:max_rows]:
+        mine = [r for r in rows if r.get("experiment") == o["name"]]
+        diagnostic = any(r.get("diagnostic") for r in mine)
+        cells.append([str(section.get(o["name"], o["index"])), o["experiment"],
+                      o["kind"] + (" (diagnostic)" if diagnostic else ""), line_mathtext(o["compared"]),
+                      str(o["checks"]), str(o["consistent"]), str(o["inconsistent"]), str(o["inconclusive"]),
+                      evidence_text(mine) if o["checks"] else ""])
+        colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
+                                     for v in ("consistent", "inconsistent", "inconclusive")] + [None])
+    widths = [0.03, 0.19, 0.1, 0.32, 0.05, 0.075, 0.08, 0.08, 0.075]
+    ax = fig.add_axes((0.03, 0.07 + fail_h, 0.94, y - 0.07 - fail_h))
+    cells = tables.fitted_cells(ax, cells, widths, 8, None)
+    # whole rows only: as many as the page holds (a row grows to its tallest cell), the rest named under it
+    shown = tables.rows_that_fit(ax.get_position().height * fig.get_figheight(), header, cells, 8)
+    tables.draw_table(ax, header, cells[:shown], widths, fontsize=8, cell_colours=colours[:shown])
+    if len(overview) > shown:
+        rest = overview[shown:]
+        fig.text(0.04, 0.055 + fail_h, fill(
+            f"... and {len(rest)} more section{'s' if len(rest) > 1 else ''}: "
+            + ", ".join(f"{section.get(o['name'])}. {o['name']} ({o['checks']} check{'s' if o['checks'] != 1 else ''})"
+                        for o in rest) + "; their verdicts are in the summary of verdicts", 165),
+            fontsize=8, va="top")
+
+
 def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
-    """Title, provenance, the per-experiment verdict overview and any failed experiments."""
+    """Title, provenance, the headline counts (experiments' checks and diagnostics apart), one overview row per
+    section and any failed experiments."""
     prov = summary.get("provenance") or {}
     with style_context():
         fig = new_figure(PAGE_LANDSCAPE, layout=None)
         fig.text(0.04, 0.96, summary.get("title") or "recallkit report", fontsize=20, fontweight="bold", va="top")
         if summary.get("subtitle"):
             fig.text(0.04, 0.915, summary["subtitle"], fontsize=11, va="top", color="0.3")
-        hashes = prov.get("config_hashes") or {}
-        n_hashes = sum(len(v) for v in hashes.values()) if isinstance(hashes, dict) else len(hashes)
         when = source_date() or summary_date(summary)
         fields = [
             ("code version", prov.get("code_version", "unknown")),
@@ -72,8 +124,6 @@ def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             ("device", f"{prov.get('device', 'unknown')}, {prov.get('threads', '?')} thread(s)"),
             ("torch", prov.get("torch_version", "n/a")),
             ("preset", prov.get("preset", "n/a")),
-            ("config hashes", f"{n_hashes} over {len(hashes)} experiments: first of each below, all in "
-                              "summary.json (provenance.config_hashes)" if n_hashes else "none recorded"),
         ]
         # The run's wall time and how much came from the store stay in summary.json (run_wall_time_s,
         # notes): the PDF shows only what the stored results determine, so a re-run is byte-identical.
@@ -82,14 +132,7 @@ def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             fig.text(0.04, y, key, fontsize=9.5, color="0.35", va="top")
             fig.text(0.17, y, str(value), fontsize=9.5, va="top", family="DejaVu Sans Mono")
             y -= 0.028
-        counts = {v: sum(r.get("verdict") == v for r in rows) for v in VERDICT_COLOURS}
-        checks = sum(r.get("verdict") != NO_CHECK for r in rows)  # a grid's row is no check
-        fig.text(0.04, y - 0.01, f"{checks} checks: " + ", ".join(f"{n} {v}" for v, n in counts.items())
-                 + " (each with its numbers on the next pages)",
-                 fontsize=11, va="top", fontweight="bold")
-        y -= 0.05
-        y = _evidence_lines(fig, rows, y)
-        overview = overview_rows(summary, rows)
+        y = _headline(fig, summary, rows, y - 0.01)
         failures = [str(f) for f in summary.get("failures") or []]
         fail_text = ""
         if failures:
@@ -97,31 +140,26 @@ def title_page(summary: dict, rows: list[dict], max_rows: int = 16) -> Figure:
             if len(failures) > 8:
                 fail_text += f"\n... and {len(failures) - 8} more (summary.json: failures)"
         fail_h = 0.0 if not fail_text else 0.05 + 0.022 * (fail_text.count("\n") + 1)
-        header = ["#", "experiment", "kind", "what is compared", "checks", "consistent", "inconsistent",
-                  "inconclusive", "config hash"]
-        cells, colours = [], []
-        for o in overview[:max_rows]:
-            cells.append([str(o["index"]), o["experiment"], o["kind"], o["compared"], str(o["checks"]),
-                          str(o["consistent"]), str(o["inconsistent"]), str(o["inconclusive"]), o["config_hashes"]])
-            colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
-                                         for v in ("consistent", "inconsistent", "inconclusive")] + [None])
-        wrap = [0, 27, 0, 43, 0, 0, 0, 0, 0]
-        ax = fig.add_axes((0.03, 0.07 + fail_h, 0.94, y - 0.07 - fail_h))
-        # whole rows only: as many as the page holds (a row grows to its tallest cell), the rest named under it
-        shown = tables.rows_that_fit(ax.get_position().height * fig.get_figheight(), header, cells, 8, wrap)
-        tables.draw_table(ax, header, cells[:shown], [0.03, 0.17, 0.09, 0.27, 0.05, 0.08, 0.08, 0.08, 0.15],
-                          fontsize=8, cell_colours=colours[:shown], wrap=wrap)
-        if len(overview) > shown:
-            rest = overview[shown:]
-            fig.text(0.04, 0.055 + fail_h, fill(
-                f"... and {len(rest)} more experiment{'s' if len(rest) > 1 else ''} in the sections that follow: "
-                + ", ".join(f"{o['index']}. {o['name']} ({o['checks']} check{'s' if o['checks'] != 1 else ''})"
-                            for o in rest) + "; their verdicts are in the summary of verdicts", 165),
-                fontsize=8, va="top")
+        _overview_table(fig, summary, rows, y, fail_h, max_rows)
         if fail_text:
             fig.text(0.04, 0.03 + fail_h, f"{len(failures)} experiment(s) failed and are not in this report:",
                      fontsize=10, fontweight="bold", va="top", color=PALETTE["vermillion"])
             fig.text(0.04, 0.03 + fail_h - 0.03, fail_text, fontsize=8.5, va="top")
+    return fig
+
+
+def diagnostics_page(table: list[list[str]]) -> Figure:
+    """What the checks rest on, per section: runs, config hashes, monotonicity violations, budget-flagged points and
+    the diagnostic checks' verdicts (``headline.diagnostics_table``), and whether they matter."""
+    with style_context():
+        fig = new_figure(PAGE_LANDSCAPE, layout=None)
+        y = write_text(fig, "Diagnostics: what the checks rest on", [DIAGNOSTICS_MATTER], bottom=0.4)
+        ax = fig.add_axes((0.03, 0.05, 0.94, max(y - 0.07, 0.2)))
+        tables.draw_table(ax, ["section", "runs", "config hashes\n(all in summary.json)", "monotonicity\nviolations",
+                               "budget-\nflagged points", "diagnostic checks"], table[:22],
+                          [0.3, 0.06, 0.19, 0.11, 0.11, 0.23], fontsize=8.5)
+        if len(table) > 22:
+            fig.text(0.03, 0.03, f"... {len(table) - 22} more sections in summary.json", fontsize=9)
     return fig
 
 

@@ -1185,7 +1185,7 @@ def _joint_fit_fields(fitted, variable, prediction, grid) -> dict[str, Any]:
 
 
 _CORRECTED_KEYS = ("fitted_exponent", "se", "ci", "ci_bootstrap", "r2", "n_points", "verdict", "verdict_reason",
-                   "p_tost", "predicted_slope_finite_range", "band")
+                   "p_tost", "predicted_slope_tested", "band")
 
 
 def fit_terms(rows: list[dict], grid: ProbeGrid, pack=None, statistic: str = "spread",
@@ -1328,7 +1328,7 @@ def format_table(doc: dict[str, Any]) -> str:
     for e in doc["table"]:
         c = e["drift_corrected"]
         predicted = f"{e['predicted_exponent']:+.3f}"
-        finite = e.get("predicted_slope_finite_range")
+        finite = e.get("predicted_slope_tested", e.get("predicted_slope_finite_range"))  # (an older probe document)
         if finite is not None and abs(finite - e["predicted_exponent"]) > 1e-12:
             predicted += f" (range {finite:+.3f})"
         body.append([e["term"], e["variable"], predicted,

@@ -56,7 +56,7 @@ def _interval(pair) -> str:
 
 def _predicted(e: dict) -> str:
     text = e.get("predicted_exponent_exact") or _signed(e.get("predicted_exponent"))
-    finite = e.get("predicted_slope_finite_range")
+    finite = e.get("predicted_slope_tested", e.get("predicted_slope_finite_range"))  # (an older probe document)
     if finite is not None and e.get("predicted_exponent") is not None and abs(finite - e["predicted_exponent"]) > 1e-9:
         text += f"\n(range {finite:+.2f})"
     return str(text)
@@ -248,6 +248,7 @@ def summary_rows(exp: dict) -> list[dict]:
         rows.append({"experiment": exp["name"], "line": f"{e['term']} in {e['variable']}", "threshold": None,
                      "x": f"log {e['variable']}", "slope": e.get("fitted_exponent"), "slope_ci": e.get("ci"),
                      "slope_ci_bootstrap": e.get("ci_bootstrap"),
+                     "predicted_slope_tested": f["predicted_exponent"] if finite else e.get("predicted_exponent"),
                      "predicted_slope": f["predicted_exponent"] if finite else e.get("predicted_exponent"),
                      "predicted_slope_asymptotic": e.get("predicted_exponent"),
                      "prediction_compared": "finite size" if finite else None,
@@ -260,7 +261,8 @@ def summary_rows(exp: dict) -> list[dict]:
                      "verdict_drift_corrected": c.get("verdict"), "verdict_reason_drift_corrected": c.get("verdict_reason"),
                      "verdict_finite_size": f.get("verdict"),
                      "predicted_slope_finite_size": f.get("predicted_exponent"),
-                     "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None})
+                     "n_points": e.get("n_points"), "n_censored": 0, "C": None, "C_ci": None,
+                     "diagnostic": True})  # a probe of the theory's terms, not the experiment's prediction
     return rows
 
 
@@ -348,5 +350,5 @@ def gradient_access_rows(exp: dict) -> list[dict]:
                      "slope": None, "slope_ci": None, "slope_ci_bootstrap": None, "predicted_slope": None,
                      "delta": None, "alpha": None, "dominant": "gradient-access lower bound (DERIVATION.md §7.4)",
                      "verdict": verdict, "verdict_reason": reason, "n_points": len(group), "n_censored":
-                     len(group) - len(judged), "C": None, "C_ci": None})
+                     len(group) - len(judged), "C": None, "C_ci": None, "diagnostic": True})
     return rows

@@ -198,7 +198,20 @@ def test_figures_are_single_tight_figures_without_page_furniture(stores, tmp_pat
         assert "page 1 of" not in text and "tiny_linear_memory:" not in text and "in full: appendix" not in text
     fit_text = " ".join(pypdf.PdfReader(tmp_path / "tiny-linear-memory-fit-linear-threshold-0-99.pdf")
                         .pages[0].extract_text().split())
-    assert "tested prediction" in fit_text and "verdict:" in fit_text
+    # --style paper (the default): the drawing and its legend; the verdict and the caption stay in the report
+    assert "tested prediction" in fit_text and "inconclusive" not in fit_text and "reason" not in fit_text
+
+
+def test_figures_style_report_keeps_each_figures_verdict_and_caption(stores, tmp_path):
+    root = stores
+    result = run(["figures", root / "tiny.toml", "--store", root / "a.db", "--out", tmp_path, "--style", "report"],
+                 root)
+    assert result.returncode == 0, result.stderr
+    fit_text = " ".join(pypdf.PdfReader(tmp_path / "tiny-linear-memory-fit-linear-threshold-0-99.pdf")
+                        .pages[0].extract_text().split())
+    assert "tested prediction" in fit_text and "inconclusive" in fit_text
+    wrong = run(["figures", root / "tiny.toml", "--store", root / "a.db", "--out", tmp_path, "--style", "poster"], root)
+    one_line_usage_error(wrong, "--style: expected one of paper, report, got 'poster'")
 
 
 def test_theory_regions_writes_svg_and_draws_experiment_lines(tmp_path):

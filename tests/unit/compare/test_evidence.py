@@ -146,11 +146,12 @@ def test_the_title_page_counts_evidence_labels_primary_checks_and_freezes_apart(
              "freeze": "4c88628ae2b2" + "0" * 52},
             {"experiment": "e", "line": "b", "threshold": 0.1, "verdict": "inconclusive", "evidence": "exploratory",
              "primary": True},
-            {"experiment": "probes", "line": "signal", "verdict": "consistent"}]  # a diagnostic: no evidence label
-    fig = title_page({"experiments": [], "title": "t"}, rows)
-    text = " ".join(t.get_text() for t in fig.findobj(Text))
-    assert ("evidence of the 3 checks of a prediction: 1 confirmatory, 1 conditional, 1 exploratory; 1 diagnostics and "
-            "system checks carry none") in text
+            {"experiment": "probes", "line": "signal", "verdict": "consistent", "diagnostic": True}]  # no label
+    fig = title_page({"experiments": [{"name": "e"}, {"name": "probes"}], "title": "t"}, rows)
+    text = " ".join(" ".join(t.get_text() for t in fig.findobj(Text)).split())
+    assert ("1 experiment, 3 checks: 1 consistent, 0 inconsistent, 2 inconclusive; evidence 1 confirmatory, "
+            "1 conditional, 1 exploratory") in text
+    assert "diagnostics, counted apart: 1 checks (1 consistent, 0 inconsistent, 0 inconclusive) in probes" in text
     assert "primary checks (one per line, named before freezing): 2: 1 consistent, 0 inconsistent, 1 inconclusive" in text
     assert "freezes: e 4c88628ae2b2" in text
 

@@ -78,7 +78,7 @@ def test_title_page_counts_no_check_for_a_grid():
     fig = title_page({"experiments": [entry], "title": "t"}, rows)
     try:
         texts = [t.get_text() for t in fig.texts]
-        assert any(t.startswith("0 checks: ") for t in texts), texts
+        assert any(t.startswith("1 experiment, 0 checks: ") for t in texts), texts
     finally:
         plt.close(fig)
 

@@ -221,7 +221,7 @@ def test_fit_plot_draws_the_tested_prediction_not_the_asymptotic_one():
     x, y = (np.log(np.asarray(v, dtype=float)) for v in dashed.get_data())
     assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(1.695)
     assert dashed.get_label() == "tested prediction: slope 1.695 (finite-range; asymptotic 1.500, log power 1)"
-    box = "\n".join(t.get_text() for t in ax.texts)
+    box = " ".join(fig._supxlabel.get_text().split())  # the caption (wrapped), not a box over the data
     assert "tested prediction 1.695 +- 0.25" in box and "asymptotic 1.500" in box
     assert "equivalence band [1.45, 1.95]" in box  # the band is around the tested slope
 
@@ -262,10 +262,10 @@ def test_fit_grid_and_caption_name_the_binding_terms_verdict_beside_the_all_term
     caption = single._supxlabel.get_text()
     assert "the binding terms alone" in caption and "1.76, inconclusive" in caption
     assert "note:" not in caption
-    # the verdict box names the tested prediction's kind (it said "finite-range" for every kind)
+    # the caption names the tested prediction's kind (it said "finite-range" for every kind)
     boxed = figures.fit_plot(dict(first, predicted_slope=1.606, predicted_slope_finite_range=None,
                                   predicted_slope_asymptotic=1.5))
-    box = next(t.get_text() for t in boxed.axes[0].texts if t.get_text().startswith("verdict:"))
+    box = " ".join(boxed._supxlabel.get_text().split())
     assert "tested prediction 1.606" in box and "(all terms; asymptotic 1.500" in box and "finite-range" not in box
 
 
@@ -317,7 +317,7 @@ def test_fit_plot_from_real_compare_fit(tmp_path):
     fit = fits_mod.fit_points(pts, predicted_slope=1.5, experiment="tr", line="l", threshold=0.15,
                               n_bootstrap=200).to_dict()
     fig = figures.fit_plot(fit)
-    assert fig.axes and len(fig.axes[0].texts) >= 1
+    assert fig.axes and fit["verdict"] in fig.axes[0].get_title()
     _look(fig, tmp_path, "fit_real")
 
 
@@ -434,32 +434,17 @@ def test_fit_plot_keeps_points_in_view_when_band_is_wide():
     assert hi / lo < 1e4  # the e^35-wide band does not set the scale
 
 
-def _box_corner(ax):
-    box = next(t for t in ax.texts if t.get_text().startswith("verdict:"))
-    return box.get_horizontalalignment(), box.get_verticalalignment()
+def test_the_verdict_is_in_the_panel_title_and_nothing_covers_the_data():
+    """No box over the data: the verdict and its numbers are the panel's title, in the verdict's colour, and the
+    legend sits outside the axes."""
+    from recallkit.reports.overlap import find_overlaps
+    from recallkit.reports.style import VERDICT_COLOURS
 
-
-@pytest.mark.parametrize("points_at, legend, corner", [
-    ("lower right", False, ("left", "top")),      # the default corner is taken and the upper left is free
-    ("upper left", False, ("right", "bottom")),   # nothing under the default corner: it stays
-    ("both", False, ("right", "bottom")),         # no better elsewhere: it stays
-    ("lower right", True, ("right", "bottom")),   # the upper left holds the legend: it stays
-])
-def test_verdict_box_moves_off_the_points_but_not_onto_the_legend(points_at, legend, corner):
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
-    low_right = np.column_stack([np.linspace(70, 95, 30), np.linspace(1, 5, 30)])
-    up_left = np.column_stack([np.linspace(1, 20, 30), np.linspace(80, 99, 30)])
-    pts = {"lower right": low_right, "upper left": up_left,
-           "both": np.vstack([low_right, up_left, up_left])}[points_at]
-    ax.scatter(pts[:, 0], pts[:, 1], label="points")
-    ax.set_xlim(0, 100)
-    ax.set_ylim(0, 100)
-    if legend:
-        ax.legend(loc="upper left", fontsize=14)
-    figures._verdict_box(ax, {"verdict": "consistent", "predicted_slope": 1.5, "delta": 0.25,
-                              "band": [1.25, 1.75], "p_tost": 0.01, "r2": 0.9, "n_points": 30})
-    assert _box_corner(ax) == corner
-    box = next(t for t in ax.texts if t.get_text().startswith("verdict:"))
-    assert box.get_bbox_patch().get_alpha() < 1 and box.get_zorder() > 3  # the points show through it
-    plt.close(fig)
+    _, _, fits = synthetic_line()
+    fig = figures.fit_plot(dict(fits[0], verdict="consistent", delta=0.25))
+    ax = fig.axes[0]
+    assert not ax.texts or all(t.get_bbox_patch() is None for t in ax.texts)
+    assert "consistent" in ax.get_title() and "slope" in ax.get_title()
+    assert ax.title.get_bbox_patch().get_facecolor()[:3] == pytest.approx(
+        matplotlib.colors.to_rgb(VERDICT_COLOURS["consistent"]))
+    assert find_overlaps(fig) == []

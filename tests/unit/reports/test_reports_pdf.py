@@ -366,9 +366,9 @@ def test_geometric_and_probe_sections(built_geometric):
     out, path, seen = built_geometric
     stems = sorted(p.stem for p in (out / "figures").glob("*.pdf"))
     for stem in ("01-geo-dmin-dmin", "02-geometric-construction-construction", "03-geometric-multi-hop-multi-hop",
-                 "04-token-retrieval-probes-probe-table-1", "04-token-retrieval-probes-probe-notes"):
+                 "05-token-retrieval-probes-probe-table-1", "05-token-retrieval-probes-probe-notes"):
         assert stem in stems, stems
-    assert "04-token-retrieval-probes-summary" not in stems  # the probe table introduces its own section
+    assert "05-token-retrieval-probes-summary" not in stems  # a diagnostic, after the experiments; its table opens it
     assert "02-geometric-construction-terms" not in stems  # the pack's terms are shown once, in section 1
     assert "01-geo-dmin-terms" in stems
     # the construction page got the d_min experiment's trained points (both models, uncensored only)
@@ -495,18 +495,20 @@ def test_fit_page_shows_the_tested_prediction_of_summary_json(tmp_path, monkeypa
     s = make_summary(with_dmin=False)
     s["experiments"] = s["experiments"][:1]
     for fit in s["experiments"][0]["fits"]:
-        fit.update(predicted_slope=1.5, predicted_slope_finite_range=1.695, band=[1.445, 1.945])
+        fit.update(predicted_slope_asymptotic=1.5, predicted_slope_tested=1.695, band=[1.445, 1.945])
+        for old in ("predicted_slope", "predicted_slope_finite_range"):  # schema 1.1 records (compare.schema)
+            fit.pop(old, None)
     build_report(s, tmp_path, jobs=1)
-    doc = json.loads((tmp_path / "summary.json").read_text())
-    entry = doc["entries"][0]
-    assert entry["predicted_slope"] == 1.5 and entry["predicted_slope_tested"] == 1.695 and entry["log_power"] == "1"
     (page,) = (tmp_path / "figures").glob("01-tr-fig2-attn-fits-*.pdf")
     text = " ".join(pypdf.PdfReader(page).pages[0].extract_text().split())
-    assert f"tested prediction {entry['predicted_slope_tested']:.3f} +- {entry['delta']:g}" in text
-    assert f"asymptotic {entry['predicted_slope']:.3f}, log power {entry['log_power']}" in text
-    assert f"equivalence band [{entry['band'][0]:.2f}, {entry['band'][1]:.2f}]" in text
-    assert f"fitted slope {entry['slope']:.3f}" in text
-    assert "1.500 +- 0.25" not in text  # the untested asymptotic slope is never shown as the prediction
+    # each panel's title: the fitted slope against the tested prediction and its margin; the asymptotic line is
+    # drawn and named in the legend as not tested
+    assert "vs 1.70" in text and "asymptotic prediction (not tested)" in text
+    assert "vs 1.50" not in text  # the untested asymptotic slope is never shown as the prediction
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    entry = doc["entries"][0]
+    assert entry["predicted_slope_asymptotic"] == 1.5 and entry["predicted_slope_tested"] == 1.695
+    assert entry["log_power"] == "1" and entry["predicted_slope"] == 1.695  # the deprecated alias: the tested slope
     (table,) = (tmp_path / "figures").glob("00-summary-1.pdf")
     table_text = " ".join(pypdf.PdfReader(table).pages[0].extract_text().split())
     assert "1.695 (asympt. 1.50)" in table_text and "tested prediction" in table_text
@@ -635,5 +637,5 @@ def test_title_page_shows_whole_rows_and_names_the_experiments_it_left_out():
         box = cell.get_window_extent(renderer).transformed(fig.transFigure.inverted())
         assert box.y0 >= 0.0, box
     text = " ".join(t.get_text() for t in fig.findobj(Text)).replace("\n", " ")
-    assert f"and {17 - shown} more experiments" in text and "experiment_16" in text
+    assert f"and {17 - shown} more sections" in text and "experiment_16" in text
     assert_text_inside(fig)
