@@ -280,6 +280,8 @@ class ExperimentEntry(_Record):
     phase_lines: Any = _f("The lines as drawn on the phase diagram.")
     method: Any = _f("How the numbers were made, in words.")
     config_hashes: list[str] | None = _f("SHA-256 of every run's config it read.")
+    diagnostics: dict[str, int] | None = _f("What its checks rest on: runs, monotonicity violations along the searched "
+                                            "size, points flagged by the training-budget check.")
     experiment: str | None = _f("Experiment name, as fit --json writes it.")
     schema_: str | None = Field(default=None, alias="schema", description=f"'{FIT_SCHEMA}' where the entry is a fit "
                                                                          f"document.")

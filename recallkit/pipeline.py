@@ -107,6 +107,9 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
     entry["config_hashes"] = sorted({r.config_hash for r in sweep.runs if r.config_hash}
                                     | {b["config_hash"] for b in sweep.budget_runs if b.get("config_hash")})
     flagged = [p for p in sweep.points if p.budget_flagged]
+    # counted once here, for the diagnostics page (reports.headline reads them before any note's text)
+    entry["diagnostics"] = {"runs": len(sweep.runs), "monotonicity_violations": len(sweep.violations),
+                            "budget_flagged": len(flagged)}
     if flagged:
         entry["notes"].append(f"{len(flagged)} points flagged by the training-budget check (a larger budget moves "
                               f"the answer by at least one search step): " + "; ".join(
@@ -329,7 +332,8 @@ def run_report(settings: ReportSettings) -> Path:
         summary = {
             "schema": SUMMARY_SCHEMA,
             "title": "recallkit report",
-            "subtitle": f"{settings.preset} preset, {len(entries)} experiments",
+            # the title page counts the experiments and the diagnostics apart (reports.headline)
+            "subtitle": f"{settings.preset} preset",
             "provenance": _provenance(settings, entries, caches),
             "experiments": entries,
             "failures": failures,

@@ -59,7 +59,7 @@ def _draw_law_fit(ax, res_ax, fit: dict, panel: str, y_labels: bool, title_fonts
                            alpha=0.8, edgecolors="none", zorder=3)
     if have_fit:
         ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
-                label="fitted line (numbers in the box)")
+                label="fitted line (numbers in the title)")
     tested, _ = tested_prediction(fit)
     shown_y = list(ys) + ([intercept + slope * grid[0], intercept + slope * grid[-1]] if have_fit else [])
     if tested is not None:

@@ -82,7 +82,31 @@ def _law_pieces(pack: Pack, pieces: dict[str, Any], line_scalings: list[tuple[st
         pieces.setdefault("notes", []).append(f"no phase diagram: {exc}")
         return pieces
     pieces["regions"] = document
-    return _with_lines(pieces, *law_line_points(pack, document, line_scalings))
+    phase_lines, notes = law_line_points(pack, document, line_scalings)
+    return _with_lines(pieces, phase_lines, notes + _other_constants(pack, line_scalings))
+
+
+def _other_constants(pack: Pack, line_scalings: list[tuple[str, str]]) -> list[str]:
+    """A note for each variable of the pack that the lines set to different numbers: the regions are drawn at the
+    first line's value, so a line at another value sits on a diagram that is not its own."""
+    values: dict[str, dict[str, str]] = {}
+    for label, text in line_scalings:
+        try:
+            entries = parse_scaling(text, constants=pack.constants, variables=pack.variables).entries
+        except RecallkitError:
+            continue  # the line's own note says why it is not drawn
+        for variable, expr in entries:
+            if expr.is_number:
+                values.setdefault(variable, {})[label] = sstr(expr)
+    notes = []
+    for variable, by_line in values.items():
+        if len(set(by_line.values())) > 1:
+            first_label, first = next(iter(by_line.items()))
+            others = "; ".join(f"{label}: {variable} = {value}" for label, value in by_line.items() if value != first)
+            notes.append(f"the phase diagram's regions are drawn at {variable} = {first} (line {first_label!r}); the "
+                         f"lines at another {variable} are placed by their exponents on it, but their own regions "
+                         f"differ ({others})")
+    return notes
 
 
 def law_scaling(pack: Pack, line_scalings: list[tuple[str, str]]) -> str | None:
@@ -92,8 +116,10 @@ def law_scaling(pack: Pack, line_scalings: list[tuple[str, str]]) -> str | None:
     if pack.default_scaling is not None or not line_scalings:
         return None
     line = line_scalings[0][1]
-    base = law_exponents(pack, pack.laws[0], line)["base"]
-    used = {symbol.name for term in pack.laws[0].terms for symbol in term.expr.free_symbols}
+    along = law_exponents(pack, pack.laws[0], line)
+    base = along["base"]
+    # the variables the law is a power of (alpha in p**-alpha is not: it stays the number the line gives it)
+    used = set(along["variables"])
     names = iter(("a", "c"))
     entries = []
     for variable, expr in parse_scaling(line, constants=pack.constants, variables=pack.variables).entries:

@@ -53,4 +53,4 @@ def test_report_of_a_law_experiment_has_its_law_page_and_rows(tmp_path):
     assert not list(figures.glob("01-*heatmap*")) and not list(figures.glob("01-*-fits*"))
     text = " ".join(pypdf.PdfReader(figures / "01-law-toy-width-law.pdf").pages[0].extract_text().split())
     assert "test_error (lower is better)" in text and "parameter count" not in text
-    assert "(1) n = p^2" in text and "(2) n = sqrt p" in text and "tested prediction -1.000 +- 0.15" in text
+    assert "(1) n = p^2" in text and "(2) n = sqrt p" in text and "vs -1.00 ± 0.15" in text  # tested && its margin

@@ -170,3 +170,21 @@ def test_an_exponent_against_a_variable_takes_the_value_the_line_sets(tmp_path):
     assert width["exponent"] == "-1/2"
     other = law_exponents(pack, "test_error", "n=p**2, alpha=3/4")
     assert next(t for t in other["terms"] if t["name"] == "width")["variables"]["p"]["exponent"] == "-3/4"
+
+
+def test_lines_at_two_values_of_a_pack_variable_get_a_note_on_the_phase_diagram(tmp_path):
+    """Two lines of one law at alpha = 1/2 and alpha = 3/4 were drawn on one diagram with no word that its regions
+    are those of one value only."""
+    from tests.unit.empirics.test_pack_constants import PACK
+
+    from recallkit import theory
+    from recallkit.theory.summary import pack_pieces
+
+    path = tmp_path / "alpha_pack.toml"
+    path.write_text(PACK, encoding="utf-8")
+    pack = theory.load_pack(path)
+    pieces = pack_pieces(pack, [("half", "n=p**2, alpha=1/2"), ("three quarters", "n=p**2, alpha=3/4")])
+    notes = [n for n in pieces.get("notes", []) if "regions are drawn at alpha = 1/2" in n]
+    assert len(notes) == 1 and "three quarters: alpha = 3/4" in notes[0], pieces.get("notes")
+    same = pack_pieces(pack, [("half", "n=p**2, alpha=1/2"), ("again", "n=2*p**2, alpha=1/2")])
+    assert not [n for n in same.get("notes", []) if "regions are drawn at" in n]
