@@ -184,11 +184,14 @@ def three_step_needed_d(V: int, N: int, L: int, alpha: float, seeds: Sequence[in
 def check(V_values: Sequence[int], lines: Sequence[dict] = LINES, alpha: float = 0.5, seeds: Sequence[int] = (0, 1, 2),
           decoders: Sequence[str] = ("correlation", "hungarian"),
           observations: Sequence[str] = ("surrogate", "noisy_gradient"), scale: float = 1.0,
-          gd_alpha: float | None = None, gd_d_values: Sequence[int] = ()) -> dict[str, Any]:
+          gd_alpha: float | None = None, gd_d_values: Sequence[int] = (),
+          progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Rows (line, V, N, L, decoder, observation, needed d, bound d, holds) and the verdict: the bound holds when every
     decoder that reaches alpha needs d >= the bound's d. ``scale`` multiplies the bound's d (a test passes a wrong
-    one). With ``gd_alpha``, three-step GD at those d values is compared with the adaptive bound (q = 3, kappa = 1)."""
+    one). With ``gd_alpha``, three-step GD at those d values is compared with the adaptive bound (q = 3, kappa = 1).
+    ``progress(done, total)`` is called after each (line, V)."""
     rows = []
+    total, done = len(lines) * len(V_values), 0
     for line in lines:
         for V in V_values:
             N, L = int(math.floor(V ** line["a"])), max(2, int(math.floor(V ** line["c"])))
@@ -201,6 +204,9 @@ def check(V_values: Sequence[int], lines: Sequence[dict] = LINES, alpha: float =
                 found = three_step_needed_d(V, N, L, gd_alpha, seeds, gd_d_values)
                 rows.append(_row(line, V, N, L, "three_step", "exact data", gd_alpha, found,
                                  bound_d(V, gd_alpha, found.snr, queries=3, kappa=1.0, scale=scale)))
+            done += 1
+            if progress is not None:
+                progress(done, total)
     judged = [row for row in rows if row["needed_d"] is not None]
     return {"alpha": alpha, "seeds": list(seeds), "scale": scale, "rows": rows,
             "holds": bool(judged) and all(row["holds"] for row in judged),

@@ -55,7 +55,11 @@ def gradient_access_entry(context: Any) -> dict | None:
     config = {"check": "gradient_access", "settings": json.loads(json.dumps(GRADIENT_ACCESS_CHECK, default=list))}
     key = store_key(config, prefix="ga-")
     with ResultStore(context.store_path) as store:
-        result, wall = store.get_or_compute(name, config, key, lambda: check(**GRADIENT_ACCESS_CHECK), code_version())
+        def said(done: int, total: int) -> None:  # inner progress: minutes on a busy machine
+            print(f"{name}: {done}/{total} (line, V) settled", file=context.log, flush=True)
+
+        result, wall = store.get_or_compute(name, config, key, lambda: check(**GRADIENT_ACCESS_CHECK, progress=said),
+                                            code_version())
     print(f"{name}: reused 1 / computed 0" if wall is None else f"{name}: reused 0 / computed 1 ({wall:.1f} s)",
           file=context.log)
     return {"name": name, "kind": "gradient_access",

@@ -149,3 +149,12 @@ def test_the_report_draws_the_gradient_access_page_and_lists_its_verdicts(tmp_pa
     assert any(stem.endswith("gradient-access") for stem in stems), stems
     (row,) = summary_entries(summary)
     assert row["verdict"] == "consistent" and row["experiment"] == "token_retrieval_gradient_access"
+
+
+def test_the_check_reports_its_progress_line_by_line():
+    """The report's gradient-access step ran for minutes (359 s on a busy machine) with nothing said until the end."""
+    from recallkit.systems.token_retrieval.gradient_access import check
+
+    calls = []
+    check([32, 48], progress=lambda done, total: calls.append((done, total)), **TINY)
+    assert calls == [(1, 2), (2, 2)]  # one line, two V
