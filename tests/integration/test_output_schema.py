@@ -169,3 +169,27 @@ def test_the_schema_page_in_docs_is_what_recallkit_schema_prints_today(tmp_path)
     page = (Path(__file__).resolve().parents[2] / "docs" / "output-schema.md").read_text(encoding="utf-8")
     assert printed.stdout.strip() in page, "docs/output-schema.md is out of date: regenerate it with recallkit schema --markdown"
     assert "| `predicted_slope_tested` |" in page
+
+
+@pytest.mark.slow
+def test_the_main_jobs_summary_validates_and_holds_no_field_the_schema_does_not_name():
+    """Every experiment kind of the main job (searches, laws, grids, the systems' own entries): its summary.json
+    against the schema, its checks and their rows with no field the schema does not name."""
+    where = os.environ.get("RECALLKIT_CHECK_REPORT")
+    if not where:
+        pytest.skip("set RECALLKIT_CHECK_REPORT to a report folder (recallkit report --out) or its summary.json")
+    path = Path(where) / "summary.json" if Path(where).is_dir() else Path(where)
+    summary = json.loads(path.read_text())
+    schema = json.loads(run(["schema"], path.parent).stdout)
+    assert summary["schema"] == SUMMARY_SCHEMA and _errors(schema, "Summary", summary) == []
+    fits = [f for e in summary["experiments"] for f in e.get("fits", [])]
+    assert len(fits) > 50
+    extra = {name for f in fits for name in CheckResult.model_validate(f).model_extra}
+    assert extra == set(), sorted(extra)
+    rows = [r for r in summary["entries"] if r.get("kind") in (None, "law")]
+    assert len(rows) > 50
+    assert {name for r in rows for name in CheckRow.model_validate(r).model_extra} == set()
+    assert all(_errors(schema, "CheckRow", r) == [] for r in rows)
+    assert all(_errors(schema, "ClaimRow", r) == [] for r in summary["entries"] if r.get("kind") == "claim")
+    for fit in fits:  # one meaning: the deprecated name is the tested slope
+        assert fit["predicted_slope"] == fit["predicted_slope_tested"]

@@ -24,7 +24,7 @@ from tests.experiment_texts import experiment_load_error
 __all__ = ["LAW_EXPERIMENT", "LAW_PACK", "TOY_SOURCE", "write_registered_toy", "write_toy"]
 
 TOY_SOURCE = '''
-"""A task whose stored test_error is scale / p * (1 + noise * u), u uniform in [-1, 1) from the seed."""
+"""A task whose stored test_error is scale / p**alpha * (1 + noise * u), u uniform in [-1, 1) from the seed."""
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -45,6 +45,7 @@ class PowerConfig:
     n: int = 1
     scale: float = 3.0
     noise: float = 0.02
+    alpha: float = 1.0  # the exponent of p, a constant of the pack (tests/unit/empirics/test_pack_constants.py)
     MODELS: ClassVar[tuple[str, ...]] = ("closed",)
 
     def __post_init__(self):
@@ -72,7 +73,7 @@ class PowerProblem:
         for c in self.configs:
             t = c.task_config
             u = (stream_seed(c.seed, f"noise/{t.p}/{t.n}") % 1000003) / 1000003 * 2 - 1
-            values.append(t.scale / t.p * (1 + t.noise * u))
+            values.append(t.scale / t.p ** t.alpha * (1 + t.noise * u))
         error = torch.tensor(values, dtype=torch.float64)
         return {"test_error": error, "accuracy": 1 - error, "train_accuracy": 1 - error, "loss": error}
 

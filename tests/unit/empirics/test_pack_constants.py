@@ -3,9 +3,10 @@ both the runs and the prediction; given two different values, reading the experi
 file, the line and both values. A metric a law names that the task's runs do not store is refused with the fix
 (``Task(run_metrics=...)``), and a law experiment's prediction carries the exponent under law_exponents' names too.
 
-The runs come from a tiny test system (a package written to a temporary folder and registered): a task whose
-stored ``test_error`` is ``3 / p**alpha * (1 + 2% seeded noise)``, its config taking ``alpha`` (default 1), so the
-fitted slope against p is -alpha of the runs: a run that did not get the line's alpha shows it.
+The runs come from the law tests' toy system (tests/unit/empirics/test_law_experiment.py, written to a temporary
+folder and registered): a task whose stored ``test_error`` is ``3 / p**alpha * (1 + 2% seeded noise)``, its config
+taking ``alpha`` (default 1), so the fitted slope against p is -alpha of the runs: a run that did not get the line's
+alpha shows it.
 """
 from __future__ import annotations
 
@@ -20,74 +21,9 @@ from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan
 from recallkit.theory.errors import InputError
 from tests.experiment_texts import experiment_load_error
+from tests.unit.empirics.test_law_experiment import write_toy
 
 __all__: list[str] = []
-
-SOURCE = '''
-from dataclasses import dataclass
-from pathlib import Path
-from typing import ClassVar
-
-import torch
-
-from recallkit.empirics.config import check_model
-from recallkit.empirics.tasks import stream_seed
-from recallkit.registry import System, Task, Trainer
-
-
-@dataclass(frozen=True)
-class AlphaConfig:
-    model: str
-    p: int
-    n: int = 1
-    alpha: float = 1.0
-    MODELS: ClassVar[tuple[str, ...]] = ("closed",)
-
-    def __post_init__(self):
-        check_model(self)
-
-    param_count = property(lambda self: self.p)
-    trainable_params = property(lambda self: self.p)
-    n_train = property(lambda self: self.n)
-
-    def sizes(self):
-        return {"p": self.p, "n": self.n}
-
-    def bytes_per_model(self, trainer_config):
-        return 64
-
-
-class AlphaProblem:
-    def __init__(self, configs, device):
-        self.configs = configs
-        self.params = {}
-        self.n_train = configs[0].task_config.n
-
-    def evaluate(self, params):
-        values = []
-        for c in self.configs:
-            t = c.task_config
-            u = (stream_seed(c.seed, f"noise/{t.p}") % 1000003) / 1000003 * 2 - 1
-            values.append(3.0 / t.p ** t.alpha * (1 + 0.02 * u))
-        return {"test_error": torch.tensor(values, dtype=torch.float64)}
-
-
-@dataclass(frozen=True)
-class SolveConfig:
-    pass
-
-
-def solve(problem, cfgs, sizes):
-    return {}, {}
-
-
-SOLVE = Trainer("alpha_toy_solve", SolveConfig, "alpha_toy_system:solve")
-SYSTEM = System(name="alpha_toy", title="a power law with an exponent the task takes", root=Path(__file__).parent,
-                tasks=(Task("alpha_toy_task", config="alpha_toy_system:AlphaConfig",
-                            problem="alpha_toy_system:AlphaProblem", trainers=("alpha_toy_solve",),
-                            run_metrics=("test_error",)),),
-                trainers=("alpha_toy_system:SOLVE",))
-'''
 
 PACK = """
 [pack]
@@ -126,9 +62,9 @@ provenance = "derived-here"
 EXPERIMENT = """
 name = "alpha_width"
 pack = "alpha_pack.toml"
-task = "alpha_toy_task"
+task = "law_toy_task"
 model = "closed"
-trainer = "alpha_toy_solve"
+trainer = "law_toy_solve"
 kind = "law"
 law = "test_error"
 base = "p"
@@ -153,16 +89,17 @@ seeds = [0, 1]
 
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    """The toy system registered for one test, its pack beside the experiments."""
-    (tmp_path / "alpha_toy_system.py").write_text(SOURCE, encoding="utf-8")
+    """The law tests' toy system (its config takes alpha) registered for one test, the alpha pack beside the
+    experiments."""
+    write_toy(tmp_path)
     (tmp_path / "alpha_pack.toml").write_text(PACK, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("alpha_toy_system", None)
-    import alpha_toy_system
-    registry.register(alpha_toy_system.SYSTEM)
+    sys.modules.pop("law_toy_system", None)
+    import law_toy_system
+    registry.register(law_toy_system.SYSTEM)
     yield tmp_path
-    registry.unregister("alpha_toy")
-    sys.modules.pop("alpha_toy_system", None)
+    registry.unregister("law_toy")
+    sys.modules.pop("law_toy_system", None)
 
 
 def write(root, line: str = "", fixed: str = "", preset: str = "", name: str = "law.toml") -> str:
@@ -241,8 +178,8 @@ def test_an_unstored_metric_is_refused_with_the_fix(toy):
     with pytest.raises(InputError) as caught:
         load_experiment(path)
     message = str(caught.value)
-    assert message.startswith(f"{path}: metric: 'train_error' is not a metric the runs of task alpha_toy_task store")
-    assert "Task('alpha_toy_task', ..., run_metrics=('train_error',))" in message, message
+    assert message.startswith(f"{path}: metric: 'train_error' is not a metric the runs of task law_toy_task store")
+    assert "Task('law_toy_task', ..., run_metrics=('train_error',))" in message, message
 
 
 def test_a_law_prediction_names_its_exponent_as_law_exponents_does(toy):
