@@ -21,7 +21,7 @@ from recallkit.empirics.experiment import load_experiment
 from recallkit.theory.errors import InputError
 from tests.experiment_texts import experiment_load_error
 
-__all__ = ["LAW_EXPERIMENT", "LAW_PACK", "TOY_SOURCE", "write_registered_toy", "write_toy"]
+__all__ = ["LAW_EXPERIMENT", "LAW_PACK", "TOY_SOURCE", "registered_toy", "write_registered_toy", "write_toy"]
 
 TOY_SOURCE = '''
 """A task whose stored test_error is scale / p**alpha * (1 + noise * u), u uniform in [-1, 1) from the seed."""
@@ -184,17 +184,22 @@ def write_experiment(root: Path, extra: str = "", lines: str = "", pack: str | N
     return str(path)
 
 
-@pytest.fixture
-def toy(tmp_path, monkeypatch):
-    """The toy system registered for one test."""
-    write_toy(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
+def registered_toy(root: Path, monkeypatch):
+    """The toy system written under ``root`` and registered until the test ends (a fixture yields from it)."""
+    write_toy(root)
+    monkeypatch.syspath_prepend(str(root))
     sys.modules.pop("law_toy_system", None)
     import law_toy_system
     registry.register(law_toy_system.SYSTEM)
-    yield tmp_path
+    yield root
     registry.unregister("law_toy")
     sys.modules.pop("law_toy_system", None)
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """The toy system registered for one test."""
+    yield from registered_toy(tmp_path, monkeypatch)
 
 
 def test_a_law_experiment_loads_with_its_law_metric_and_direction(toy):

@@ -10,96 +10,36 @@ alpha shows it.
 """
 from __future__ import annotations
 
-import sys
 
 import pytest
 
-from recallkit import registry
 from recallkit.assertions import sweep_and_fit
 from recallkit.empirics.executors import LocalExecutor
 from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.plan import plan
 from recallkit.theory.errors import InputError
 from tests.experiment_texts import experiment_load_error
-from tests.unit.empirics.test_law_experiment import write_toy
+from tests.unit.empirics.test_law_experiment import LAW_EXPERIMENT, LAW_PACK, registered_toy
 
 __all__: list[str] = []
 
-PACK = """
-[pack]
-name = "alpha_pack"
-variables = []
+# the law tests' pack with the width term's exponent a declared variable alpha
+PACK = (LAW_PACK.replace('name = "law_toy_pack"', 'name = "alpha_pack"')
+        .replace('expr = "p**-1"', 'expr = "p**(-alpha)"')
+        .replace("\n[[laws]]", '\n[[variables]]\nname = "alpha"\nmeaning = "exponent of the width term"\n\n[[laws]]'))
 
-[[variables]]
-name = "p"
-meaning = "width"
-domain = "integer"
-
-[[variables]]
-name = "n"
-meaning = "number of samples"
-domain = "integer"
-
-[[variables]]
-name = "alpha"
-meaning = "exponent of the width term"
-
-[[laws]]
-name = "test_error"
-metric = "test_error"
-
-[[laws.terms]]
-name = "width"
-expr = "p**(-alpha)"
-provenance = "derived-here"
-
-[[laws.terms]]
-name = "samples"
-expr = "n**-2"
-provenance = "derived-here"
-"""
-
-EXPERIMENT = """
-name = "alpha_width"
-pack = "alpha_pack.toml"
-task = "law_toy_task"
-model = "closed"
-trainer = "law_toy_solve"
-kind = "law"
-law = "test_error"
-base = "p"
-
-[[lines]]
-scaling = "n=p**2"
-label = "n = p^2"
-{line}
-[fixed]
-{fixed}
-
-[verdict]
-delta = 0.15
-alpha = 0.05
-
-[presets.quick]
-p = [4, 8, 16, 32, 64]
-seeds = [0, 1]
-{preset}
-"""
+# the law tests' experiment on that pack, with room for a line's own keys, [fixed] and the preset's keys
+EXPERIMENT = (LAW_EXPERIMENT.replace('name = "law_toy_width"', 'name = "alpha_width"')
+              .replace("{pack}", "alpha_pack.toml").replace("{extra}\n", "")
+              .replace("{lines}\n", "{line}\n[fixed]\n{fixed}\n") + "{preset}\n")
 
 
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
     """The law tests' toy system (its config takes alpha) registered for one test, the alpha pack beside the
     experiments."""
-    write_toy(tmp_path)
     (tmp_path / "alpha_pack.toml").write_text(PACK, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop("law_toy_system", None)
-    import law_toy_system
-    registry.register(law_toy_system.SYSTEM)
-    yield tmp_path
-    registry.unregister("law_toy")
-    sys.modules.pop("law_toy_system", None)
+    yield from registered_toy(tmp_path, monkeypatch)
 
 
 def write(root, line: str = "", fixed: str = "", preset: str = "", name: str = "law.toml") -> str:
