@@ -1159,7 +1159,7 @@ def _check_agreement(experiment: Experiment, line: Line, given: dict[str, tuple[
     size = 0 if experiment.kind == "law" else (experiment.sizes or [experiment.search.min])[0]
     for base_value in sorted({min(values), max(values)}):
         config = experiment.build_config(line, base_value, size, experiment.seeds[0])
-        for name, (value, text) in given.items():
+        for name, (value, written) in given.items():
             if name not in config or isinstance(config[name], (str, bool)):
                 continue  # the theory's alone (a linear memory's config has no m)
             integral = name in INTEGER_PARAMS or experiment.variables.get(name) == "integer"
@@ -1167,7 +1167,7 @@ def _check_agreement(experiment: Experiment, line: Line, given: dict[str, tuple[
             if math.isclose(float(config[name]), float(expected), rel_tol=1e-9, abs_tol=1e-12):
                 continue
             raise InputError(f"{where} ({line.label!r}): {name} = {config[name]:g} in {sources[name]} but {name} = "
-                             f"{text} in its theory_scaling {line.theory_scaling!r} (at {experiment.base}={base_value});"
+                             f"{written} in its theory_scaling {line.theory_scaling!r} (at {experiment.base}={base_value});"
                              f" give it once: a constant in theory_scaling reaches the runs too")
 
 

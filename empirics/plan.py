@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from recallkit import registry, theory
-from recallkit.empirics.experiment import (Experiment, Line, experiment_from_dict, experiment_with_settings,
+from recallkit.empirics.experiment import (Experiment, Line, experiment_with_settings,
                                            read_experiment_file, resolve_experiment)
 from recallkit.empirics.overrides import FieldSettings
 from recallkit.theory.errors import InputError
