@@ -19,7 +19,7 @@ from recallkit.reports import figures
 from recallkit.reports.layout import heatmap_axes, line_metric, lines_of, slug
 from recallkit.reports.law_pages import law_fit_page
 from recallkit.reports.phase import draw_phase_diagram
-from recallkit.reports.style import CREATOR, FIG_SINGLE, png_metadata, style_context
+from recallkit.reports.style import CREATOR, FIG_SINGLE, FIG_WIDE, png_metadata, style_context
 from recallkit.reports.summary_rows import generic_fits, metric_direction, page_kinds
 from recallkit.theory.errors import InputError
 
@@ -114,6 +114,11 @@ def paper_figures(entry: dict, out_dir: str | Path, fmt: str = "pdf", style: str
         stem = f"fit-{slug(fit.get('line'))}" + (f"-threshold-{slug(f'{thr:g}')}" if thr is not None else "")
         made.append((stem, lambda fit=fit: finish(figures.fit_plot(
             fit, title="" if style == "paper" else None, size=FIG_SINGLE))))
+    fitted_lines = {f.get("line") for f in fits if f.get("slope") is not None}
+    if not capacity and entry.get("claims") and len(fitted_lines) > 1:  # the picture the comparative claims are about
+        together = [f for f in fits if f.get("line") in fitted_lines]
+        made.append(("lines", lambda: finish(figures.lines_plot(
+            together, entry["claims"], title="" if style == "paper" else "the lines together", size=FIG_WIDE))))
     if capacity and fits:
         labels = [str(f.get("line") or f.get("experiment")) for f in fits]
         made.append(("capacity", lambda: finish(figures.capacity_plot(fits, labels=labels))))

@@ -117,3 +117,16 @@ def test_every_page_of_the_main_jobs_report_passes():
     summary.pop("entries", None)
     failed = {page.stem: found for page in _pages(summary) if (found := _check(page))}
     assert not failed, "\n".join(f"{stem}:\n  " + "\n  ".join(found) for stem, found in failed.items())
+
+
+def test_figures_export_every_data_figure_kind_of_an_experiment_with_claims(tmp_path):
+    """``recallkit figures`` left out the lines-together figure, the one the comparative claims are about."""
+    from recallkit.reports.paper import paper_figures
+
+    summary = json.loads(FIXTURE.read_text())
+    entry = next(e for e in summary["experiments"] if e.get("claims") and e.get("kind") == "min_size")
+    stems = [p.stem.removeprefix(p.stem.split("-")[0]) for p in paper_figures(entry, tmp_path, "png")]
+    assert any(s.endswith("-lines") for s in stems), stems
+    assert any("-fit-" in s for s in stems) and any("-heatmap-" in s for s in stems), stems
+    for path in tmp_path.glob("*-lines.png"):
+        assert path.read_bytes().startswith(b"\x89PNG")
