@@ -720,8 +720,9 @@ def capacity_plot(fits: Sequence[dict], labels: Sequence[str] | None = None, tit
                   size=FIG_SINGLE) -> Figure:
     """Capacity law: facts stored N against parameter count (d^2, m*d) with fit, band and the constant C.
 
-    Each fit dict is one series (x = "log(N ln N)"); its ``points`` are per seed. The seeds' spread at
-    one parameter count is drawn as a horizontal bar (min..max N) around the median.
+    Each fit dict is one series, its x "log(N ln N)" or "log N" as its pack predicts (compare.assertions.regressor_for)
+    and C drawn as C N ln N or C N to match; its ``points`` are per seed. The seeds' spread at one parameter count is
+    drawn as a horizontal bar (min..max N) around the median.
     """
     if not fits:
         raise InputError("capacity: expected at least one fit dict")
@@ -733,7 +734,9 @@ def capacity_plot(fits: Sequence[dict], labels: Sequence[str] | None = None, tit
             colour = CYCLE[i % len(CYCLE)]
             label = labels[i] if labels else str(fit.get("experiment", f"series {i}"))
             xs, ys, _ = _points_xy(_require(fit, "points", where), f"{where}.points")
-            Ns = _invert_n_log_n(xs)
+            n_ln_n = fit.get("x", "log(N ln N)") == "log(N ln N)"
+            to_n = _invert_n_log_n if n_ln_n else np.exp  # N from the fit's x
+            Ns = to_n(xs)
             params = np.exp(ys)
             ax.scatter(Ns, params, s=14, alpha=0.35, color=colour, edgecolors="none", zorder=2)
             groups: dict = defaultdict(list)
@@ -749,14 +752,14 @@ def capacity_plot(fits: Sequence[dict], labels: Sequence[str] | None = None, tit
             band = _band(fit, grid, float(xs.mean()))
             if band is not None:
                 bx, blo, bhi, blabel = band
-                ax.fill_between(_invert_n_log_n(bx), np.exp(blo), np.exp(bhi), color=colour, alpha=0.15, lw=0,
+                ax.fill_between(to_n(bx), np.exp(blo), np.exp(bhi), color=colour, alpha=0.15, lw=0,
                                 label=f"{label}: {blabel}")
-            ax.plot(_invert_n_log_n(grid), np.exp(fit["intercept"] + fit["slope"] * grid), color=colour, lw=1.8,
+            ax.plot(to_n(grid), np.exp(fit["intercept"] + fit["slope"] * grid), color=colour, lw=1.8,
                     label=f"{label}: fit slope {fit['slope']:.2f} {_fmt_ci(fit.get('slope_ci'))}")
             if fit.get("C") is not None:
                 C = float(fit["C"])
-                ax.plot(_invert_n_log_n(grid), C * np.exp(grid), color=colour, lw=1.2, ls="--",
-                        label=f"{label}: C N ln N, C = {C:.3f} {_fmt_ci_g(fit.get('C_ci'))}")
+                ax.plot(to_n(grid), C * np.exp(grid), color=colour, lw=1.2, ls="--",
+                        label=f"{label}: C N{' ln N' if n_ln_n else ''}, C = {C:.3f} {_fmt_ci_g(fit.get('C_ci'))}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         _limit_y_to_data(ax, [math.exp(p["y"]) for f in fits for p in f.get("points", [])])

@@ -448,3 +448,25 @@ def test_the_verdict_is_in_the_panel_title_and_nothing_covers_the_data():
     assert ax.title.get_bbox_patch().get_facecolor()[:3] == pytest.approx(
         matplotlib.colors.to_rgb(VERDICT_COLOURS["consistent"]))
     assert find_overlaps(fig) == []
+
+
+def test_the_capacity_plot_draws_the_constant_in_the_fits_own_form():
+    """The capacity plot drew C N ln N whatever the fit's x; a pack of params ~ N is fitted on log N (C N)."""
+    import math
+
+    from recallkit.compare.assertions import fit_boundary_points
+    from recallkit.empirics.records import BoundaryPoint
+    from recallkit.reports.figures import capacity_plot
+
+    points = [BoundaryPoint(experiment="e", line="l", scaling=None, threshold=0.99, seed=s, base="d", base_value=d,
+                            size="N", values={"d": d, "N": n}, param_count=3.0 * n * (1 + 0.01 * s), largest=True)
+              for s in (0, 1) for d, n in ((8, 40), (16, 150), (32, 600), (64, 2400))]
+    for log_power, form in (("0", ": C N, C = 3."), ("1", ": C N ln N, C = ")):
+        (fit,) = fit_boundary_points(points, {"l": {"slope": 1.0, "log_power": log_power}}, kind="max_capacity",
+                                     base="d")
+        fig = capacity_plot([fit.to_dict()], labels=["l"])
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert any(form in text for text in labels), labels
+        xmin, xmax = fig.axes[0].get_xlim()
+        assert xmin < 40 * 1.2 and xmax > 2400 / 1.2  # N on the axis, whichever x was fitted
+        assert math.isfinite(xmin)
