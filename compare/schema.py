@@ -157,6 +157,9 @@ class CheckResult(_CheckFields):
     boundary_gap: float | None = _f("A law's distance from its phase boundary along the line.")
     boundary_warning: str | None = _f("A warning when a law's line sits near its phase boundary.")
     all_terms_d: Any = _f("The widths d the all-terms prediction was read at.")
+    conditional_reading_on: list[str] | None = _f("The judged runs' measurements predicted_slope_conditional reads.")
+    finite_size_at: Any = _f("The level each base value's finite-size prediction was read at, where the check is "
+                             "tested at its own level.")
 
 
 class CheckRow(_CheckFields):

@@ -22,6 +22,7 @@ from matplotlib.transforms import offset_copy
 from recallkit.compare.schema import tested_and_asymptotic
 from recallkit.reports.style import (
     VERDICT_COLOURS,
+    font_to_fit,
     ACCURACY_CMAP,
     CYCLE,
     FIG_SINGLE,
@@ -378,7 +379,10 @@ def verdict_title(ax, head: str, fit: dict, fontsize: float = 10.5) -> None:
     verdict = fit.get("verdict")
     first = f"{head}: {verdict}{_evidence_suffix(fit)}" if verdict else head
     numbers = fit_numbers(fit)
-    ax.set_title(first + (f"\n{numbers}" if numbers else ""), fontsize=fontsize, linespacing=1.25,
+    text = first + (f"\n{numbers}" if numbers else "")
+    # no wider than its panel (and the gap beside it): the right-hand panel's title must not leave the page
+    room = ax.get_position().width * ax.figure.get_figwidth() * 72 * 1.08
+    ax.set_title(text, fontsize=font_to_fit(text, room, fontsize), linespacing=1.25,
                  bbox=dict(boxstyle="round,pad=0.25", facecolor=VERDICT_COLOURS.get(verdict, "white"), edgecolor="none")
                  if verdict else None)
 

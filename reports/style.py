@@ -23,7 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from recallkit.theory.errors import InputError  # noqa: E402
 
-__all__ = ["ACCURACY_CMAP", "CREATOR", "cut_lines", "CYCLE", "FIG_SINGLE", "FIG_WIDE", "fill", "MARKERS",
+__all__ = ["font_to_fit", "ACCURACY_CMAP", "CREATOR", "cut_lines", "CYCLE", "FIG_SINGLE", "FIG_WIDE", "fill", "MARKERS",
            "new_figure", "PAGE_LANDSCAPE", "PAGE_PORTRAIT", "PALETTE", "pdf_metadata", "png_metadata", "RC",
            "save_figure", "source_date", "style_context", "fit_width", "VERDICT_COLOURS", "wrap_lines", "wrap_title"]
 
@@ -196,6 +196,15 @@ def _width_pt(line: str, fontsize: float, bold: bool = False) -> float:
             return text_to_path.get_text_width_height_descent(line, prop, ismath=ismath)[0]
     except ValueError:  # mathtext it cannot parse: as plain text
         return text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0]
+
+
+def font_to_fit(text: str, width_pt: float, fontsize: float, smallest: float = 6.5) -> float:
+    """The largest font size, at most ``fontsize`` and at least ``smallest``, at which every line of ``text`` is at most
+    ``width_pt`` points wide (a panel's title over a narrow panel, which must not leave the page)."""
+    widest = max((_width_pt(line, fontsize) for line in str(text).split("\n")), default=0.0)
+    if widest <= width_pt or widest <= 0:
+        return fontsize
+    return max(smallest, fontsize * width_pt / widest)
 
 
 def fit_width(text: str, width_pt: float, fontsize: float, bold: bool = False) -> str:

@@ -314,8 +314,12 @@ def claim_table(claims: Sequence[dict], title: str = "Comparative claims", size=
             "opposite one is; 'not run': a side's line is not in this preset (no check).", 165),
             fontsize=8.5, va="top", color="0.25")
         ax = fig.add_axes((0.03, 0.05, 0.94, 0.80))
-        shown = list(claims)[:CLAIM_TABLE_ROWS]
-        cells = [claim_cells(c) for c in shown]
+        # whole rows only, as many as the page holds: each row as drawn (wrapped to its column's measured width) grows
+        # to its tallest cell; less room for the note under the table
+        every = fitted_cells(ax, [claim_cells(c) for c in list(claims)[:CLAIM_TABLE_ROWS]], _CLAIM_WIDTHS, 7.5,
+                             _CLAIM_WRAP)
+        n = rows_that_fit(ax.get_position().height * fig.get_figheight() - 0.3, _CLAIM_HEADER, every, 7.5)
+        shown, cells = list(claims)[:n], every[:n]
         colours = [[None] * 8 + [VERDICT_COLOURS.get(c.get("verdict"), "0.9")] + [None] for c in shown]
         draw_table(ax, _CLAIM_HEADER, cells, _CLAIM_WIDTHS, fontsize=7.5, cell_colours=colours, wrap=_CLAIM_WRAP)
         if len(claims) > len(shown):

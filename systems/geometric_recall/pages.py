@@ -67,12 +67,15 @@ def _median(values):
     return float(np.median(values)) if values else None
 
 
-def _verdict_caption(fig: Figure, result: dict, width: int = 150) -> None:
+def _verdict_caption(fig: Figure, result: dict, width: int | None = None) -> None:
     """The verdict and the numbers behind it, under the figure, in the verdict's colour: at most two
-    lines; the reason in full is in the report's appendix of verdict reasons and in summary.json."""
+    lines; the reason in full is in the report's appendix of verdict reasons and in summary.json. ``width``: characters
+    a line holds (default: what the page's width holds at 0.62 em a character, wide digits and capitals included)."""
     verdict = result.get("verdict")
     if not verdict:
         return
+    if width is None:
+        width = int(fig.get_figwidth() * 72 * 0.94 / (0.62 * 8.5))
     text = f"verdict: {verdict}. " + str(result.get("verdict_reason") or "")
     fig.text(0.015, 0.012, cut_lines(text, width, max_lines=2, more=" ... [in full: appendix and summary.json]"),
              fontsize=8.5, ha="left", va="bottom",
@@ -253,7 +256,7 @@ def probe_figure(result: dict, title: str | None = None, size=PAGE_LANDSCAPE) ->
                  for r in sorted(summary, key=lambda r: (models.index(r["model"]), r["R"], r["d"]))]
         ax_t = fig.add_axes((0.03, 0.10, 0.94, 0.30))
         draw_table(ax_t, header, cells, [0.17, 0.04, 0.04, 0.08, 0.07, 0.07, 0.08, 0.13, 0.08, 0.13, 0.11], fontsize=8)
-        _verdict_caption(fig, result, width=185)
+        _verdict_caption(fig, result)
     return fig
 
 
