@@ -93,7 +93,7 @@ def _overview_table(fig: Figure, summary: dict, rows: list[dict], y: float, fail
                       evidence_text(mine) if o["checks"] else ""])
         colours.append([None] * 5 + [VERDICT_COLOURS[v] if o[v] else None
                                      for v in ("consistent", "inconsistent", "inconclusive")] + [None])
-    widths = [0.03, 0.19, 0.1, 0.32, 0.05, 0.075, 0.08, 0.08, 0.075]
+    widths = [0.03, 0.17, 0.09, 0.30, 0.05, 0.085, 0.095, 0.095, 0.085]
     ax = fig.add_axes((0.03, 0.07 + fail_h, 0.94, y - 0.07 - fail_h))
     cells = tables.fitted_cells(ax, cells, widths, 8, None)
     # whole rows only: as many as the page holds (a row grows to its tallest cell), the rest named under it
