@@ -44,29 +44,35 @@ class CurveSearch:
     # ------------------------------------------------------------------ the strategy
     def search(self) -> None:
         bar = None
-        if self.driver.progress:
-            # imported only with a progress bar: a replay must not pay tqdm's import
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(self.keys), desc=self.exp.name, unit="curve", file=sys.stderr, leave=False)
+        rounds = 0
         try:
-            rounds = 0
             while len(self.done) < len(self.keys):
                 wanted: dict[str, dict] = {}
                 for li, bi in self.keys:
                     if (li, bi) in self.done or (bi > 0 and (li, bi - 1) not in self.done):
                         continue  # the previous base value calibrates this one's guess
                     self._propose(li, bi, wanted)
-                if bar is not None:
-                    rounds += 1
-                    bar.set_postfix_str(f"round {rounds}: {len(wanted)} models", refresh=False)
-                    bar.update(len(self.done) - bar.n)
                 if wanted:
                     self.driver.execute(wanted)
+                rounds += 1
+                # made once a round has run (a round the budget refuses leaves one line, the refusal, on stderr)
+                bar = bar or self._bar()
+                if bar is not None:
+                    bar.update(len(self.done) - bar.n)
+                    bar.set_postfix_str(f"round {rounds}: {len(wanted)} models", refresh=True)
         finally:
             if bar is not None:
                 bar.update(len(self.done) - bar.n)
+                bar.refresh()
                 bar.close()
+
+    def _bar(self):
+        """The curves settled, on stderr, when the driver shows progress."""
+        if not self.driver.progress:
+            return None
+        from tqdm import tqdm  # imported only with a progress bar: a replay must not pay tqdm's import
+
+        return tqdm(total=len(self.keys), desc=self.exp.name, unit="curve", file=sys.stderr, leave=False)
 
     def points(self, violations: list[Violation]) -> list[BoundaryPoint]:
         # a curve point's non_monotone is its own seed-mean curve's; the per-seed violations stay in the result

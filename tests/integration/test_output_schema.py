@@ -1,8 +1,8 @@
 """One output schema: summary.json, ``fit --json`` and the DataFrames are validated against the JSON Schema that
 ``recallkit schema`` prints; a check is the same record in all of them; each predicted slope's name says which
 slope it is; ``recallkit diff`` reads summaries of the previous schema version. Driven through the installed
-``recallkit`` command on a committed store (tests/fixtures/schema1: a tiny linear memory, 33 runs, and the
-summary.json that schema 1 wrote from it)."""
+``recallkit`` command on a committed store (tests/fixtures/schema1: a tiny linear memory, 33 runs in store.sqlite, and
+the summary.json that schema 1 wrote from it)."""
 from __future__ import annotations
 
 import json
@@ -35,8 +35,8 @@ def run(args, cwd, env=None, timeout=300):
 def outputs(tmp_path_factory):
     """The schema, a report's summary.json and ``fit --json`` of the committed store (nothing is trained)."""
     root = tmp_path_factory.mktemp("schema")
-    for name in ("tiny.toml", "store.db", "summary.json"):
-        shutil.copyfile(FIXTURE / name, root / name)
+    for name, copy in (("tiny.toml", "tiny.toml"), ("store.sqlite", "store.db"), ("summary.json", "summary.json")):
+        shutil.copyfile(FIXTURE / name, root / copy)  # (committed as .sqlite: *.db is not tracked)
     printed = run(["schema"], root)
     assert printed.returncode == 0, printed.stderr
     report = run(["report", "tiny.toml", "--store", "store.db", "--out", "out"], root)

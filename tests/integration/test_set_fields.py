@@ -30,8 +30,8 @@ def run(args, cwd, timeout=300):
 
 @pytest.fixture
 def tiny(tmp_path):
-    for name in ("tiny.toml", "store.db"):
-        shutil.copyfile(FIXTURE / name, tmp_path / name)
+    for name, copy in (("tiny.toml", "tiny.toml"), ("store.sqlite", "store.db")):
+        shutil.copyfile(FIXTURE / name, tmp_path / copy)  # (committed as .sqlite: *.db is not tracked)
     return tmp_path
 
 
