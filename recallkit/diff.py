@@ -59,9 +59,9 @@ def _is_summary(path: Path) -> bool:
         return fh.read(1).strip() == b"{"
 
 
-def _summary_side(flag: str, path: Path) -> tuple[dict, dict, dict]:
-    """A summary.json of this schema version or the previous one: its fitted checks' flat rows by check, and its
-    code version; each experiment's name."""
+def _summary_side(flag: str, path: Path) -> tuple[dict, dict]:
+    """A summary.json of this schema version or the previous one: its fitted checks' flat rows by experiment and
+    check, and its code version with the number of checks."""
     try:
         doc = upgrade_summary(json.loads(path.read_text(encoding="utf-8")), where=f"{flag} {path}")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -73,7 +73,7 @@ def _summary_side(flag: str, path: Path) -> tuple[dict, dict, dict]:
             rows.setdefault(exp.get("name"), {})[CheckKey.of(row)] = row
     version = (doc.get("provenance") or {}).get("code_version")
     checks = sum(len(r) for r in rows.values())
-    return rows, ({version: checks} if version else {}), {"preset": (doc.get("provenance") or {}).get("preset")}
+    return rows, ({version: checks} if version else {})
 
 
 def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[str | Path] = (),
