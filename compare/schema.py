@@ -363,20 +363,14 @@ def upgrade_summary(doc: Mapping[str, Any], where: str = "summary") -> dict[str,
     out = dict(doc)
     out["experiments"] = [dict(e, fits=[upgrade_check(f) for f in e.get("fits") or ()])
                           for e in doc.get("experiments") or ()]
-    out["entries"] = [upgrade_check(r) if "predicted_slope_finite_range" in r or "predicted_slope" in r else r
-                      for r in doc.get("entries") or ()]
+    out["entries"] = [upgrade_check(r) for r in doc.get("entries") or ()]  # a row of this schema: unchanged
     return out
 
 
 def flat_columns(model: type[BaseModel] = CheckRow) -> list[str]:
-    """The DataFrame columns of ``model``'s rows: each interval field split into ``NAME_lo`` and ``NAME_hi``."""
-    columns = []
-    for name, info in model.model_fields.items():
-        if info.annotation in (Pair, Pair | None):
-            columns += [f"{name}_lo", f"{name}_hi"]
-        else:
-            columns.append(name)
-    return columns
+    """The DataFrame columns of ``model``'s rows: each interval field split into ``NAME_lo`` and ``NAME_hi``
+    (:func:`flat_row`'s keys, in order)."""
+    return list(flat_row({}, model))
 
 
 def flat_row(row: Mapping[str, Any], model: type[BaseModel] = CheckRow) -> dict[str, Any]:

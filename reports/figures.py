@@ -41,7 +41,7 @@ from recallkit.reports.mathexpr import line_mathtext
 from recallkit.theory.errors import InputError
 
 __all__ = ["accuracy_heatmap", "fit_plot", "fit_grid", "draw_fit", "capacity_plot", "dmin_plot", "save_figure", "regressor_label",
-           "tested_prediction", "prediction_label", "short_reason", "fitted_line_with_band", "verdict_title", "verdict_lines",
+           "prediction_label", "short_reason", "fitted_line_with_band", "verdict_title", "verdict_lines",
            "fit_numbers", "panel_legend", "lines_plot"]
 
 # Marker colours for thresholds drawn over the cividis heatmap (dark blue .. yellow): these stay
@@ -357,7 +357,7 @@ def draw_fit(ax, fit: dict, title: str | None = None, y_label: str = "parameter 
 def _draw_predictions(ax, fit: dict, xs, ys, grid, x_centre: float, line, legend: bool) -> list[float]:
     """The tested prediction (dashed) and, when it differs, the asymptotic one (dotted), through the data centre;
     returns their end points' log y (the axes show them whole)."""
-    tested, asymptotic = tested_prediction(fit)
+    tested, asymptotic = tested_and_asymptotic(fit)
     if tested is None or not xs.size:
         return []
     y_centre = line[1] + line[0] * x_centre if line is not None else float(ys.mean())
@@ -393,7 +393,7 @@ def fit_numbers(fit: dict) -> str:
     parts = []
     if fit.get("slope") is not None:
         parts.append(f"slope {float(fit['slope']):.2f} {_fmt_ci(fit.get('slope_ci'))}")
-    tested, _ = tested_prediction(fit)
+    tested, _ = tested_and_asymptotic(fit)
     if tested is not None:
         parts.append(f"vs {tested:.2f} $\\pm$ {float(fit.get('delta') or 0.25):g}")
     return " ".join(parts)
@@ -439,13 +439,6 @@ def _caption(fig: Figure, fit: dict) -> None:
         fig.supxlabel(text.strip("\n"), fontsize=8, ha="center", color="0.25")
 
 
-def tested_prediction(fit: dict) -> tuple[float | None, float | None]:
-    """(the slope the verdict tested, the asymptotic slope) of a fit dict. With a log factor in the
-    prediction, compare tests its finite-range (secant) slope over the fitted x range
-    (``predicted_slope_tested``), not the asymptotic power; without one the two are equal. A record of output
-    schema 1 is read by its names then (``compare.schema.upgrade_check``)."""
-    return tested_and_asymptotic(fit)
-
 
 def _log_power_text(fit: dict) -> str:
     power = fit.get("log_power")
@@ -462,7 +455,7 @@ def _prediction_kind(fit: dict) -> str:
 def prediction_label(fit: dict, digits: int = 3) -> str:
     """"tested prediction: slope 1.695 (finite-range; asymptotic 1.500, log power 1)" - the one
     prediction the plot, the tables and the verdict share."""
-    tested, asymptotic = tested_prediction(fit)
+    tested, asymptotic = tested_and_asymptotic(fit)
     if tested is None:
         return "no prediction"
     text = f"tested prediction: slope {tested:.{digits}f}"
@@ -481,7 +474,7 @@ def verdict_lines(fit: dict) -> list[str]:
     if fit.get("slope") is not None:
         interval = "seed-curve" if fit.get("method") == "curve" else "HC3"
         lines.append(f"fitted slope {float(fit['slope']):.3f}, {interval} CI {_fmt_ci(fit.get('slope_ci'))}")
-    tested, asymptotic = tested_prediction(fit)
+    tested, asymptotic = tested_and_asymptotic(fit)
     if tested is not None:
         lines.append(f"tested prediction {tested:.3f} +- {fit.get('delta', 0.25):g}")
         if asymptotic is not None and abs(tested - asymptotic) > 5e-4:
@@ -950,7 +943,7 @@ def _line_summary(f: dict, predicted: bool) -> str:
     if f.get("slope") is None or f.get("intercept") is None:
         return f"no fit, {verdict}"
     text = f"slope {float(f['slope']):.2f} {_fmt_ci(f.get('slope_ci'))}, {verdict}"
-    tested, _ = tested_prediction(f)
+    tested, _ = tested_and_asymptotic(f)
     return text + (f" (prediction {tested:.2f})" if tested is not None and predicted else "")
 
 
@@ -972,7 +965,7 @@ def _draw_line_in_panel(ax, f: dict, colour, marker, predicted: bool) -> list[fl
     g = np.linspace(all_x.min() - 0.04 * span, all_x.max() + 0.04 * span, 50)
     ax.plot(np.exp(g), np.exp(float(intercept) + float(slope) * g), color=colour, lw=2)
     every_y += [math.exp(float(intercept) + float(slope) * g[k]) for k in (0, -1)]
-    tested, _ = tested_prediction(f)
+    tested, _ = tested_and_asymptotic(f)
     if tested is not None and predicted and xs.size:
         centre = float(xs.mean())
         y0 = float(intercept) + float(slope) * centre
@@ -1027,7 +1020,7 @@ def lines_plot(fits: Sequence[dict], claims: Sequence[dict] = (), title: str | N
     labels = list(dict.fromkeys(str(f.get("line")) for f in fits))
     colour = {label: CYCLE[i % len(CYCLE)] for i, label in enumerate(labels)}
     marker = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(labels)}
-    predicted = {str(f.get("line")) for f in fits if tested_prediction(f)[0] is not None}
+    predicted = {str(f.get("line")) for f in fits if tested_and_asymptotic(f)[0] is not None}
     n = len(keys)
     width_in, height_in = tuple(size)
     with style_context():

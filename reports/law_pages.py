@@ -12,9 +12,9 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from recallkit.compare.schema import tested_and_asymptotic
 from recallkit.reports.figures import (_limit_y_to_data, _major_labels_only, _page_title, _points_xy,
-                                       fitted_line_with_band, panel_legend, short_reason, tested_prediction,
-                                       verdict_title)
+                                       fitted_line_with_band, panel_legend, short_reason, verdict_title)
 from recallkit.reports.style import PAGE_LANDSCAPE, PALETTE, new_figure, style_context
 from recallkit.theory.errors import InputError
 
@@ -60,7 +60,7 @@ def _draw_law_fit(ax, res_ax, fit: dict, panel: str, y_labels: bool, title_fonts
     if have_fit:
         ax.plot(np.exp(grid), np.exp(intercept + slope * grid), color=PALETTE["blue"], lw=2,
                 label="fitted line (numbers in the title)")
-    tested, _ = tested_prediction(fit)
+    tested, _ = tested_and_asymptotic(fit)
     shown_y = list(ys) + ([intercept + slope * grid[0], intercept + slope * grid[-1]] if have_fit else [])
     if tested is not None:
         y_centre = intercept + slope * x_centre if have_fit else float(ys.mean())
