@@ -5,7 +5,7 @@ A step's entry is a function of the store's content, the code and its settings: 
 computed while the store did not change (nothing trained or added, by this report or another) is kept under a hash
 of the store's bytes, the step, its file, the settings and the code, so the next report on the same store takes
 it (and its log lines) without starting the worker process or importing torch there. Only steps of the recallkit
-namespace are kept: their code and data files are what ``compare.fit_cache.source_fingerprint`` hashes.
+namespace are kept: their code and data files are what ``empirics.cache.source_fingerprint`` hashes.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from recallkit import registry
-from recallkit.compare.fit_cache import DiskCache, cache_key, json_exact
+from recallkit.empirics.cache import Cache, cache_key, json_exact
 from recallkit.empirics.executors import fixed_threads, worker_init, worker_init_args
 from recallkit.empirics.provenance import namespace_roots
 from recallkit.report_settings import ReportSettings, StepContext
@@ -97,7 +97,7 @@ class StepCache:
     """Where entries are kept (``cache``) and the store's digest when the report began (``store``); ``cacheable``
     says which steps may be kept (by default those of the recallkit namespace)."""
 
-    cache: DiskCache
+    cache: Cache
     store: str
     cacheable: Callable[[str, Path | None], bool] = shipped_step
 
@@ -151,7 +151,7 @@ class OwnSteps:
         """Queue one step (nothing happens yet without a worker process); a step the cache holds is not run, and
         the worker process is started by the first step that is not."""
         self._keys[key] = found_key = self._cache.key(ref, path, self.settings) if self._cache else None
-        found = self._cache.cache.get(found_key) if found_key else None
+        found = self._cache.cache.get("steps", found_key) if found_key else None
         if isinstance(found, dict) and "entry" in found and isinstance(found.get("log"), str):
             self._pending[key] = found
             return
@@ -199,5 +199,5 @@ class OwnSteps:
             # nothing was written to the store since the report began, so each entry is the store's as it is
             for found_key, doc in self._fresh.items():
                 if json_exact(doc):
-                    self._cache.cache.put(found_key, doc)
+                    self._cache.cache.put("steps", found_key, doc)
         self._fresh.clear()

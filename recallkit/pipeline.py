@@ -32,7 +32,8 @@ from tqdm import tqdm
 
 from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
-from recallkit.compare.fit_cache import DiskCache, Uncacheable, cache_key, json_exact
+from recallkit.empirics.cache import Cache, Uncacheable, cache_key, json_exact
+from recallkit.empirics import cache as derived_cache
 from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.compare.schema import SUMMARY_SCHEMA
 from recallkit.empirics.device import resolve_device
@@ -46,7 +47,6 @@ from recallkit.own_steps import OwnSteps, StepCache, checked_entry, store_digest
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.reports.output_folder import writing_report
-from recallkit.reports.page_cache import cache_root
 from recallkit.reports.style import source_date  # the one reading of SOURCE_DATE_EPOCH, as the PDF's dates
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
@@ -65,17 +65,17 @@ def default_experiments() -> list[Path]:
 
 # ----------------------------------------------------------------------------- experiment steps
 def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path: Path, run: bool = True,
-                  fitted_runs: dict | None = None, caches: Path | None = None) -> dict:
+                  fitted_runs: dict | None = None, cache: Cache | None = None) -> dict:
     """The summary entry of a planned search experiment: sweep (``run=False``: replay the store, train nothing),
     fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts,
     and its comparative claims (``claims``, ``compare.claims``). ``fitted_runs``: experiment name ->
     (loaded experiment, fits) of this report so far; this one is added, and a claim's side in another
     experiment is judged from it (or, for one not in the report, from the stored runs). The heatmap cells
-    and boundary points are the search's own records, kept with the fits: nothing is replayed. ``caches``: the
-    folder the fits and the pack's pieces are kept in under a hash of their inputs (None: computed)."""
+    and boundary points are the search's own records, kept with the fits: nothing is replayed. ``cache``: where
+    the fits and the pack's pieces are kept under a hash of their inputs (``empirics.cache``; None: computed)."""
     loaded = planned.experiment
     fitted = sweep_and_fit(planned, store=store_path, preset=settings.preset, run=run, executor=executor,
-                           progress=run, log=settings.log, cache=caches and DiskCache(caches / "fits"))
+                           progress=run, log=settings.log, cache=cache)
     print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}"
           + (f" / missing {fitted.sweep['missing']}" if fitted.sweep.get("missing") else ""), file=settings.log)
     sweep = fitted.sweep_result
@@ -88,7 +88,7 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
             "boundary_points": [p.to_dict() for p in sweep.points if p.line == line.label],
         })
     scalings = [(line.label, line.theory_scaling or line.scaling) for line in loaded.lines]
-    pieces = _pack_pieces(planned.pack, scalings, caches and DiskCache(caches / "pieces"))
+    pieces = _pack_pieces(planned.pack, scalings, cache)
     notes = pieces.pop("notes", [])
     pieces.pop("lower_bounds", None)
     entry = experiment_entry(fitted.to_dict(), title=loaded.name, lines=lines,
@@ -121,7 +121,7 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
     return entry
 
 
-def _pack_pieces(pack, scalings: list[tuple[str, str]], cache: DiskCache | None) -> dict:
+def _pack_pieces(pack, scalings: list[tuple[str, str]], cache: Cache | None) -> dict:
     """``theory.summary.pack_pieces`` (its phase diagram is exact symbolic work, about 0.2 s a pack), kept in
     ``cache`` under the pack's full content (its repr: every field, each expression as written) and the lines."""
     if cache is None or pack is None:
@@ -130,13 +130,12 @@ def _pack_pieces(pack, scalings: list[tuple[str, str]], cache: DiskCache | None)
         key = cache_key("pack pieces", [repr(pack), scalings])
     except Uncacheable:
         return pack_pieces(pack, scalings)
-    found = cache.get(key)
+    found = cache.get("pieces", key)
     if isinstance(found, dict):
         return found
     pieces = pack_pieces(pack, scalings)
-    with contextlib.suppress(ValueError, TypeError):
-        if json_exact(pieces):  # only what JSON gives back as it was
-            cache.put(key, pieces)
+    if json_exact(pieces):  # only what JSON gives back as it was
+        cache.put("pieces", key, pieces)
     return pieces
 
 
@@ -187,7 +186,7 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
 
 
 # ----------------------------------------------------------------------------- the job
-def _provenance(settings: ReportSettings, entries: list[dict], caches: Path | None = None) -> dict:
+def _provenance(settings: ReportSettings, entries: list[dict], cache: Cache | None = None) -> dict:
     now = source_date() or _dt.datetime.now(_dt.timezone.utc)
     torch = sys.modules.get("torch")
     build = _torch_build() if torch is None else None
@@ -198,7 +197,7 @@ def _provenance(settings: ReportSettings, entries: list[dict], caches: Path | No
         "date": now.isoformat(timespec="seconds"),
         # every model of the job trains on settings.threads (the executors and the steps fix it), else on torch's own
         "device": _device(settings), "threads": settings.threads or torch.get_num_threads(),
-        "math_path": _math_path(caches), "torch_version": str(torch.__version__ if torch else build["__version__"]),
+        "math_path": _math_path(cache), "torch_version": str(torch.__version__ if torch else build["__version__"]),
         "preset": settings.preset, "config_hashes": {e["name"]: e.get("config_hashes", []) for e in entries},
     }
 
@@ -274,11 +273,11 @@ def _device(settings: ReportSettings) -> str:
     return str(resolve_device(settings.device))
 
 
-def _math_path(caches: Path | None) -> str:
-    """``empirics.numerics.math_path()``, kept in ``caches`` under all it reads: torch's build, the CPU (vendor,
+def _math_path(cache: Cache | None) -> str:
+    """``empirics.numerics.math_path()``, kept in ``cache`` under all it reads: torch's build, the CPU (vendor,
     model, flags) and the variables that choose the code path; read back only by a process that has not imported
     torch (so torch was not imported before recallkit pinned MKL), and never kept when it says MKL is unpinned."""
-    build = _torch_build() if caches is not None else None
+    build = _torch_build() if cache is not None else None
     if build is None:
         return math_path()
     try:
@@ -286,15 +285,14 @@ def _math_path(caches: Path | None) -> str:
                if line.split(":")[0].strip() in ("vendor_id", "model name", "flags")][:3]
     except OSError:
         return math_path()
-    cache = DiskCache(caches / "environment")
     key = cache_key("math path (capability, vendor, branch)",
                     [build, cpu, {name: os.environ.get(name) for name in (MKL_ENV, "ATEN_CPU_CAPABILITY")}])
-    found = cache.get(key) if "torch" not in sys.modules else None
+    found = cache.get("environment", key) if "torch" not in sys.modules else None
     if isinstance(found, str):
         return found
     path = math_path()
     if not path.endswith("MKL unpinned"):  # that one may also say torch was imported before recallkit pinned MKL
-        cache.put(key, path)
+        cache.put("environment", key, path)
     return path
 
 
@@ -310,9 +308,10 @@ def run_report(settings: ReportSettings) -> Path:
     steps = steps_for(settings, plans)
     background = (settings.executor == "local" and workers > 1 and _device(settings).split(":")[0] == "cpu"
                   and (any(not planned.is_search for planned in plans) or bool(steps)))
-    caches = _derived_cache(settings)
+    cache = _derived_cache(settings)
+    not_ours = cache.not_ours if cache is not None else 0
     own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background,
-                   _step_cache(caches, store_path))
+                   _step_cache(cache, store_path))
     started = time.perf_counter()
     # each experiment's pages are drawn (in worker processes) while the next experiment is computed
     # a full disk or a file that cannot be written, while the report is written: one line, the previous
@@ -323,7 +322,7 @@ def run_report(settings: ReportSettings) -> Path:
         failed = True
         try:
             entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
-                                                    failures, caches)
+                                                    failures, cache)
             failed = False
         finally:
             own.close(failed=failed)
@@ -334,7 +333,7 @@ def run_report(settings: ReportSettings) -> Path:
             "title": "recallkit report",
             # the title page counts the experiments and the diagnostics apart (reports.headline)
             "subtitle": f"{settings.preset} preset",
-            "provenance": _provenance(settings, entries, caches),
+            "provenance": _provenance(settings, entries, cache),
             "experiments": entries,
             "failures": failures,
             "run_wall_time_s": round(time.perf_counter() - started, 1),
@@ -343,21 +342,24 @@ def run_report(settings: ReportSettings) -> Path:
         with writing_report(Path(settings.out_dir)):
             pdf = builder.finish(summary, stats=stats)
     print(stats["line"], file=settings.log)
+    if cache is not None and cache.not_ours > not_ours:
+        found = cache.not_ours - not_ours  # tampered, or made under another secret: a miss, computed again
+        print(f"{found} cache entr{'y' if found == 1 else 'ies'} not ours: recomputed", file=settings.log)
     return pdf
 
 
-def _derived_cache(settings: ReportSettings) -> Path | None:
-    """Where fits and packs' pieces are kept under a hash of their inputs: beside the pages in the page cache
-    (``reports.page_cache``: its folder, its switch ``off``, its size bound); ``--redraw`` trusts no cache."""
+def _derived_cache(settings: ReportSettings) -> Cache | None:
+    """The one cache of derived data (``empirics.cache``: its folder, its switch ``off``, its size bound, its
+    secret) that fits, packs' pieces, steps and pages are kept in; ``--redraw`` trusts no cache."""
     if settings.redraw:
         return None
-    return cache_root()
+    return derived_cache.from_env()
 
 
-def _step_cache(caches: Path | None, store_path: Path) -> StepCache | None:
+def _step_cache(cache: Cache | None, store_path: Path) -> StepCache | None:
     """The systems' steps' entries, kept under the store's digest as the report begins (``recallkit.own_steps``)."""
-    digest = store_digest(store_path) if caches is not None else None
-    return StepCache(DiskCache(caches / "steps"), digest) if digest is not None else None
+    digest = store_digest(store_path) if cache is not None else None
+    return StepCache(cache, digest) if digest is not None else None
 
 
 def report_store(settings: ReportSettings) -> Path:
@@ -435,7 +437,7 @@ def steps_for(settings: ReportSettings, plans: list[Plan]) -> list[str]:
 
 
 def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettings, executor, store_path: Path,
-                     own: OwnSteps, builder: ReportBuilder, failures: list[str], caches: Path | None = None
+                     own: OwnSteps, builder: ReportBuilder, failures: list[str], cache: Cache | None = None
                      ) -> tuple[list[dict], dict]:
     """Each experiment's entry, in order (a runner experiment's and each report step's from ``own``), handed
     to ``builder`` as it comes; and the fits so far by experiment name (claims may compare two experiments)."""
@@ -452,7 +454,7 @@ def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettin
         try:
             if planned.is_search:
                 entries.append(_search_entry(planned, settings, executor, store_path, fitted_runs=fitted_runs,
-                                             caches=caches))
+                                             cache=cache))
             else:
                 entries.append(checked_entry(own.result(planned.path), planned.runner))
         except RecallkitError as exc:

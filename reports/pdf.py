@@ -16,7 +16,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from recallkit.reports import page_cache, render
+from recallkit.empirics import cache as derived_cache
+from recallkit.reports import render
 from recallkit.reports.join_cache import join_key, record_join, reuse_previous_join
 from recallkit.reports.layout import experiment_pages, report_pages
 from recallkit.reports.output_folder import REPORT_NAME, check_output_dir, move_into_place, new_staging
@@ -72,7 +73,7 @@ def build_report(summary: dict, out_dir, max_title_rows: int = 16, write_summary
     Each page is drawn once, into its own PDF (and PNG only when ``png``), by ``jobs`` worker processes
     (default: one per core, none for a handful of pages); a page whose input and code are unchanged
     since the previous build in ``out_dir`` is reused, not redrawn, and so is one any report drew before,
-    kept in the page cache (``reports.page_cache``: ``$RECALLKIT_CACHE``, else ``~/.cache/recallkit``;
+    kept in the cache (``empirics.cache``: ``$RECALLKIT_CACHE``, else ``~/.cache/recallkit``;
     ``RECALLKIT_CACHE=off`` for none); ``reuse=False`` redraws all. The pages are joined with an outline (bookmarks) and a contents page. ``stats``, when given, is filled
     with the counts (pages, drawn, reused, workers, seconds, line).
 
@@ -98,7 +99,7 @@ class ReportBuilder:
         self.out_dir = Path(out_dir)
         check_output_dir(self.out_dir)
         self.png, self.max_title_rows = png, max_title_rows
-        self.cache = page_cache.from_env()
+        self.cache = derived_cache.from_env()
         self.staging = new_staging(self.out_dir)
         self.drawer = render.Drawer(self.staging / "figures", self.out_dir / "figures", png, error_page, jobs=jobs,
                                     reuse=reuse, cache=self.cache)
@@ -176,11 +177,11 @@ class ReportBuilder:
         """Copy the joined PDF from the page cache when a report in any folder joined the same pages under
         ``key``; else join them and keep the result there."""
         cache = self.cache if key is not None else None
-        if cache is not None and self.reuse and cache.fetch("joined", key, {".pdf": pdf}):
+        if cache is not None and self.reuse and cache.fetch_files("joined", key, {".pdf": pdf}):
             return
         _join(pages, self.staging / "figures", pdf, title, date)
         if cache is not None:
-            cache.store("joined", key, {".pdf": pdf})
+            cache.store_files("joined", key, {".pdf": pdf})
 
     def close(self) -> None:
         """Stop the workers and remove the staging folder (the previous report stays as it was)."""

@@ -8,10 +8,11 @@ per-page PDF, combined PDF). Here each page is drawn once into its own PDF (PNG 
 data it is drawn from), its file stem, its label and the *code fingerprint* (a hash of every source file
 of the installed ``recallkit`` namespace and the matplotlib version), so an edit to any code, even
 uncommitted, redraws everything, and an unchanged report redraws nothing. The keys of the pages in
-``figures/`` are kept in ``figures/pages.json``; a page whose key matches is copied from there. A page
-that is not there is looked up by the same key in the page cache shared by every folder
-(``reports.page_cache``), and a page drawn here is added to it, so a report into a new folder copies
-what any earlier report drew.
+``figures/`` and the SHA-256 of each page's files are kept in ``figures/pages.json``, signed with this user's
+cache secret (``empirics.cache.signed``); a page whose key matches is copied from there when the list verifies and
+the file still has its hash (a list rewritten by anyone else, or a page replaced, is drawn again). A page that is
+not there is looked up by the same key in the cache shared by every folder (``empirics.cache``, kind ``pages``),
+and a page drawn here is added to it, so a report into a new folder copies what any earlier report drew.
 
 Per-page PDFs carry no date (the date is the joined document's, set by ``reports.pdf``), so a page drawn
 yesterday is byte-identical to one drawn today and can be reused.
@@ -24,7 +25,6 @@ import json
 import multiprocessing
 import os
 import pickle
-import shutil
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -36,14 +36,16 @@ import matplotlib.pyplot as plt
 
 from recallkit.empirics.executors import usable_cores, worker_init, worker_init_args
 from recallkit.empirics.provenance import namespace_digest
-from recallkit.reports.page_cache import PageCache
+from recallkit.empirics.cache import Cache, signed, verified
+from recallkit.empirics.files import loads_json, read_regular, write_atomic
 from recallkit.reports.style import CREATOR, png_metadata, style_context
 from recallkit.theory.errors import InputError, RecallkitError
 
 __all__ = ["Page", "Drawer", "code_fingerprint", "page_keys", "draw_pages", "DrawStats", "MANIFEST", "default_jobs",
            "env_jobs"]
 
-MANIFEST = "pages.json"  # in figures/: stem -> {"key", "png"} of the pages drawn there
+MANIFEST = "pages.json"  # in figures/: stem -> {"key", "png", "files"} of the pages drawn there, signed
+MANIFEST_SCHEMA = "recallkit.pages/2"
 # the errors a page's builder may raise on a summary field it does not expect: the page is replaced by
 # an error page and the report goes on (anything else is a bug that should stop the build)
 PAGE_ERRORS = (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError)
@@ -175,11 +177,39 @@ def _picklable(build: Callable) -> bool:
 
 
 def read_manifest(figures: Path) -> dict:
+    """The signed list of the pages in ``figures`` (``{"pages": {stem: {...}}, "joined": {...}}``), or {} when it
+    is missing, unreadable, or not signed with this user's secret."""
     try:
-        doc = json.loads((figures / MANIFEST).read_text())
+        doc = verified("pages", loads_json(read_regular(figures / MANIFEST, 16 * 2**20)))
     except (OSError, ValueError):
         return {}
-    return doc.get("pages", {}) if isinstance(doc, dict) else {}
+    if doc is None or doc.get("schema") != MANIFEST_SCHEMA or not isinstance(doc.get("pages"), dict):
+        return {}
+    return doc
+
+
+def write_manifest(figures: Path, pages: dict, joined: dict | None = None) -> None:
+    """Write the signed list of the pages in ``figures`` (and the joined PDF's key and hash)."""
+    doc = {"schema": MANIFEST_SCHEMA, "pages": pages}
+    if joined is not None:
+        doc["joined"] = joined
+    write_atomic(figures / MANIFEST, json.dumps(signed("pages", doc), indent=1, sort_keys=True) + "\n")
+
+
+def file_hashes(files: dict[str, Path]) -> dict[str, str]:
+    """{suffix: SHA-256 of the file's bytes}."""
+    return {suffix: hashlib.sha256(read_regular(path, 2**28)).hexdigest() for suffix, path in files.items()}
+
+
+def _unchanged(entry: dict, files: dict[str, Path]) -> bool:
+    """Whether every file of ``files`` is a regular file with the hash ``entry`` lists for it."""
+    listed = entry.get("files")
+    if not isinstance(listed, dict):
+        return False
+    try:
+        return all(listed.get(suffix) == hash_ for suffix, hash_ in file_hashes(files).items())
+    except OSError:
+        return False
 
 
 def _cores() -> int:
@@ -202,11 +232,11 @@ class Drawer:
 
     def __init__(self, folder: Path, previous: Path | None, png: bool, error_page: Callable[[str, str], Any],
                  jobs: int | None = None, reuse: bool = True, key_extra: str = "",
-                 cache: PageCache | None = None) -> None:
+                 cache: Cache | None = None) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.previous = Path(previous) if previous is not None else None
-        self.old = read_manifest(self.previous) if (self.previous is not None and reuse) else {}
+        self.old = read_manifest(self.previous).get("pages", {}) if (self.previous is not None and reuse) else {}
         self.png, self.error_page, self.jobs, self.key_extra = png, error_page, jobs, key_extra
         self.cache, self.reuse = cache, reuse
         self.pool: concurrent.futures.ProcessPoolExecutor | None = None
@@ -252,17 +282,13 @@ class Drawer:
             name = self._name(page, key)
             if name in self.errors or name in self.pending:
                 continue
-            entry = self.old.get(page.stem) or {}
-            source = self.previous / f"{page.stem}.pdf" if self.previous is not None else None
-            if (key is not None and entry.get("key") == key and source is not None and source.is_file()
-                    and (not self.png or source.with_suffix(".png").is_file())):
-                shutil.copyfile(source, self.folder / f"{name}.pdf")
-                if self.png:
-                    shutil.copyfile(source.with_suffix(".png"), self.folder / f"{name}.png")
+            entry = self.old.get(page.stem)
+            if (key is not None and isinstance(entry, dict) and entry.get("key") == key and self.previous is not None
+                    and self._reuse_previous(page.stem, name, entry)):
                 self.errors[name] = None
                 self.reused.add(name)
                 continue
-            if key is not None and self.reuse and self.cache is not None and self.cache.fetch(
+            if key is not None and self.reuse and self.cache is not None and self.cache.fetch_files(
                     "pages", key, self._files(name)):
                 self.errors[name] = None
                 self.cached.add(name)
@@ -276,6 +302,22 @@ class Drawer:
             else:
                 here.append(page)
         return here
+
+    def _reuse_previous(self, stem: str, name: str, entry: dict) -> bool:
+        """Copy the previous build's files of page ``stem`` (its signed list says they were drawn under this key)
+        when each still has the hash listed for it."""
+        sources = {suffix: self.previous / f"{stem}{suffix}" for suffix in self._files(name)}
+        try:
+            blobs = {suffix: read_regular(path, 2**28) for suffix, path in sources.items()}
+        except OSError:
+            return False
+        listed = entry.get("files")
+        if not isinstance(listed, dict) or any(listed.get(suffix) != hashlib.sha256(data).hexdigest()
+                                               for suffix, data in blobs.items()):
+            return False
+        for suffix, data in blobs.items():
+            write_atomic(self.folder / f"{name}{suffix}", data)
+        return True
 
     def _files(self, stem: str) -> dict[str, Path]:
         """{suffix: path} of a page's files in ``folder``."""
@@ -326,16 +368,15 @@ class Drawer:
             if self.errors.get(name):
                 stats.errors.append(self.errors[name])
             elif key is not None:
-                manifest[page.stem] = {"key": key, "png": bool(self.png)}
+                manifest[page.stem] = {"key": key, "png": bool(self.png), "files": file_hashes(self._files(page.stem))}
                 if self.cache is not None and name in self.drawn:  # (an error page is never kept)
-                    self.cache.store("pages", key, self._files(page.stem))
+                    self.cache.store_files("pages", key, self._files(page.stem))
         stats.reused = len(self.reused & used)
         stats.cached = len(self.cached & used)
         stats.drawn = len(self.drawn & used)
         stats.wasted = wasted + len(self.drawn - used)
         stats.seconds = time.perf_counter() - (self.started or time.perf_counter())
-        (self.folder / MANIFEST).write_text(json.dumps({"schema": "recallkit.pages/1", "pages": manifest},
-                                                       indent=1, sort_keys=True) + "\n")
+        write_manifest(self.folder, manifest)
         return manifest, stats
 
     def _broken(self) -> None:
@@ -372,7 +413,7 @@ def env_jobs() -> int | None:
 
 def draw_pages(pages: Sequence[Page], folder: Path, previous: Path | None, png: bool,
                error_page: Callable[[str, str], Any], jobs: int | None = None, reuse: bool = True,
-               key_extra: str = "", cache: PageCache | None = None) -> tuple[dict, DrawStats]:
+               key_extra: str = "", cache: Cache | None = None) -> tuple[dict, DrawStats]:
     """Draw (or reuse) every page of ``pages`` into ``folder`` as ``stem.pdf``: :class:`Drawer` in one call."""
     return Drawer(folder, previous, png, error_page, jobs=jobs, reuse=reuse, key_extra=key_extra,
                   cache=cache).finish(pages)

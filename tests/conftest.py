@@ -11,6 +11,7 @@ system's tests run alone: ``python -m pytest -m geometric_recall``.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from recallkit.empirics.executors import fixed_threads
 
 SYSTEMS_DIR = Path(__file__).parent / "systems"
 os.environ["RECALLKIT_CACHE"] = "off"  # no test reads or fills the user's page cache; its own tests set a tmp_path
+# nor makes or reads the user's cache secret: one of the session's own (created on first use, like the user's)
+os.environ["RECALLKIT_CACHE_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="recallkit-key-")) / "cache-key")
 
 
 @pytest.fixture(autouse=True)

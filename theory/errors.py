@@ -5,7 +5,7 @@ The CLI catches :class:`RecallkitError` and prints its message as one line, exit
 """
 from __future__ import annotations
 
-__all__ = ["InputError", "RecallkitError"]
+__all__ = ["InputError", "OutputError", "RecallkitError", "WorkFailed"]
 
 
 class RecallkitError(Exception):
@@ -18,3 +18,13 @@ class InputError(RecallkitError, ValueError):
     The message names the file, field or flag and what was expected, e.g.
     ``theory/packs/x.toml: terms[2].expr: unknown symbol 'Q' (allowed: V, N, d)``.
     """
+
+
+class OutputError(RecallkitError, OSError):
+    """An output could not be written (read-only folder, full disk, file-size limit, closed pipe). The CLI
+    prints its one-line message and exits with the status for failed work (3); nothing after it claims success."""
+
+
+class WorkFailed(RecallkitError):
+    """Work the user asked for did not produce its result (every run raised, or gave non-finite metrics).
+    The CLI prints its one-line message and exits with the status for failed work (3)."""

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from recallkit.compare.fit_cache import DiskCache
+import hashlib
+import json
+
+from recallkit.empirics.cache import Cache
 from recallkit.own_steps import OwnSteps, StepCache, shipped_step, store_digest
 from recallkit.report_settings import ReportSettings, StepContext
 
@@ -32,11 +35,14 @@ def steps_module(tmp_path, monkeypatch):
     return tmp_path
 
 
+SECRET = b"the steps test's secret"
+
+
 def _run(folder: Path, background: bool = False) -> tuple[dict, str, bool]:
     """One report's step: (its entry, the log, whether a worker process was started)."""
     log = _Log()
     settings = ReportSettings(experiments=[], preset="quick", store=folder / "s.db", log=log)
-    cache = StepCache(DiskCache(folder / "steps"), store_digest(folder / "s.db"), lambda ref, path: True)
+    cache = StepCache(Cache(folder, SECRET), store_digest(folder / "s.db"), lambda ref, path: True)
     own = OwnSteps(settings, folder / "s.db", StepContext(settings, folder / "s.db"), background, cache)
     own.start("e", "cached_steps_probe:runner", folder / "e.toml")
     started_a_worker = own._pool is not None
@@ -96,6 +102,36 @@ def test_a_damaged_entry_runs_the_step_again(steps_module):
     entry.write_text(head + "\n" + body.replace("first", "frist"))
     assert _run(steps_module)[0]["text"] == "first"
     assert _computed(steps_module) == 2
+
+
+def test_an_entry_rewritten_with_a_fresh_hash_is_not_believed(steps_module):
+    """What anyone who can write the cache folder can do without the secret: change the entry and recompute every
+    digest it carries. The report runs the step again and keeps no trace of the forgery."""
+    _run(steps_module)
+    (entry,) = (steps_module / "steps").glob("*.json")
+    head, body = entry.read_text().split("\n", 1)
+    forged = body.replace("first", "forged")
+    header = json.loads(head)
+    for field in header:
+        if field in ("sha256", "mac"):
+            header[field] = hashlib.sha256(forged.encode()).hexdigest()
+    entry.write_text(json.dumps(header) + "\n" + forged)
+    assert _run(steps_module)[0]["text"] == "first"
+    assert _computed(steps_module) == 2
+    assert "forged" not in entry.read_text()  # rewritten by the step's own result
+
+
+def test_an_entry_made_under_another_secret_runs_the_step_again(steps_module):
+    _run(steps_module)
+    log = _Log()
+    settings = ReportSettings(experiments=[], preset="quick", store=steps_module / "s.db", log=log)
+    other = Cache(steps_module, b"someone else's secret")
+    own = OwnSteps(settings, steps_module / "s.db", StepContext(settings, steps_module / "s.db"), False,
+                   StepCache(other, store_digest(steps_module / "s.db"), lambda ref, path: True))
+    own.start("e", "cached_steps_probe:runner", steps_module / "e.toml")
+    assert own.result("e")["text"] == "first"
+    own.close()
+    assert _computed(steps_module) == 2 and other.not_ours == 1
 
 
 def test_only_the_namespace_steps_are_kept_by_default(tmp_path):

@@ -10,7 +10,8 @@ import pytest
 
 from recallkit import sweep_and_fit
 from recallkit.compare import assertions
-from recallkit.compare.fit_cache import DiskCache, cache_key, canonical, decode_fits, encode_fits
+from recallkit.compare.fit_cache import cache_key, canonical, decode_fits, encode_fits
+from recallkit.empirics.cache import Cache
 from recallkit.empirics.plan import plan
 from tests.experiment_texts import TINY_LINEAR_MEMORY
 
@@ -58,9 +59,9 @@ def _doc(fitted) -> str:
 
 
 def test_unchanged_inputs_reuse_the_fits_exactly(trained, store, tmp_path, computed):
-    cache = DiskCache(tmp_path / "fits")
+    cache = Cache(tmp_path, b"test secret " * 3)
     first = _fit(trained, store, cache)
-    again = _fit(trained, store, DiskCache(tmp_path / "fits"))
+    again = _fit(trained, store, Cache(tmp_path, b"test secret " * 3))
     assert computed == [1]
     assert _doc(again) == _doc(first)
     assert repr(again.fits) == repr(first.fits)  # the objects too: types of every number, tuples, order
@@ -68,7 +69,7 @@ def test_unchanged_inputs_reuse_the_fits_exactly(trained, store, tmp_path, compu
 
 
 def test_a_changed_stored_metric_fits_again(trained, store, tmp_path, computed):
-    cache = DiskCache(tmp_path / "fits")
+    cache = Cache(tmp_path, b"test secret " * 3)
     before = _fit(trained, store, cache)
     answer = next(p.config_hash for p in before.sweep_result.points if p.config_hash and not p.censored)
     with sqlite3.connect(store) as db:  # the run that answered one boundary point no longer reaches its threshold
@@ -84,7 +85,7 @@ def test_a_changed_stored_metric_fits_again(trained, store, tmp_path, computed):
 
 
 def test_a_changed_prediction_fits_again(trained, store, tmp_path, computed):
-    cache = DiskCache(tmp_path / "fits")
+    cache = Cache(tmp_path, b"test secret " * 3)
     before = _fit(trained, store, cache, predicted=1.0)
     after = _fit(trained, store, cache, predicted=1.5)
     assert computed == [1, 1]
@@ -93,7 +94,7 @@ def test_a_changed_prediction_fits_again(trained, store, tmp_path, computed):
 
 
 def test_a_damaged_entry_is_ignored_and_rewritten(trained, store, tmp_path, computed):
-    cache = DiskCache(tmp_path / "fits")
+    cache = Cache(tmp_path, b"test secret " * 3)
     first = _fit(trained, store, cache)
     slope = f"{first.fits[0].fit.slope!r}"
     (entry,) = [path for path in (tmp_path / "fits").glob("*.json") if slope in path.read_text()]
@@ -110,11 +111,12 @@ def test_a_damaged_entry_is_ignored_and_rewritten(trained, store, tmp_path, comp
 
 
 def test_an_entry_under_another_key_is_not_read(tmp_path):
-    cache = DiskCache(tmp_path)
-    assert cache.put("a" * 64, [1, 2])
-    (tmp_path / ("a" * 64 + ".json")).rename(tmp_path / ("b" * 64 + ".json"))
-    assert cache.get("b" * 64) is None
-    assert cache.get("a" * 64) is None
+    cache = Cache(tmp_path, b"test secret " * 3)
+    assert cache.put("fits", "a" * 64, [1, 2])
+    (tmp_path / "fits" / ("a" * 64 + ".json")).rename(tmp_path / "fits" / ("b" * 64 + ".json"))
+    assert cache.get("fits", "b" * 64) is None
+    assert cache.get("fits", "a" * 64) is None
+    assert cache.not_ours == 1
 
 
 def test_the_fits_survive_the_round_trip_with_their_types(trained, store):

@@ -1,19 +1,22 @@
-"""The page cache shared by every output folder (reports.page_cache): a second report into a new folder draws
-nothing and gives the same bytes, a corrupt entry is drawn again, a killed write leaves no entry, the cache
-stays within its bound, and it lives where the environment says (never in the home folder during tests)."""
+"""The one cache of derived data (empirics.cache), as its page entries show it: a second report into a new folder
+draws nothing and gives the same bytes, a corrupt entry is drawn again, a killed write leaves no entry, the cache
+stays within its bound, and it lives where the environment says (never in the home folder during tests).
+Its authentication (MACs, the secret, hostile files) is tested in test_cache_auth.py."""
 from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from recallkit.reports import page_cache
+from recallkit.empirics import cache as page_cache
+from recallkit.empirics import files
+from recallkit.empirics.cache import Cache
 from recallkit.reports import pdf as pdf_mod
-from recallkit.reports.page_cache import PageCache
 from recallkit.reports.pdf import build_report
 from recallkit.theory.errors import InputError
 from tests.unit.reports.test_reports_figures import synthetic_capacity
@@ -109,7 +112,7 @@ def test_redraw_reads_nothing_from_the_cache(tmp_path, cache_dir):
 KILL_AT = """
 import os, signal, sys
 from pathlib import Path
-from recallkit.reports import page_cache
+from recallkit.empirics import cache, files
 
 root, src, kill_at = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 calls = []
@@ -121,8 +124,8 @@ def replace(a, b):
         os.kill(os.getpid(), signal.SIGKILL)
     real(a, b)
 
-page_cache.os.replace = replace
-page_cache.PageCache(root).store("pages", "k" * 64, {".pdf": src, ".png": src.with_suffix(".png")})
+files.os.replace = replace
+cache.Cache(root, b"s" * 32).store_files("pages", "e" * 64, {".pdf": src, ".png": src.with_suffix(".png")})
 """
 
 
@@ -134,9 +137,9 @@ def test_a_write_killed_at_any_step_leaves_no_entry(tmp_path, kill_at):
     root = tmp_path / "cache"
     done = subprocess.run([sys.executable, "-c", KILL_AT, str(root), str(src), str(kill_at)], capture_output=True)
     assert done.returncode == -9, done.stderr.decode()
-    cache = PageCache(root)
+    cache = Cache(root, b"s" * 32)
     targets = {".pdf": tmp_path / "out.pdf", ".png": tmp_path / "out.png"}
-    assert not cache.fetch("pages", "k" * 64, targets)
+    assert not cache.fetch_files("pages", "e" * 64, targets)
     assert not (tmp_path / "out.pdf").exists()
     left = list((root / "pages").iterdir())
     assert left  # what the killed writer left: a temporary file, maybe a file with no marker
@@ -145,33 +148,33 @@ def test_a_write_killed_at_any_step_leaves_no_entry(tmp_path, kill_at):
         os.utime(path, (old, old))
     cache.prune()  # long dead: removed
     assert list((root / "pages").iterdir()) == []
-    assert cache.store("pages", "k" * 64, {".pdf": src, ".png": src.with_suffix(".png")})
-    assert cache.fetch("pages", "k" * 64, targets) and targets[".pdf"].read_bytes() == src.read_bytes()
+    assert cache.store_files("pages", "e" * 64, {".pdf": src, ".png": src.with_suffix(".png")})
+    assert cache.fetch_files("pages", "e" * 64, targets) and targets[".pdf"].read_bytes() == src.read_bytes()
 
 
 def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     src = tmp_path / "page.pdf"
     src.write_bytes(b"%PDF-1.4 page\n%%EOF\n")
-    cache = PageCache(tmp_path / "cache")
+    cache = Cache(tmp_path / "cache", b"s" * 32)
 
     def interrupted(a, b):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(page_cache.os, "replace", interrupted)
+    monkeypatch.setattr(files.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        cache.store("pages", "k" * 64, {".pdf": src})
+        cache.store_files("pages", "e" * 64, {".pdf": src})
     assert list((tmp_path / "cache" / "pages").iterdir()) == []
 
 
 def test_prune_removes_the_least_recently_used_entries_beyond_the_bound(tmp_path):
-    cache = PageCache(tmp_path / "cache", max_bytes=2500)
+    cache = Cache(tmp_path / "cache", b"s" * 32, limit=3000)  # two entries of about 1.4 kB
     for n, key in enumerate(("a" * 64, "b" * 64, "c" * 64)):
         src = tmp_path / f"{n}.pdf"
         src.write_bytes(bytes([n]) * 1000)
-        cache.store("pages", key, {".pdf": src})
+        cache.store_files("pages", key, {".pdf": src})
         marker = tmp_path / "cache" / "pages" / f"{key}.json"
         os.utime(marker, (1000.0 + n, 1000.0 + n))  # a oldest, c newest
-    assert cache.fetch("pages", "a" * 64, {".pdf": tmp_path / "out.pdf"})  # a used now: the newest
+    assert cache.fetch_files("pages", "a" * 64, {".pdf": tmp_path / "out.pdf"})  # a used now: the newest
     assert cache.prune() == 1
     kept = sorted(p.stem for p in (tmp_path / "cache" / "pages").glob("*.json"))
     assert kept == ["a" * 64, "c" * 64]
@@ -196,10 +199,15 @@ def test_cache_root_from_the_environment(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="RECALLKIT_CACHE_MB: expected a size in megabytes"):
         page_cache.from_env()
     monkeypatch.setenv("RECALLKIT_CACHE_MB", "0.5")
-    assert page_cache.from_env().max_bytes == 2**19
+    assert page_cache.from_env().limit == 2**19
+    monkeypatch.setenv("RECALLKIT_CACHE_MB", "inf")
+    with pytest.raises(InputError, match="RECALLKIT_CACHE_MB: expected a size in megabytes"):
+        page_cache.from_env()
 
 
 def test_the_test_session_keeps_out_of_the_home_cache():
-    # tests/conftest.py turns the cache off for every test that does not point it at its own tmp_path
+    # tests/conftest.py turns the cache off for every test that does not point it at its own tmp_path, and keeps
+    # the secret in a folder of the session's own
     assert os.environ.get("RECALLKIT_CACHE") == "off" and page_cache.from_env() is None
+    assert str(page_cache.key_path()).startswith(tempfile.gettempdir())
 
