@@ -356,6 +356,43 @@ def _derived_cache(settings: ReportSettings) -> Cache | None:
     return derived_cache.from_env()
 
 
+def verify_cache(settings: ReportSettings, fraction: float) -> tuple[derived_cache.Audit, list[str]]:
+    """``recallkit cache verify``: the fits (and the documents they are made from) of every search experiment of
+    ``settings`` computed again from the store for a sample of the cache's entries (``fraction`` of the keys; 1.0:
+    all) and compared with what each entry holds. A differing entry is rewritten with what was computed. Returns
+    the audit and the experiments that could not be planned or fitted (one line each)."""
+    cache = derived_cache.from_env()
+    if cache is None:
+        raise InputError("RECALLKIT_CACHE: the cache is off (or has no secret): nothing to verify")
+    store_path = report_store(settings)
+    if not store_path.is_file():
+        raise InputError(f"--store {store_path}: no results store there (the entries are verified from its runs)")
+    failures: list[str] = []
+    paths = []
+    for name in settings.experiments:
+        try:
+            paths.append(resolve_experiment(name))
+        except RecallkitError as exc:
+            _failed(failures, str(name), exc, settings.log)
+    if not settings.experiments:
+        paths = default_experiments()
+    audit = derived_cache.Audit(fraction=fraction)
+    cache.audit = audit
+    try:
+        for path in paths:
+            try:
+                planned = _plan_with_settings(path, settings)
+                if not planned.is_search:  # a system's runner: its entry is a trained step, not fits from the store
+                    continue
+                sweep_and_fit(planned, store=store_path, preset=settings.preset, run=False, progress=False,
+                              log=settings.log, cache=cache)
+            except RecallkitError as exc:
+                _failed(failures, path.name, exc, settings.log)
+    finally:
+        cache.audit = None
+    return audit, failures
+
+
 def _step_cache(cache: Cache | None, store_path: Path) -> StepCache | None:
     """The systems' steps' entries, kept under the store's digest as the report begins (``recallkit.own_steps``)."""
     digest = store_digest(store_path) if cache is not None else None
