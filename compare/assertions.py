@@ -783,13 +783,18 @@ LAW_METHOD.pop("C")
 
 def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
     """Devices, thread counts, math-library code paths, torch and code versions of the stored runs of this
-    experiment (rows stored before the code path was recorded count as "unrecorded")."""
+    experiment (rows stored before the code path was recorded count as "unrecorded"), and the stored rows left out
+    because they do not validate (by rowid, with the line the report shows)."""
     rows = results_store.rows(experiment_name)
     count = lambda key: dict(sorted(Counter(str(r.get(key)) for r in rows).items()))  # noqa: E731
     paths = Counter(str((r.get("metrics") or {}).get("math_path", "unrecorded")) for r in rows)
-    return {"stored_runs": len(rows), "devices": count("device"), "threads": count("threads"),
-            "math_paths": dict(sorted(paths.items())),
-            "torch_versions": count("torch_version"), "stored_code_versions": count("code_version")}
+    found = {"stored_runs": len(rows), "devices": count("device"), "threads": count("threads"),
+             "math_paths": dict(sorted(paths.items())),
+             "torch_versions": count("torch_version"), "stored_code_versions": count("code_version")}
+    skipped = getattr(results_store, "skipped_rows", None) or []
+    if skipped:  # rows that do not validate: left out of the fits, named by rowid on the report
+        found.update(left_out_rows=sorted({row.rowid for row in skipped}), left_out=results_store.left_out_text())
+    return found
 
 
 def predictions_for(experiment: Any) -> dict[str, Any]:

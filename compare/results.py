@@ -181,6 +181,23 @@ def _censored_entry(point: BoundaryPoint, symbols: Sequence[str], relative: bool
     return entry
 
 
+def _measured(original: PointLike, coordinates: Mapping[str, Any]) -> bool:
+    """The point is the search's record (read from the results store, not written by hand) and a coordinate is
+    null: the store holds a run's value that was NaN or an infinity as null (with its reason), so the point is no
+    finite measurement and is left out. A point written by hand without the numbers a fit needs still raises."""
+    return isinstance(original, BoundaryPoint) and any(value is None for value in coordinates.values())
+
+
+def _unplaced_entry(point: BoundaryPoint, symbols: Sequence[str], why: InputError,
+                    relative: bool = False) -> dict[str, Any]:
+    """A point the search did not censor whose x or y cannot be computed because a value it needs is null (a run's
+    parameter count stored as null because it was NaN or an infinity): listed with the censored points, with the
+    reason, and left out of the fit."""
+    entry = _censored_entry(point, symbols, relative)
+    entry["censor_reason"] = f"left out of the fit: {str(why).removeprefix('boundary point: ')}"
+    return entry
+
+
 def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *, capacity: bool = False,
                y_key: str = "param_count", **settings: Any) -> FitResult:
     """Fit one group of boundary points (docs/ARCHITECTURE.md) and decide its verdict.
@@ -200,7 +217,8 @@ def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *
     used: list[dict[str, Any]] = []
     censored: list[dict[str, Any]] = []
     grid_values: list[Any] = []
-    for point in as_points(points, grid_key):
+    points = list(points)
+    for original, point in zip(points, as_points(points, grid_key)):
         coordinates = point.coordinates
         if point.censored:
             entry = _censored_entry(point, ("V", "N", "d", "m", "L", "R"))
@@ -210,7 +228,14 @@ def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *
                 pass
             censored.append(entry)
             continue
-        used.append({"x": transform(coordinates), "y": log_positive(coordinates, y_key), "seed": point.seed_label})
+        try:
+            x, y = transform(coordinates), log_positive(coordinates, y_key)
+        except InputError as exc:
+            if not _measured(original, coordinates):
+                raise
+            censored.append(_unplaced_entry(point, ("V", "N", "d", "m", "L", "R"), exc))
+            continue
+        used.append({"x": x, "y": y, "seed": point.seed_label})
         grid_values.append(coordinates.get(grid_key) if grid_key else used[-1]["x"])
 
     def _empty(reason: str) -> FitResult:
@@ -271,15 +296,23 @@ CURVE_METHOD = ("boundary from the seed-mean accuracy curve (isotonic in log siz
                 "same seeds, relative thresholds the same seeds' ceiling), t quantiles with n_seeds - 1 df")
 
 
-def _split_curve_points(points: Sequence[BoundaryPoint], transform: Any) -> tuple[list, list, list]:
-    """(used: x and y of each boundary, censored: what the report lists, kept: the uncensored points)."""
+def _split_curve_points(points: Sequence[PointLike], grid_key: str | None, transform: Any) -> tuple[list, list, list]:
+    """(used: x and y of each boundary, censored: what the report lists, kept: the uncensored points, as records)."""
     used, censored, kept = [], [], []
-    for point in points:
+    points = list(points)
+    for original, point in zip(points, as_points(points, grid_key)):
         if point.censored:
             censored.append(_censored_entry(point, ("V", "N", "L", "d", "m"), relative=True))
             continue
         coordinates = point.coordinates
-        used.append({"x": transform(coordinates), "y": log_positive(coordinates, "param_count"), "seed": "mean"})
+        try:
+            x, y = transform(coordinates), log_positive(coordinates, "param_count")
+        except InputError as exc:
+            if not _measured(original, coordinates):
+                raise
+            censored.append(_unplaced_entry(point, ("V", "N", "L", "d", "m"), exc, relative=True))
+            continue
+        used.append({"x": x, "y": y, "seed": "mean"})
         kept.append(point)
     return used, censored, kept
 
@@ -345,7 +378,7 @@ def fit_curve_points(points: Sequence[PointLike], options: FitOptions | None = N
     options = FitOptions.of(options, settings)
     x_name = canonical_x(options.x)
     n_bootstrap, bootstrap_seed = options.n_bootstrap, options.bootstrap_seed
-    used, censored, kept = _split_curve_points(as_points(points, options.grid_key), X_TRANSFORMS[x_name])
+    used, censored, kept = _split_curve_points(points, options.grid_key, X_TRANSFORMS[x_name])
     n_seeds = len(kept[0].curve["seeds"]) if kept else 0
 
     def _empty(reason: str) -> FitResult:

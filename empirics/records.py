@@ -12,13 +12,19 @@ probe's run: a cell of the (base value, size) grid a heatmap draws). Their names
 base, the searched size, the metric) differ per experiment, so each record holds those names as fields and the
 values in a mapping; ``to_dict()`` writes the dict that summary.json, the results store's exports and the
 report have always held, key for key and in the same order. It is called where JSON is written, nowhere else.
+
+:class:`StoredRun` is one row of the results store as it is read back (``empirics.store``): a row that does not
+validate against it is left out of every fit and named once, by its rowid.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["BoundaryPoint", "CheckKey", "ProbeRun", "SIZE_SYMBOLS", "Violation", "threshold_text"]
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["BoundaryPoint", "CheckKey", "ProbeRun", "SIZE_SYMBOLS", "StoredMetrics", "StoredRun", "Violation",
+           "stored_run_problem", "threshold_text"]
 
 # The experiment variables a boundary point carries from its answer's config, in the order a point writes them.
 SIZE_SYMBOLS = ("V", "N", "R", "L", "d", "m")
@@ -265,3 +271,65 @@ class ProbeRun:
         else:
             out.update(self.measured)
         return out
+
+
+class StoredMetrics(BaseModel):
+    """A stored run's metrics: any keys (each task writes its own), with the ones every search reads typed. A value
+    that was NaN or an infinity is null, and ``nonfinite`` says which and what it was (``{"loss": "nan"}``)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    accuracy: float | None = None
+    train_accuracy: float | None = None
+    param_count: float | None = None
+    wall_time_s: float | None = None
+    nonfinite: dict[str, str] | None = None
+
+
+class StoredRun(BaseModel):
+    """One row of the results store's ``runs`` table, with its JSON columns parsed (``config_json`` as ``config``,
+    ``metrics_json`` as ``metrics``). Types are strict: SQLite keeps whatever a hand edit put in a column, and a
+    row that does not validate is left out, never coerced."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    rowid: int
+    config_hash: str = Field(min_length=1)
+    experiment: str
+    seed: int | None = None
+    accuracy: float | None = None
+    wall_time_s: float | None = None
+    device: str | None = None
+    threads: int | None = None
+    torch_version: str | None = None
+    code_version: str | None = None
+    created_at: str
+    config: dict[str, Any]
+    metrics: StoredMetrics
+
+
+# where a field of StoredRun is read from: its column in the runs table
+_COLUMN_OF = {"config": "config_json", "metrics": "metrics_json"}
+# what a failed check means, said as a store's reader would say it
+_EXPECTED = {"int_type": "expected an integer", "float_type": "expected a number", "string_type": "expected text",
+             "dict_type": "expected a JSON object", "string_too_short": "expected text that is not empty"}
+
+
+def stored_run_problem(row: Mapping[str, Any]) -> str | None:
+    """What is wrong with a stored row (a dict of :class:`StoredRun`'s fields), in one line naming the column
+    (``seed: expected an integer, got 'abc'``); None when it validates."""
+    try:
+        StoredRun.model_validate(dict(row))
+    except ValidationError as exc:
+        found = []
+        for error in exc.errors()[:2]:
+            loc = [str(part) for part in error["loc"]] or ["row"]
+            where = ": ".join([_COLUMN_OF.get(loc[0], loc[0]), *loc[1:]])
+            given = error.get("input")
+            if error["type"] == "missing" or given is None:
+                found.append(f"{where}: missing")
+            else:
+                found.append(f"{where}: {_EXPECTED.get(error['type'], error['msg'])}, got {repr(given)[:40]}")
+        more = exc.error_count() - len(found)
+        return "; ".join(found) + (f" (and {more} more)" if more > 0 else "")
+    return None

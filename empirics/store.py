@@ -18,12 +18,23 @@ SQLite database that is not ours, is refused with a one-line error and never wri
 
 What the store does with what it may meet:
 
-- A row whose ``config_json`` or ``metrics_json`` is not a JSON object (edited by hand into bad JSON, or
-  into a list) is read as not stored: every command goes on, and one warning line on stderr says how
-  many rows were skipped, names each (rowid, config hash, column, what is wrong) and gives the
-  ``DELETE`` that removes them. Read-only commands (``results``, ``fit --no-run``) therefore report the
-  cells those runs decide as missing; a sweep (and ``fit``, ``report``) trains them again, and the new row
-  replaces the damaged one.
+- Every row read is checked against :class:`~recallkit.empirics.records.StoredRun` (its JSON columns parsed with
+  :func:`~recallkit.empirics.files.loads_json`: at most 64 levels deep, never a RecursionError). A row that does not
+  validate (edited by hand into bad JSON, JSON nested 100 000 deep, a list where an object belongs, a seed that
+  is text, a NULL where a value belongs) is read as not stored: every command goes on, and one warning line on
+  stderr says how many rows were left out, names each (rowid, config hash, column, what is wrong) and gives the
+  ``DELETE`` that removes them; a row is named once per process. Read-only commands (``results``, ``fit --no-run``)
+  therefore report the cells those runs decide as missing; a sweep (and ``fit``, ``report``) trains them again, and
+  the new row replaces the damaged one. :attr:`ResultStore.skipped_rows` lists the rows this store left out
+  (:meth:`ResultStore.left_out_text` says it in one line for a report).
+- NaN and the infinities are not JSON: a run whose metric came out non-finite (a diverged loss) is stored with
+  that metric null and the reason beside it, ``"nonfinite": {"loss": "nan"}``, and its JSON is written with
+  ``allow_nan=False``. A row written before that, holding a bare ``NaN`` or ``Infinity``, is read the same way
+  (null, with the reason), so no fit takes it for a finite measurement and no output writes it back.
+- The path must be a regular file (or a link to one), or not exist: a FIFO, a device (a link to /dev/zero) or a
+  folder is refused in one line before it is opened, so nothing waits on it.
+- A write the database refuses (a full disk, read-only media, a trigger that aborts, a constraint) is one line
+  naming the store and the reason; the batch is rolled back and every row committed before it is kept.
 - A store without write permission (the file, its folder or the medium) opens for reading, so commands
   with nothing to train work from it; the first write refuses in one line naming the store.
 - A new store appears whole or not at all (built beside its path and hard-linked into place), so
@@ -38,19 +49,24 @@ import errno
 import io
 import itertools
 import json
+import math
 import os
 import shlex
 import sqlite3
+import stat
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from recallkit.empirics.files import MAX_DEPTH, loads_json
+from recallkit.empirics.records import stored_run_problem
 from recallkit.theory.errors import InputError, RecallkitError
 
-__all__ = ["default_store_path", "APPLICATION", "DEFAULT_STORE", "flatten_row", "json_default", "ResultStore", "ROW_COLUMNS",
-           "SCHEMA_VERSION", "SQLITE_HEADER"]
+__all__ = ["default_store_path", "APPLICATION", "DEFAULT_STORE", "finite_json", "flatten_row", "json_default",
+           "left_out_line", "ResultStore", "ROW_COLUMNS", "SCHEMA_VERSION", "SkippedRow", "SQLITE_HEADER"]
 
 
 APPLICATION = "recallkit-results"
@@ -113,18 +129,15 @@ class ResultStore:
         self.path = Path(path)
         self.readonly = readonly
         self.write_refused: str | None = None
-        if self.path.is_dir():
-            raise InputError(f"{self.path}: is a directory, expected a results store file (SQLite)")
-        self._damaged: set[str] = set()  # config hashes of rows read with damaged JSON: add() replaces them
-        if not (self.path.exists() and self.path.stat().st_size > 0):
+        self._damaged: set[str] = set()  # config hashes of rows that did not validate: add() replaces them
+        self._skipped: dict[int, SkippedRow] = {}  # rows this store left out, by rowid
+        self._nonfinite: dict[int, dict[str, str]] = {}  # rows read with a NaN or an infinity, by rowid
+        size = _regular_size(self.path)
+        if not size:
             if readonly:
                 raise InputError(f"{self.path}: no results store here (run 'recallkit sweep' first or pass --store)")
             self._create()
-        try:
-            with open(self.path, "rb") as fh:
-                header = fh.read(len(SQLITE_HEADER))
-        except OSError as exc:
-            raise InputError(f"{self.path}: cannot read the results store ({exc.strerror or exc})") from None
+        header = _read_header(self.path)
         if header != SQLITE_HEADER:
             raise InputError(f"{self.path}: not a recallkit results store (not a SQLite database); refusing to touch it")
         try:
@@ -294,25 +307,44 @@ class ResultStore:
         return self._records(cursor)
 
     def _records(self, cursor: Iterable[Sequence]) -> list[dict]:
-        """Rows (rowid first) as dicts, without those whose JSON was damaged: each of those is named once per
-        process, in one warning line per read, and remembered so that :meth:`add` replaces it."""
+        """Rows (rowid first) as dicts, without those that do not validate (:class:`StoredRun`): each of those is
+        named once per process, in one warning line per read, kept in :attr:`skipped_rows` and remembered so that
+        :meth:`add` replaces it."""
         records, damaged = [], []
         for row in cursor:
             try:
-                records.append(_row_dict(row[1:]))
+                record, nonfinite = _row_dict(row[0], row[1:])
             except _DamagedRow as exc:
-                damaged.append((row[0], row[1], str(exc)))
+                skipped = SkippedRow(row[0], row[1], str(exc))
+                damaged.append(skipped)
+                self._skipped[skipped.rowid] = skipped
                 self._damaged.add(row[1])
-        new = [d for d in damaged if (str(self.path.resolve()), d[0]) not in _WARNED]
+                continue
+            if nonfinite:
+                self._nonfinite[row[0]] = nonfinite
+            records.append(record)
+        where = str(self.path.resolve())
+        new = sorted((d for d in damaged if (where, d.rowid) not in _WARNED), key=lambda d: d.rowid)
         if new:
-            _WARNED.update((str(self.path.resolve()), rowid) for rowid, _, _ in new)
-            noun = "row" if len(new) == 1 else "rows"
-            named = "; ".join(f"rowid {rowid} (config_hash {h}): {why}" for rowid, h, why in new)
-            delete = f"DELETE FROM runs WHERE rowid IN ({', '.join(str(rowid) for rowid, _, _ in new)})"
-            print(f"warning: {self.path}: skipped {len(new)} stored {noun} with damaged JSON, read as not stored "
-                  f"(a sweep trains {'it' if len(new) == 1 else 'them'} again and replaces the {noun}): {named}; "
-                  f"to remove: sqlite3 {shlex.quote(str(self.path))} {shlex.quote(delete)}", file=sys.stderr)
+            _WARNED.update((where, d.rowid) for d in new)
+            print(_left_out_warning(self.path, new), file=sys.stderr)
         return records
+
+    @property
+    def skipped_rows(self) -> list["SkippedRow"]:
+        """Every stored row this store has left out so far because it does not validate (rowid, config hash, what
+        is wrong), by rowid. Reading is what finds them: a fit replays its experiment's rows first."""
+        return [self._skipped[rowid] for rowid in sorted(self._skipped)]
+
+    @property
+    def nonfinite_rows(self) -> dict[int, dict[str, str]]:
+        """Rows read so far that hold a value stored as null because it was NaN or an infinity: rowid -> {metric:
+        "nan" | "inf" | "-inf"}. They are read (a diverged run is a result), never as a finite measurement."""
+        return {rowid: dict(self._nonfinite[rowid]) for rowid in sorted(self._nonfinite)}
+
+    def left_out_text(self) -> str | None:
+        """``2 stored rows left out (rowids 17, 23): they do not validate`` for a report; None when none was."""
+        return left_out_line([row.rowid for row in self.skipped_rows])
 
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
@@ -347,8 +379,8 @@ class ResultStore:
         out = []
         for digest, created, document in rows:
             try:
-                doc = json.loads(document)
-            except ValueError:
+                doc = loads_json(document)
+            except (ValueError, TypeError):
                 continue  # a damaged freeze is no freeze: its verdicts stay exploratory
             if isinstance(doc, dict):
                 out.append({"hash": digest, "created_at": created, "document": doc})
@@ -365,20 +397,29 @@ class ResultStore:
         return cursor.rowcount > 0
 
     def add(self, experiment: str, configs: Sequence[dict], hashes: Sequence[str], metrics: Sequence[dict],
-            code_version: str, torch_version: str | None) -> None:
-        """Insert one batch of trained models in one transaction (a crash loses at most this batch)."""
+            code_version: str, torch_version: str | None) -> list[dict]:
+        """Insert one batch of trained models in one transaction (a crash loses at most this batch). A metric
+        that is NaN or an infinity is stored as null with the reason (:func:`finite_json`). Returns the metrics as
+        stored, which is what a later read gives."""
         self._check_writable()
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        records = []
+        records, stored = [], []
         for cfg, h, m in zip(configs, hashes, metrics, strict=True):
+            config_text = self._json_text(cfg, "config", h)
+            try:
+                m = finite_json(m)
+            except ValueError as exc:
+                raise RecallkitError(f"{self.path}: cannot store the metrics of run {h} ({exc}); the rows stored "
+                                     f"before are kept") from None
+            stored.append(m)
             records.append((
-                h, json.dumps(cfg, sort_keys=True), experiment, cfg.get("seed"), json.dumps(m, sort_keys=True),
+                h, config_text, experiment, cfg.get("seed"), self._json_text(m, "metrics", h),
                 m.get("accuracy"), m.get("wall_time_s"), m.get("device"), m.get("threads"),
                 torch_version, code_version, now,
             ))
         replaced = [(h,) for h in hashes if h in self._damaged]
         with self._writing():
-            if replaced:  # rows read with damaged JSON: the new ones take their place
+            if replaced:  # rows that did not validate: the new ones take their place
                 self._db.executemany("DELETE FROM runs WHERE config_hash = ?", replaced)
             self._db.executemany(
                 "INSERT OR IGNORE INTO runs (config_hash, config_json, experiment, seed, metrics_json, accuracy, "
@@ -386,7 +427,30 @@ class ResultStore:
                 records,
             )
             self._db.executemany("INSERT OR IGNORE INTO experiment_runs VALUES (?, ?)", [(experiment, h) for h in hashes])
+            kept = self._stored_count(hashes)
+            if kept < len(set(hashes)):  # e.g. a trigger that answers RAISE(IGNORE): the batch is rolled back
+                raise _Refused(f"it kept {kept} of the {len(set(hashes))} rows of the batch: a trigger or constraint "
+                               f"in the store dropped the others")
         self._damaged.difference_update(hashes)
+        return stored
+
+    def _json_text(self, value: Any, what: str, config_hash: str) -> str:
+        """``value`` as the JSON a row stores (sorted keys, never NaN); a config that holds NaN, an infinity or
+        something JSON cannot say is refused in one line."""
+        try:
+            return json.dumps(value, sort_keys=True, allow_nan=False)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise RecallkitError(f"{self.path}: cannot store the {what} of run {config_hash} ({exc}); the rows "
+                                 f"stored before are kept") from None
+
+    def _stored_count(self, hashes: Sequence[str]) -> int:
+        wanted = sorted(set(hashes))
+        found = 0
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            found += self._db.execute(f"SELECT COUNT(DISTINCT config_hash) FROM runs WHERE config_hash IN "
+                                      f"({','.join('?' * len(chunk))})", chunk).fetchone()[0]
+        return found
 
     def link(self, experiment: str, hashes: Iterable[str]) -> None:
         """Record that ``experiment`` uses already-stored rows (so 'results' lists them)."""
@@ -403,18 +467,26 @@ class ResultStore:
 
     @contextlib.contextmanager
     def _writing(self):
-        """One transaction; a full disk, read-only media or a locked file becomes one line that says the
-        rows committed before are kept (the transaction itself is rolled back as a whole)."""
+        """One transaction; a full disk, read-only media, a locked file or a write the database refuses (a trigger
+        that aborts, a constraint) becomes one line that says the rows committed before are kept (the transaction
+        itself is rolled back as a whole)."""
         try:
             with self._db:
                 yield
         except sqlite3.OperationalError as exc:
-            try:
-                kept = self.count()
-            except sqlite3.Error:
-                kept = "all"
-            raise RecallkitError(f"{self.path}: cannot write to the results store ({exc}); the {kept} rows "
-                                 f"stored before are kept") from None
+            reason = str(exc)
+        except sqlite3.Error as exc:  # IntegrityError from RAISE(ABORT, ...) or a constraint, and the like
+            reason = f"the store refused the write: {exc}"
+        except _Refused as exc:
+            reason = str(exc)
+        else:
+            return
+        try:
+            kept = self.count()
+        except sqlite3.Error:
+            kept = "all"
+        raise RecallkitError(f"{self.path}: cannot write to the results store ({reason}); the {kept} rows "
+                             f"stored before are kept") from None
 
     # ------------------------------------------------------------------ export
     def to_csv(self, experiment: str | None = None) -> str:
@@ -484,32 +556,227 @@ class _TornRead(Exception):
 
 
 class _DamagedRow(ValueError):
-    """A stored row whose config or metrics are not a JSON object (edited by hand, or written by something else)."""
+    """A stored row that does not validate: its config or metrics are not a JSON object (edited by hand, or written
+    by something else), or a column holds what :class:`~recallkit.empirics.records.StoredRun` does not allow."""
+
+
+class _Refused(Exception):
+    """A write the database took without an error but did not keep (a trigger's RAISE(IGNORE))."""
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A stored row left out because it does not validate: its rowid, config hash and what is wrong (one line)."""
+
+    rowid: int
+    config_hash: Any
+    reason: str
 
 
 # (store file, rowid) of every damaged row already named in this process: a report reads a row for each
 # experiment that asks for it, and the warning says it once
 _WARNED: set[tuple[str, int]] = set()
 
+# what the JSON module reads for the values JSON has no word for, and how a row's reason names them
+_NONFINITE = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
 
-def _row_dict(row: Sequence) -> dict:
+
+def _regular_size(path: Path) -> int:
+    """The size of the file at ``path`` (0 when there is none); InputError for anything a store cannot be: a folder,
+    a FIFO, a device (a link to /dev/zero), a socket, a link to nothing. Only ``stat``: nothing is opened."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise InputError(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist; expected a "
+                             f"results store file (SQLite)") from None
+        return 0
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the results store ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{path}: is a directory, expected a results store file (SQLite)")
+    if not stat.S_ISREG(info.st_mode):
+        what = _kind(info.st_mode)
+        if os.path.islink(path):
+            what = f"a symbolic link to {os.readlink(path)}, {what}"
+        raise InputError(f"{path}: {what}, not a regular file; expected a results store file (SQLite); refusing to "
+                         f"touch it")
+    return info.st_size
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _read_header(path: Path) -> bytes:
+    """The first bytes of the store, read without waiting: opened non-blocking and checked to be a regular file
+    through the open descriptor (the path may have been swapped for a FIFO since it was looked at)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the results store ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: {_kind(mode)}, not a regular file; expected a results store file (SQLite); "
+                             f"refusing to touch it")
+        return os.read(fd, len(SQLITE_HEADER))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the results store ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+class _NonFinite:
+    """Where a NaN or an infinity was read (``text``: "nan", "inf" or "-inf"); replaced by None before use."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, name: str):
+        self.text = _NONFINITE[name]
+
+
+def _nulled(document: Any) -> tuple[Any, dict[str, str]]:
+    """``document`` (parsed with :class:`_NonFinite` for each constant) with every one of them replaced by None, and
+    where each was (``loss``, ``curve.metric[2][0]``) with what it was; ValueError when it nests deeper than
+    :data:`~recallkit.empirics.files.MAX_DEPTH`. Iterative: no depth can exhaust the stack."""
+    found: dict[str, str] = {}
+    if isinstance(document, _NonFinite):
+        return None, {"": document.text}
+    stack = [(document, 1, "")]
+    while stack:
+        item, depth, path = stack.pop()
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth > MAX_DEPTH:
+            raise ValueError(f"JSON nested deeper than {MAX_DEPTH}")
+        pairs = list(item.items()) if isinstance(item, dict) else list(enumerate(item))
+        for key, value in pairs:
+            where = (f"{path}.{key}" if path else str(key)) if isinstance(item, dict) else f"{path}[{key}]"
+            if isinstance(value, _NonFinite):
+                item[key] = None
+                found[where] = value.text
+            else:
+                stack.append((value, depth + 1, where))
+    return document, found
+
+
+def _loads_nulled(text: Any) -> tuple[Any, dict[str, str]]:
+    """A stored JSON text read as :func:`~recallkit.empirics.files.loads_json` reads it, except that NaN and the
+    infinities are read as None (with where they were) instead of refusing the text: the form rows took before
+    non-finite values were stored as null. ValueError for anything else that is wrong with it."""
+    if text is None:
+        raise ValueError("missing (NULL)")
+    if not isinstance(text, (str, bytes)):
+        raise ValueError(f"{type(text).__name__}, expected JSON text")
+    try:
+        return loads_json(text), {}
+    except ValueError as exc:
+        first = exc
+    try:
+        document = json.loads(text, parse_constant=_NonFinite)
+    except (ValueError, RecursionError):
+        raise first from None
+    try:
+        return _nulled(document)
+    except ValueError:
+        raise first from None
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` as the JSON it will be stored as (numpy scalars and arrays as numbers and lists, see
+    :func:`json_default`), with NaN and the infinities as None and, for a dict, ``"nonfinite": {where: "nan" |
+    "inf" | "-inf"}`` added (merged with one it holds) when there were any. A document that cannot be JSON is a
+    ValueError."""
+    try:
+        document = json.loads(json.dumps(value, default=json_default), parse_constant=_NonFinite)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH}") from None
+    document, found = _nulled(document)
+    if found and isinstance(document, dict):
+        reasons = document.get("nonfinite") if isinstance(document.get("nonfinite"), dict) else {}
+        document["nonfinite"] = {**reasons, **found}
+    return document
+
+
+def _row_dict(rowid: int, row: Sequence) -> tuple[dict, dict[str, str]]:
+    """A stored row as the dict every reader gets (``config`` and ``metrics`` parsed), validated as a
+    :class:`~recallkit.empirics.records.StoredRun`, and the non-finite values its metrics held (now null);
+    _DamagedRow saying what is wrong otherwise."""
     record = dict(zip(ROW_COLUMNS, row))
+    nonfinite: dict[str, str] = {}
     for column, key in (("config_json", "config"), ("metrics_json", "metrics")):
-        text = record.pop(column)
         try:
-            value = json.loads(text)
-        except (ValueError, TypeError) as exc:
+            value, found = _loads_nulled(record.pop(column))
+        except json.JSONDecodeError as exc:
             raise _DamagedRow(f"{column} is not JSON ({exc})") from None
+        except ValueError as exc:  # nested too deep, not UTF-8, NULL, NaN in a config
+            raise _DamagedRow(f"{column}: {exc}") from None
         if not isinstance(value, dict):
-            raise _DamagedRow(f"{column} is {json.dumps(value)[:40]}, expected a JSON object")
+            raise _DamagedRow(f"{column} is {_short(value)}, expected a JSON object")
+        if found and key == "config":  # a config is validated before it is stored: it never held one
+            raise _DamagedRow(f"{column} holds {', '.join(sorted(set(found.values())))} (not JSON)")
+        if found:
+            reasons = value.get("nonfinite") if isinstance(value.get("nonfinite"), dict) else {}
+            value["nonfinite"] = {**reasons, **found}
+            nonfinite.update(found)
         record[key] = value
-    return record
+    for column in ("accuracy", "wall_time_s"):  # REAL columns: SQLite keeps an infinity there (NaN it stores as NULL)
+        number = record[column]
+        if isinstance(number, float) and not math.isfinite(number):
+            nonfinite.setdefault(column, "nan" if number != number else "inf" if number > 0 else "-inf")
+            record[column] = None
+    if (problem := stored_run_problem({"rowid": rowid, **record})) is not None:
+        raise _DamagedRow(problem)
+    if "nonfinite" in record["metrics"]:
+        nonfinite = {**record["metrics"]["nonfinite"], **nonfinite}
+    return record, nonfinite
+
+
+def _short(value: Any) -> str:
+    try:
+        return json.dumps(value)[:40]
+    except (ValueError, TypeError, RecursionError):
+        return type(value).__name__
+
+
+def _left_out_warning(path: Path, rows: Sequence[SkippedRow]) -> str:
+    """The one warning line that names rows left out: each with its config hash and what is wrong, and the
+    ``DELETE`` that removes them, ready to paste."""
+    noun = "row" if len(rows) == 1 else "rows"
+    named = "; ".join(f"rowid {r.rowid} (config_hash {r.config_hash}): {r.reason}" for r in rows)
+    delete = f"DELETE FROM runs WHERE rowid IN ({', '.join(str(r.rowid) for r in rows)})"
+    verb = "does" if len(rows) == 1 else "do"
+    return (f"warning: {path}: skipped {len(rows)} stored {noun} that {verb} not validate, left out and read as not "
+            f"stored (a sweep trains {'it' if len(rows) == 1 else 'them'} again and replaces the {noun}): {named}; "
+            f"to remove: sqlite3 {shlex.quote(str(path))} {shlex.quote(delete)}")
+
+
+def left_out_line(rowids: Sequence[int]) -> str | None:
+    """``1 stored row left out (rowid 17): it does not validate`` (a report's line) for the rowids of the rows left
+    out; None for none."""
+    if not rowids:
+        return None
+    ids = ", ".join(str(rowid) for rowid in rowids[:20]) + (", ..." if len(rowids) > 20 else "")
+    if len(rowids) == 1:
+        return f"1 stored row left out (rowid {ids}): it does not validate"
+    return f"{len(rowids)} stored rows left out (rowids {ids}): they do not validate"
 
 
 def flatten_row(record: dict) -> dict:
+    """A row as one flat dict: config and metrics keys as ``config.*`` / ``metrics.*`` columns, and where a metric
+    was NaN or an infinity its reason as ``metrics.nonfinite.<metric>``."""
     flat = {k: v for k, v in record.items() if k not in ("config", "metrics")}
     flat.update({f"config.{k}": v for k, v in record["config"].items()})
-    flat.update({f"metrics.{k}": v for k, v in record["metrics"].items()})
+    for k, v in record["metrics"].items():
+        if k == "nonfinite" and isinstance(v, dict):
+            flat.update({f"metrics.nonfinite.{name}": why for name, why in v.items()})
+        else:
+            flat[f"metrics.{k}"] = v
     return flat
 
 

@@ -90,8 +90,8 @@ class SweepDriver:
             return entry
         metric = self.exp.metric_of(line_index)
         value = entry.get(metric)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
-            return Failure(f"metric {metric!r} missing or NaN in the run's metrics")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            return Failure(f"metric {metric!r} missing or not finite in the run's metrics")
         return float(value)
 
     def known(self, line_index: int, base_value: int, seed: int) -> dict[int, float | Failure]:
@@ -120,8 +120,9 @@ class SweepDriver:
         outcomes = self._train(missing, [wanted[h] for h in missing])
         if outcomes:
             hashes, cfgs, mets = zip(*outcomes)
-            self.store.add(self.exp.name, cfgs, hashes, mets, self.code_version, _torch_version())
-            for h, m in zip(hashes, mets):
+            # as stored: a non-finite metric is null with its reason, as a replay of the store reads it
+            stored = self.store.add(self.exp.name, cfgs, hashes, mets, self.code_version, _torch_version())
+            for h, m in zip(hashes, stored):
                 self.cache[h] = m
             self.computed += len(outcomes)
 

@@ -110,6 +110,8 @@ def format_table(doc: dict) -> str:
         listed = lambda key: ", ".join(f"{k} x{v}" for k, v in sweep.get(key, {}).items())  # noqa: E731
         lines.append(f"runs: {sweep['stored_runs']} stored; devices {listed('devices')}; threads {listed('threads')}; "
                      f"math path {listed('math_paths')}; torch {listed('torch_versions')}")
+    if sweep.get("left_out"):  # stored rows that do not validate, left out of the fits
+        lines.append(sweep["left_out"])
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)

@@ -8,7 +8,6 @@ the code with one made by another is how a change to the code is seen in the num
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Iterable
@@ -16,14 +15,17 @@ from typing import Any, Iterable
 from recallkit import registry
 from recallkit.compare.assertions import fit_experiment
 from recallkit.compare.schema import check_row, flat_row, upgrade_summary
+from recallkit.empirics.files import loads_json, read_regular
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.records import CheckKey, threshold_text
+from recallkit.empirics.store import ResultStore, left_out_line
 from recallkit.frames import fit_rows
 from recallkit.theory.errors import InputError
 
 __all__ = ["diff_stores", "format_diff", "search_experiments"]
 
 TOLERANCE = 5e-4  # slopes and interval ends are printed to 3 decimals; smaller differences are not changes
+SUMMARY_MAX_BYTES = 256 * 2**20  # a summary.json larger than this was not written by a report
 
 
 def search_experiments(preset: str = "quick") -> list[Plan]:
@@ -38,6 +40,14 @@ def _fits(planned: Plan, store: Path) -> tuple[list[dict], dict]:
         return [], {}
     doc = fit_experiment(planned, store=str(store)).to_dict()
     return fit_rows(doc), doc.get("sweep", {}).get("stored_code_versions") or doc.get("sweep", {}).get("code_versions") or {}
+
+
+def _left_out(store: Path) -> list[int]:
+    """The rowids of the store's rows that do not validate and are left out of every fit (each named once, in one
+    warning line on stderr, when first read)."""
+    with ResultStore(store, readonly=True) as opened:
+        opened.rows()
+        return [row.rowid for row in opened.skipped_rows]
 
 
 def _differs(a: Any, b: Any) -> bool:
@@ -62,10 +72,13 @@ def _is_summary(path: Path) -> bool:
 def _summary_side(flag: str, path: Path) -> tuple[dict, dict]:
     """A summary.json of this schema version or the previous one: its fitted checks' flat rows by experiment and
     check, and its code version with the number of checks."""
-    try:
-        doc = upgrade_summary(json.loads(path.read_text(encoding="utf-8")), where=f"{flag} {path}")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"{flag} {path}: not a readable summary.json ({type(exc).__name__})") from None
+    try:  # a regular file (a link is resolved first), no NaN, at most MAX_DEPTH deep: never a RecursionError
+        document = loads_json(read_regular(path.resolve(), SUMMARY_MAX_BYTES))
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: not a readable summary.json ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise InputError(f"{flag} {path}: not a readable summary.json ({exc})") from None
+    doc = upgrade_summary(document, where=f"{flag} {path}")
     rows: dict = {}
     for exp in doc["experiments"]:
         for fit in exp.get("fits") or ():
@@ -80,9 +93,10 @@ def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[
                 preset: str = "quick") -> dict:
     """Compare two sides check by check; each side is a results store (fitted as it stands, nothing trained) or
     a report's summary.json (this schema version or the previous one, read as written). Returns ``{"store_a",
-    "store_b", "code_versions": {"a", "b"}, "checks": n, "changed": [{"experiment", "line", "threshold", "a":
-    row|None, "b": row|None, "fields": [...]}], "experiments": [...]}`` with rows as
-    :func:`recallkit.frames.fit_rows` gives them."""
+    "store_b", "code_versions": {"a", "b"}, "left_out_rows": {"a", "b"}, "checks": n, "changed": [{"experiment",
+    "line", "threshold", "a": row|None, "b": row|None, "fields": [...]}], "experiments": [...]}`` with rows as
+    :func:`recallkit.frames.fit_rows` gives them; ``left_out_rows`` lists the rowids of a store's rows that do not
+    validate (left out of every fit; empty for a summary)."""
     paths = []
     for flag, store in (("STORE_A", store_a), ("STORE_B", store_b)):
         path = Path(store)
@@ -97,6 +111,8 @@ def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[
     plans = ([] if len(summaries) == 2 else [plan(e, preset=preset) for e in given] if given
              else search_experiments(preset))
     by_name = {p.experiment.name: p for p in plans}
+    left_out = {side: ([] if flag in summaries else _left_out(path))
+                for side, flag, path in (("a", "STORE_A", paths[0]), ("b", "STORE_B", paths[1]))}
     wanted = list(by_name) if plans else [Path(e).stem for e in given]
     changed, checks, names = [], 0, []
     versions: dict[str, dict] = {"a": {}, "b": {}}
@@ -124,7 +140,7 @@ def diff_stores(store_a: str | Path, store_b: str | Path, experiments: Iterable[
                 changed.append({"experiment": k.experiment, "line": k.line, "threshold": k.threshold,
                                 "threshold_relative": k.relative, "check": str(k), "a": a, "b": b, "fields": fields})
     return {"store_a": str(paths[0]), "store_b": str(paths[1]), "preset": preset, "experiments": names,
-            "code_versions": versions, "checks": checks, "changed": changed}
+            "code_versions": versions, "left_out_rows": left_out, "checks": checks, "changed": changed}
 
 
 def _num(v: Any) -> str:
@@ -143,6 +159,10 @@ def format_diff(doc: dict) -> str:
              + (", ".join(f"{v} ({n} rows)" for v, n in doc["code_versions"]["a"].items()) or "none"),
              f"B: {doc['store_b']}  code versions: "
              + (", ".join(f"{v} ({n} rows)" for v, n in doc["code_versions"]["b"].items()) or "none")]
+    for side in ("a", "b"):
+        rowids = (doc.get("left_out_rows") or {}).get(side) or []
+        if rowids:
+            lines.append(f"{side.upper()}: {left_out_line(rowids)}")
     header = ["experiment", "line", "thr.", "tested", "A: slope [95% CI] verdict", "B: slope [95% CI] verdict", "changed"]
     names = {"slope": "slope", "slope_ci_lo": "CI", "slope_ci_hi": "CI", "predicted_slope_tested": "prediction",
              "verdict": "verdict"}
