@@ -107,6 +107,14 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def _output_error(target: Path, exc: OSError) -> OutputError:
+    """One OutputError naming ``target``, keeping the OSError's errno and reason (``strerror``) for a caller that
+    says where in its own words."""
+    error = OutputError(f"cannot write {target}: {_reason(exc)}")
+    error.errno, error.strerror, error.filename = exc.errno, _reason(exc), str(target)
+    return error
+
+
 @contextlib.contextmanager
 def _no_sigxfsz() -> Iterator[None]:
     """A write past ``ulimit -f`` raises EFBIG instead of killing the process (the main thread only)."""
@@ -148,7 +156,7 @@ def atomic_path(path: Path | str, mode: int = 0o644) -> Iterator[Path]:
     except OutputError:
         raise
     except OSError as exc:
-        raise OutputError(f"cannot write {target}: {_reason(exc)}") from None
+        raise _output_error(target, exc) from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):

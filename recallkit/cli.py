@@ -8,17 +8,23 @@ import of its ``cli_*_run`` module (fit, report, figures), of the module it call
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import Iterator
 
 import typer
 
-from recallkit import __version__
+from recallkit import __version__, cli_output
 # the order of the commands in --help, not alphabetical (typer lists the theory group after the commands)
-from recallkit import cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments, cli_schema  # noqa: I001
+from recallkit import cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments, cli_schema, cli_cache  # noqa: I001
+from recallkit.env_check import check_environment
 from recallkit.interrupts import interrupt_message
 from recallkit.registry import RegistryError
-from recallkit.theory.errors import RecallkitError
+from recallkit.theory.errors import OutputError, RecallkitError, WorkFailed
+
+# exit statuses, the same for every command (README.md, "Exit codes")
+EXIT_OK, EXIT_FAIL_ON, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 app = typer.Typer(
     name="recallkit",
@@ -54,6 +60,7 @@ def _root(
         raise typer.Exit()
     if ctx.invoked_subcommand is None:  # 'recallkit --': arguments, but no command among them
         ctx.fail("no command given")
+    check_environment()  # every RECALLKIT_* variable, whether this command reads it or not: a bad one fails now
     _check_source_date_epoch()
 
 
@@ -72,7 +79,7 @@ def _check_source_date_epoch() -> None:
 
 
 def _register() -> None:
-    for module in (cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments, cli_schema):
+    for module in (cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments, cli_schema, cli_cache):
         module.register(app)
 
 
@@ -93,34 +100,87 @@ def _usage_line(exc: BaseException) -> str | None:
     return f"error: {message} (see '{command} --help')"
 
 
-def main() -> None:
-    """Entry point: toolkit errors and usage errors are one line on stderr with exit 2; Ctrl-C is exit 130
-    with a line saying what is kept; no traceback for any of them."""
+def _error(line: str) -> None:
+    """One line on stderr (a stderr that cannot be written either is left at that: the exit status says it)."""
+    with contextlib.suppress(OSError, ValueError):
+        typer.echo(line, err=True)
+
+
+@contextlib.contextmanager
+def _files_backend() -> Iterator[None]:
+    """matplotlib draws into files here (Agg), whatever ``MPLBACKEND`` says: an invalid value raised a traceback
+    at the first import of pyplot, and a GUI backend has nothing to show. Set before anything imports matplotlib,
+    and for the worker processes a command starts (they inherit the variable); the library itself leaves the
+    backend to its user (a notebook's inline one). The variable is put back after the command."""
+    before = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "Agg"
+    matplotlib = sys.modules.get("matplotlib")
+    if matplotlib is not None:  # imported before the command line ran (a test calling main): switched over
+        with contextlib.suppress(Exception):
+            matplotlib.use("Agg", force=True)
     try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = before
+
+
+def _run_app() -> int:
+    """The command's exit status; toolkit, usage and output errors and Ctrl-C raise out of it (see main)."""
+    with _files_backend(), cli_output.checked_stdout():
         code = app(standalone_mode=False)
+    return code if isinstance(code, int) else EXIT_OK
+
+
+def main() -> None:
+    """Entry point, the same exit statuses for every command (README.md, "Exit codes"): 0 when everything asked
+    for exists; 1 when a verdict matched --fail-on (or --require, or diff --exit-code found a difference); 2 for a
+    usage or input error; 3 when asked-for work failed (a run raised or gave non-finite metrics) or an output
+    could not be written; 130 when interrupted (with a line saying what is kept). Each error is one line on
+    stderr, never a traceback, and nothing after it claims success."""
+    try:
+        code = _run_app()
+    except (OutputError, WorkFailed) as exc:
+        if isinstance(exc, cli_output.StdoutError):
+            cli_output.discard_stdout()
+        _error(f"error: {exc}")
+        sys.exit(EXIT_FAILED)
     except (RecallkitError, RegistryError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _error(f"error: {exc}")
+        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
-        typer.echo(interrupt_message(), err=True)
-        sys.exit(130)
+        _error(interrupt_message())
+        sys.exit(EXIT_INTERRUPTED)
+    except OSError as exc:  # an output no part of the toolkit named (its own writes are OutputErrors)
+        _error(f"error: {_os_error_line(exc)}")
+        sys.exit(EXIT_FAILED)
     except Exception as exc:
         if type(exc).__name__ == "Abort":  # click turns Ctrl-C into Abort
-            typer.echo(interrupt_message(), err=True)
-            sys.exit(130)
+            _error(interrupt_message())
+            sys.exit(EXIT_INTERRUPTED)
         if type(exc).__name__ == "NoArgsIsHelpError" and getattr(exc, "ctx", None) is not None:
-            typer.echo(exc.ctx.get_help())
-            typer.echo(f"error: no command given (see '{exc.ctx.command_path} --help')", err=True)
-            sys.exit(2)
+            with contextlib.suppress(OSError):
+                typer.echo(exc.ctx.get_help())
+            _error(f"error: no command given (see '{exc.ctx.command_path} --help')")
+            sys.exit(EXIT_USAGE)
         line = _usage_line(exc)
         if line is None:
             raise
-        typer.echo(line, err=True)
-        sys.exit(2)
-    if isinstance(code, int) and code != 0:
-        if code == 130:
-            typer.echo(interrupt_message(), err=True)
+        _error(line)
+        sys.exit(EXIT_USAGE)
+    if code != EXIT_OK:
+        if code == EXIT_INTERRUPTED:
+            _error(interrupt_message())
         sys.exit(code)
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``cannot write PATH: reason`` for an OSError that escaped a command (its file, when it names one)."""
+    names = [str(name) for name in (exc.filename2, exc.filename) if name]
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{names[0]}: {reason}" if names else reason
 
 
 if __name__ == "__main__":

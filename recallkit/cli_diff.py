@@ -1,10 +1,11 @@
 """``recallkit diff STORE_A STORE_B``: the slopes, intervals and verdicts that differ between two stores."""
 from __future__ import annotations
 
-import json
 from typing import List, Optional
 
 import typer
+
+from recallkit.cli_output import json_text
 
 __all__ = ["diff", "register"]
 
@@ -33,7 +34,7 @@ def diff(
 
     doc = diff_stores(store_a, store_b, experiments or [], preset=preset)
     if as_json:
-        typer.echo(json.dumps(doc, allow_nan=False, default=str))
+        typer.echo(json_text(doc))
     else:
         typer.echo(format_diff(doc))
     if exit_code and doc["changed"]:

@@ -1,9 +1,9 @@
 """``recallkit experiments``: the experiments the registered systems ship, with their presets."""
 from __future__ import annotations
 
-import json
-
 import typer
+
+from recallkit.cli_output import json_text
 
 __all__ = ["register"]
 
@@ -21,7 +21,7 @@ def experiments(
 
     found = shipped_experiments()
     if as_json:
-        typer.echo(json.dumps({"experiments": found}, allow_nan=False))
+        typer.echo(json_text({"experiments": found}))
         return
     width = max((len(e["name"]) for e in found), default=0)
     for entry in found:

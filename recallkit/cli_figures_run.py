@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from recallkit.empirics.files import check_writable
 from recallkit.pipeline import search_entry
 from recallkit.reports.paper import FORMATS, STYLES, paper_figures
 from recallkit.theory.errors import InputError
@@ -19,13 +20,16 @@ __all__ = ["write_figures"]
 
 def write_figures(experiment: str, *, fmt: str, out: Path, store: str | None, preset: str,
                   style: str = "paper") -> None:
-    """Check --format, --style and --out, then write each figure and print its path."""
+    """Check --format, --style and --out (that a file can be written there: before the store is read), then write
+    each figure (whole or not at all) and print their paths once every one is written."""
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if style not in STYLES:
         raise InputError(f"--style: expected one of {', '.join(STYLES)}, got {style!r}")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: is a file, expected a folder")
+    check_writable(out, "--out")
     entry = search_entry(experiment, store=store, preset=preset, log=sys.stderr)
-    for path in paper_figures(entry, out, fmt, style=style):
+    paths = paper_figures(entry, out, fmt, style=style)
+    for path in paths:
         typer.echo(str(path))

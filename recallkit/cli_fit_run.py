@@ -5,7 +5,6 @@ the pipeline (scipy, matplotlib and sympy, about 1.5 s) and ``recallkit fit --he
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from typing import Any
@@ -13,10 +12,12 @@ from typing import Any
 import typer
 
 from recallkit import assertions, cli_fit
+from recallkit.cli_output import RunFailures, json_text, raise_if_failed, run_failures
 from recallkit.compare.claims import describe_claim
 from recallkit.empirics.executors import make_executor
 from recallkit.empirics.experiment import load_experiment
-from recallkit.empirics.store import default_store_path
+from recallkit.empirics.search_types import MISSING
+from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.fail_on import evidence_short, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.pipeline import judge_loaded_claims
@@ -64,11 +65,14 @@ def fit(experiment: str, *, preset: str, store: str | None, run: bool, threshold
     if claims:
         doc["claims"] = [c.to_dict() for c in claims]
     sweep = doc["sweep"]
-    typer.echo(f"reused {sweep['reused']} / computed {sweep['computed']}"
-               + (f" / missing {sweep['missing']}" if sweep.get("missing") else ""), err=True)
+    failures = _failures(fitted)
+    counts = (f"reused {sweep['reused']} / computed {sweep['computed']}"
+              + (f" / missing {sweep['missing']}" if sweep.get("missing") else ""))
     if as_json:
-        typer.echo(json.dumps(doc, allow_nan=False))
+        typer.echo(json_text(doc))
+        typer.echo(counts, err=True)  # after the document: when it cannot be written, the error is the one line
     else:
+        typer.echo(counts, err=True)
         typer.echo(cli_fit.format_table(doc))
         if claims:
             typer.echo("\ncomparative claims ([[claims]]; stored runs only for a side in another experiment):")
@@ -84,5 +88,28 @@ def fit(experiment: str, *, preset: str, store: str | None, run: bool, threshold
                            required)
     if short:
         typer.echo(short, err=True)
+    raise_if_failed(failures)  # exit 3: asked-for work failed, before --fail-on's exit 1
     if matching or short:
         raise typer.Exit(1)
+
+
+def _failures(fitted: Any) -> RunFailures:
+    """The fitted experiment's runs that raised or gave non-finite metrics (as the store holds them), of all its
+    runs (a run missing from the store with --no-run is neither); from the sweep's counts alone where the fits carry
+    no sweep (a stand-in fit)."""
+    result = getattr(fitted, "sweep_result", None)
+    if result is None:
+        sweep = getattr(fitted, "sweep", None) or {}
+        raised = int(sweep.get("failed", 0) or 0)
+        total = raised + sum(int(sweep.get(key, 0) or 0) for key in ("reused", "computed"))
+        return RunFailures(total=total, raised=raised)
+    runs = [(run.config_hash, run.error) for run in result.runs if run.error != MISSING.message]  # not failed
+    extra = max(0, int(result.failed or 0) - sum(error is not None for _, error in runs))
+    store = getattr(fitted, "store", None)
+    if store is None or not any(error is None for _, error in runs):
+        return run_failures(runs, None, extra)
+    try:
+        with ResultStore(store, readonly=True) as db:
+            return run_failures(runs, db, extra)
+    except RecallkitError:  # the store went away since the fit read it: what the sweep counted
+        return run_failures(runs, None, extra)

@@ -5,6 +5,8 @@ from typing import Optional
 
 import typer
 
+from recallkit.empirics.files import check_writable
+
 __all__ = ["register"]
 
 
@@ -34,6 +36,7 @@ def freeze(
     if show:
         lines = freezing.show_freezes(experiment, preset, store_path, as_json)
     else:
+        check_writable(out, "--out")  # the prediction file's folder, before anything is computed: exit 3, one line
         lines = freezing.freeze_experiment(experiment, preset, store_path, out)
     for line in lines:
         typer.echo(line, err=line.startswith("note:"))

@@ -2,7 +2,6 @@
 that registers term probes (``System.probe``)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -10,6 +9,7 @@ from typing import Optional
 import typer
 
 from recallkit import registry
+from recallkit.cli_output import json_text
 from recallkit.empirics import cost
 from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics.provenance import code_version
@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
                 result_store.close()
         typer.echo(f"probe rows: reused {doc['rows']['reused']} / computed {doc['rows']['computed']}", err=True)
         if as_json:
-            typer.echo(json.dumps(doc, allow_nan=False))
+            typer.echo(json_text(doc))
         else:
             typer.echo(format_table(doc))
         sys.stdout.flush()

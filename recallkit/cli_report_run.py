@@ -1,5 +1,6 @@
-"""What ``recallkit report`` does once its arguments are read: check the preset, run the main job, say where the
-report is and exit 1 on a failure or a --fail-on verdict.
+"""What ``recallkit report`` does once its arguments are read: check the preset and that --out can be written, run
+the main job, say where the report is, and exit 3 when an experiment or a run failed (saying how many), else 1 on a
+--fail-on verdict.
 
 Apart from :mod:`recallkit.cli_report` (the command's options and help), because this side imports the whole
 pipeline (matplotlib, scipy and sympy, about 1.5 s) and ``recallkit report --help`` must not.
@@ -7,18 +8,23 @@ pipeline (matplotlib, scipy and sympy, about 1.5 s) and ``recallkit report --hel
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
 
+from recallkit.cli_output import RunFailures, run_failures
 from recallkit.empirics import cost
+from recallkit.empirics.files import check_writable
 from recallkit.empirics.experiment import presets_in, read_experiment_file, resolve_experiment
 from recallkit.fail_on import evidence_short, verdicts_matching
 from recallkit.interrupts import watch_store
+from recallkit.empirics.search_types import MISSING
+from recallkit.empirics.store import ResultStore
 from recallkit.pipeline import default_experiments, report_store, run_report
 from recallkit.report_settings import ReportSettings
 from recallkit.reports.render import env_jobs
-from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.theory.errors import InputError, RecallkitError, WorkFailed
 
 __all__ = ["run"]
 
@@ -28,24 +34,62 @@ def run(settings: ReportSettings, experiments: list[str], *, limit: float, wante
     ``wanted`` (the --fail-on verdicts) read."""
     env_jobs()  # read when the pages are drawn, after every experiment has run: a bad value fails now instead
     _check_preset(settings.preset, experiments)
+    out = Path(settings.out_dir)
+    if not (out.exists() and not out.is_dir()):  # a file there is an input error the pipeline names
+        check_writable(out, "--out")  # before anything is trained: exit 3, one line
     watch_store(report_store(settings))  # Ctrl-C then names the store and its row count
     with cost.budget(limit):  # one budget for every experiment of the report
         pdf = run_report(settings)
     typer.echo(f"report: {pdf}")
     typer.echo(f"summary: {pdf.parent / 'summary.json'}")
     summary = json.loads((pdf.parent / "summary.json").read_text())
-    failures = summary.get("failures") or []
-    if failures:
-        typer.echo(f"error: {len(failures)} experiment(s) failed and are listed in the report and in summary.json "
-                   f"(failures); the others are reported", err=True)
     matching = verdicts_matching(summary.get("entries", []), wanted) if wanted else None
     if matching:
         typer.echo(matching, err=True)
     short = evidence_short(summary.get("entries", []), required)
     if short:
         typer.echo(short, err=True)
-    if failures or matching or short:
+    failed = _failed_work(summary, report_store(settings))
+    if failed:  # exit 3: asked-for work failed (before --fail-on's exit 1)
+        raise WorkFailed(failed)
+    if matching or short:
         raise typer.Exit(1)
+
+
+def _failed_work(summary: dict, store: Path) -> str | None:
+    """One line saying how many experiments of the report failed and how many of its runs raised or gave
+    non-finite metrics (as the store holds them); None when nothing failed."""
+    failures = summary.get("failures") or []
+    experiments = summary.get("experiments") or []
+    runs = _run_failures(experiments, store)
+    parts = []
+    if failures:
+        parts.append(f"{len(failures)} of {len(failures) + len(experiments)} experiments failed and are listed in the "
+                     f"report and in summary.json (failures); the others are reported")
+    if runs.failed:
+        parts.append(runs.line())
+    return "; ".join(parts) or None
+
+
+def _run_failures(experiments: list[dict], store: Path) -> RunFailures:
+    """The report's runs (every config hash its experiments read, and each heatmap cell whose run raised) that
+    raised or gave non-finite metrics."""
+    runs: dict[str, str | None] = {}
+    for entry in experiments:
+        for config_hash in entry.get("config_hashes") or ():
+            runs.setdefault(str(config_hash), None)
+        for line in entry.get("lines") or ():
+            for record in (line.get("heatmap") or ()) if isinstance(line, dict) else ():
+                if (isinstance(record, dict) and record.get("error") not in (None, MISSING.message)
+                        and record.get("config_hash")):
+                    runs[str(record["config_hash"])] = str(record["error"])
+    if not runs:
+        return RunFailures()
+    try:
+        with ResultStore(store, readonly=True) as db:
+            return run_failures(runs.items(), db)
+    except RecallkitError:  # the store cannot be read now: the runs that raised are still known
+        return run_failures(runs.items(), None)
 
 
 def _check_preset(preset: str, experiments: list[str]) -> None:

@@ -5,13 +5,13 @@ Progress goes to stderr; ``--json`` prints one JSON document on stdout and nothi
 """
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from typing import List, Optional
 
 import typer
 
+from recallkit.cli_output import RunFailures, json_text, raise_if_failed, run_failures
 from recallkit.empirics import cost
 from recallkit.empirics.device import resolve_device
 from recallkit.empirics.executors import make_executor, usable_cores
@@ -174,7 +174,7 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
            as_json: bool, max_cost: str | None = None, settings: FieldSettings = ()) -> None:
     """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
     from recallkit.empirics.plan import plan  # experiments and packs: sympy, about 0.3 s, which --help must not load
-    from recallkit.empirics.search import run_sweep  # sympy through plan (about 0.3 s), as above
+    from recallkit.empirics.search import MISSING, run_sweep  # sympy through plan (about 0.3 s), as above
     limit = cost.max_cost_allowed(max_cost)
     if workers > 1 and executor_name != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")
@@ -191,23 +191,33 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
         watch_store(store_path or default_store_path())
         with ResultStore(store_path or default_store_path()) as store, cost.budget(limit):
             result = run_sweep(planned, store, executor, progress=progress)
+            failures = _run_failures(result, store, MISSING.message)
     except cost.CostTooHigh as exc:  # a round refused: name the file (the runs before it are in the store)
         raise cost.CostTooHigh(f"{planned.path}: {exc}") from None
     finally:
         executor.close()
     given = "".join(f" --set {field}={value!r}" for field, value in settings)
     summary = f"{planned.name} [{preset}{given}] on {result.executor}: {result.summary_line()}" + (
-        f", {result.failed} failed" if result.failed else "") + f" in {result.wall_time_s:.1f} s"
+        f", {failures.failed} failed" if failures.failed else "") + f" in {result.wall_time_s:.1f} s"
     if as_json:
-        print(summary, file=sys.stderr)
         doc = result.to_dict()
         if settings:
             doc["set"] = dict(settings)
-        typer.echo(json.dumps(doc, sort_keys=True, default=str))
-        return
-    for line in _format_points(result):
-        typer.echo(line)
-    typer.echo(summary)
+        typer.echo(json_text(doc, sort_keys=True))
+        print(summary, file=sys.stderr)  # after the document: when it cannot be written, the error is the one line
+    else:
+        for line in _format_points(result):
+            typer.echo(line)
+        typer.echo(summary)
+    raise_if_failed(failures, f"{planned.name}: ")  # exit 3, after the points the other runs gave
+
+
+def _run_failures(result, store: ResultStore, missing: str) -> RunFailures:
+    """The sweep's runs that raised, or whose stored metrics hold a NaN or an infinity, of all its runs (a run not
+    trained, whose error is ``missing``, is neither)."""
+    runs = [(run.config_hash, run.error) for run in result.runs if run.error != missing]
+    extra = max(0, int(result.failed or 0) - sum(error is not None for _, error in runs))
+    return run_failures(runs, store, extra)
 
 
 def _results(experiment_file: str, preset: str, store_path: str | None, as_json: bool, as_csv: bool,
@@ -233,7 +243,7 @@ def _results(experiment_file: str, preset: str, store_path: str | None, as_json:
         for key in ("reused", "computed", "failed", "wall_time_s", "executor"):
             document.pop(key, None)
         document["stored_rows_total"] = rows
-        typer.echo(json.dumps(document, sort_keys=True, default=str))
+        typer.echo(json_text(document, sort_keys=True))
         return
     for line in _format_points(result):
         typer.echo(line)

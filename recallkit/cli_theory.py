@@ -6,7 +6,6 @@ is written (``regions --out``).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -14,6 +13,8 @@ import typer
 
 # the package loads its submodules on first use: sympy (about 0.3 s) only when a command computes, not for --help
 from recallkit import theory
+from recallkit.cli_output import json_text
+from recallkit.empirics.files import check_writable
 from recallkit.theory.errors import InputError
 
 __all__ = ["bounds_command", "list_command", "PACK_HELP", "predict_command", "regions_command", "register",
@@ -38,7 +39,7 @@ theory_app = typer.Typer(
 
 
 def _echo_json(document: dict) -> None:
-    typer.echo(json.dumps(document, indent=2, sort_keys=False))
+    typer.echo(json_text(document, indent=2, sort_keys=False))
 
 
 @theory_app.command("list")
@@ -233,6 +234,8 @@ def regions_command(
         raise InputError("--line: draws on the figure; give --out FILE.pdf|.svg|.png too")
     if scaling is None and pack.default_scaling is None:
         raise InputError(f"--scaling: pack {pack.name} has no [defaults] scaling; give one, e.g. 'N=V**a, L=V**c'")
+    if out is not None:  # before the regions are computed: a figure that cannot be written is known now
+        check_writable(out.parent, f"--out {out}: the folder")
     if law is not None or (pack.laws and not pack.terms):
         _law_regions(pack, law, scaling, axes, box, domain, out, line, json_output)
         return

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import List, Optional
 
@@ -10,11 +9,12 @@ import typer
 
 # the theory package loads theory.expr (sympy, about 0.3 s) on first use: when --set values are read, not for --help
 from recallkit import registry, theory
+from recallkit.cli_output import json_text, nonfinite_metrics
 from recallkit.cli_sweep import MAX_THREADS
 from recallkit.empirics import cost
 from recallkit.empirics.config import config_hash, parse_config, task_spec
 from recallkit.empirics.device import resolve_device
-from recallkit.theory.errors import InputError
+from recallkit.theory.errors import InputError, WorkFailed
 
 __all__ = ["parse_set_options", "register"]
 
@@ -115,14 +115,25 @@ def register(app: typer.Typer) -> None:
                        err=True)
         torch.set_num_threads(threads)
         metrics = run_config(config, device=device)
-        if as_json:
-            typer.echo(json.dumps({"config": config.to_dict(), "config_hash": config_hash(config), **metrics}, sort_keys=True))
-            return
-        typer.echo(f"{task} / {model} / {trainer}  (config {config_hash(config)})")
-        shown = ("accuracy", "train_accuracy", "attention_mass", "loss")
-        # a task's own metrics (declared in its Task's run_metrics, e.g. a law's test_error) after the built-in ones
-        own = tuple(k for k in getattr(registry.task(task), "run_metrics", ()) or () if k not in shown)
-        for key in shown + own + ("param_count", "steps_run", "gamma_used", "wall_time_s", "device", "threads"):
-            if key in metrics:
-                value = metrics[key]
-                typer.echo(f"  {key:15s} {value:.4g}" if isinstance(value, float) else f"  {key:15s} {value}")
+        _print_run(task, model, trainer, config, metrics, as_json)
+        bad = nonfinite_metrics(metrics)
+        if bad:  # exit 3 after the metrics: the run diverged or overflowed (a NaN or an infinity is no measurement)
+            raise WorkFailed("1 of 1 runs failed: it gave non-finite metrics ("
+                             + ", ".join(f"{k} {v}" for k, v in sorted(bad.items())) + ")")
+
+
+def _print_run(task: str, model: str, trainer: str, config, metrics: dict, as_json: bool) -> None:
+    """The run's metrics: one JSON document (a NaN or an infinity as null, with ``nonfinite`` saying which), or
+    the table."""
+    if as_json:
+        typer.echo(json_text({"config": config.to_dict(), "config_hash": config_hash(config), **metrics},
+                             sort_keys=True))
+        return
+    typer.echo(f"{task} / {model} / {trainer}  (config {config_hash(config)})")
+    shown = ("accuracy", "train_accuracy", "attention_mass", "loss")
+    # a task's own metrics (declared in its Task's run_metrics, e.g. a law's test_error) after the built-in ones
+    own = tuple(k for k in getattr(registry.task(task), "run_metrics", ()) or () if k not in shown)
+    for key in shown + own + ("param_count", "steps_run", "gamma_used", "wall_time_s", "device", "threads"):
+        if key in metrics:
+            value = metrics[key]
+            typer.echo(f"  {key:15s} {value:.4g}" if isinstance(value, float) else f"  {key:15s} {value}")

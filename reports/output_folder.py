@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from recallkit.reports import render
-from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.theory.errors import InputError, OutputError
 
 __all__ = ["REPORT_NAME", "STAGING_PREFIX", "check_output_dir", "new_staging", "move_into_place", "writing_report"]
 
@@ -47,7 +47,7 @@ def check_output_dir(out_dir: Path) -> None:
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=_owned_prefix(), delete=True):
             pass
     except OSError as exc:
-        raise InputError(f"--out {out_dir}: cannot write the report there ({exc.strerror or exc})") from None
+        raise OutputError(f"--out {out_dir}: cannot write the report there ({exc.strerror or exc})") from None
 
 
 def _check_targets(out_dir: Path, pages: tuple[str, ...] = ()) -> None:
@@ -103,12 +103,12 @@ def writing_report(out_dir: Path) -> Iterator[None]:
     place), and the results store is not written here."""
     try:
         yield
-    except OSError as exc:
+    except OSError as exc:  # (an OutputError is one: its message already names the file and the reason)
         what = exc.strerror or str(exc) or type(exc).__name__
         names = [str(name) for name in (exc.filename2, exc.filename) if name]  # a copy's destination first
         # a path in the staging folder (a page's hash) says nothing to the reader: --out says where
         where = f" ({names[0]})" if names and not any(STAGING_PREFIX in name for name in names) else ""
-        raise RecallkitError(f"--out {out_dir}: cannot write the report: {what}{where}; the previous report there "
+        raise OutputError(f"--out {out_dir}: cannot write the report: {what}{where}; the previous report there "
                              f"and the results store are kept") from None
 
 

@@ -15,13 +15,14 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from recallkit import registry
+from recallkit.empirics.files import atomic_path
 from recallkit.reports import figures
 from recallkit.reports.layout import heatmap_axes, line_metric, lines_of, slug
 from recallkit.reports.law_pages import law_fit_page
 from recallkit.reports.phase import draw_phase_diagram
 from recallkit.reports.style import CREATOR, FIG_SINGLE, FIG_WIDE, png_metadata, style_context
 from recallkit.reports.summary_rows import generic_fits, metric_direction, page_kinds
-from recallkit.theory.errors import InputError
+from recallkit.theory.errors import InputError, OutputError
 
 __all__ = ["FORMATS", "STYLES", "paper_figures", "save_paper_figure"]
 
@@ -33,7 +34,9 @@ PAPER_RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "path", "save
 
 def save_paper_figure(fig: Figure, path: Path) -> Path:
     """Write ``fig`` to ``path`` (format from the suffix: .pdf, .svg or .png) cut to its drawing; no
-    dates in the file, so the same figure gives the same bytes."""
+    dates in the file, so the same figure gives the same bytes. The file is whole or absent: drawn beside it and
+    renamed into place (``empirics.files.atomic_path``); a write that fails (a read-only folder, a full disk, a
+    file-size limit) is one OutputError naming ``path``."""
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -41,9 +44,20 @@ def save_paper_figure(fig: Figure, path: Path) -> Path:
                     "CreationDate": None, "ModDate": None},
             "svg": {"Creator": CREATOR, "Date": None},
             "png": png_metadata()}[fmt]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with style_context(), matplotlib.rc_context(PAPER_RC):
-        fig.savefig(path, format=fmt, bbox_inches="tight", pad_inches=0.03, metadata=meta)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with atomic_path(path) as tmp, style_context(), matplotlib.rc_context(PAPER_RC):
+        try:
+            fig.savefig(tmp, format=fmt, bbox_inches="tight", pad_inches=0.03, metadata=meta)
+        except Exception as exc:
+            # matplotlib's PDF backend, when a write fails (a full disk, a file-size limit), fails again while
+            # closing the file and raises that second error (an AttributeError) with the OSError as its context:
+            # the OSError is what went wrong
+            if not isinstance(exc, OSError) and isinstance(exc.__context__, OSError):
+                raise exc.__context__ from None
+            raise
     return path
 
 

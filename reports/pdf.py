@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from recallkit.empirics import cache as derived_cache
+from recallkit.empirics.files import write_atomic
+from recallkit.empirics.store import finite_json
 from recallkit.reports import render
 from recallkit.reports.join_cache import join_key, record_join, reuse_previous_join
 from recallkit.reports.layout import experiment_pages, report_pages
@@ -55,6 +57,8 @@ def experiment_entry(fitted: dict, **extra: Any) -> dict:
         runs = sum(int(sweep.get(k, 0) or 0) for k in ("reused", "computed"))
         entry.setdefault("notes", []).append(
             f"sweep: {runs} runs" + "".join(f", {k} {sweep[k]}" for k in ("missing", "failed") if k in sweep))
+        if sweep.get("left_out"):  # stored rows that do not validate: "N stored rows left out (rowids ...)"
+            entry["notes"].append(sweep["left_out"])
     entry.update(extra)
     return entry
 
@@ -160,8 +164,9 @@ class ReportBuilder:
                            evidence_counts=evidence_counts(r for r in rows if "evidence" in r))
                 if drawn.errors:
                     doc["page_errors"] = drawn.errors
-                (self.staging / "summary.json").write_text(
-                    json.dumps(doc, indent=1, sort_keys=True, default=_json_default) + "\n")
+                # no bare NaN: a non-finite number is null, with "nonfinite" saying what it was
+                write_atomic(self.staging / "summary.json",
+                             json.dumps(finite_json(doc), indent=1, sort_keys=True, allow_nan=False) + "\n")
             move_into_place(self.staging, self.out_dir, {p.stem for p in pages}, write_summary, self.png)
         finally:
             self.close()
@@ -188,10 +193,3 @@ class ReportBuilder:
         self.drawer.close()
         shutil.rmtree(self.staging, ignore_errors=True)
 
-
-def _json_default(value):
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"summary: value of type {type(value).__name__} is not JSON-serialisable")

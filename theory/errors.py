@@ -24,6 +24,9 @@ class OutputError(RecallkitError, OSError):
     """An output could not be written (read-only folder, full disk, file-size limit, closed pipe). The CLI
     prints its one-line message and exits with the status for failed work (3); nothing after it claims success."""
 
+    def __str__(self) -> str:  # its own line, even where errno and strerror are kept for a caller
+        return str(self.args[0]) if self.args else super().__str__()
+
 
 class WorkFailed(RecallkitError):
     """Work the user asked for did not produce its result (every run raised, or gave non-finite metrics).

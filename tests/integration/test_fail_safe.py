@@ -81,19 +81,19 @@ def test_bad_input_is_one_line_with_exit_2(tmp_path):
 
 def test_a_bad_experiment_file_is_a_failure_and_the_report_goes_on(tmp_path):
     """A non-UTF-8 file and a missing name beside a good experiment: both are failures in summary.json and on
-    the title page, the good one is reported, and the command exits 1 with one line saying so."""
+    the title page, the good one is reported, and the command exits 3 (asked-for work failed) with one line saying so."""
     (tmp_path / "latin1.toml").write_bytes("name = 'caf\xe9'\n".encode("latin-1"))
     (tmp_path / "tiny_construction.toml").write_text(CONSTRUCTION)
     result = run(["report", str(tmp_path / "latin1.toml"), "no_such_experiment", str(tmp_path / "tiny_construction.toml"),
                   "--store", str(tmp_path / "s.db"), "--out", str(tmp_path / "out"), "--no-probes"], tmp_path, timeout=300)
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 3, result.stderr
     assert "Traceback" not in result.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert [e["name"] for e in summary["experiments"]] == ["tiny_construction"]
     assert len(summary["failures"]) == 2
     assert any(f.startswith("latin1.toml: ") and "not UTF-8" in f for f in summary["failures"])
     assert any(f.startswith("no_such_experiment: ") and "no such experiment" in f for f in summary["failures"])
-    assert result.stderr.strip().splitlines()[-1].startswith("error: 2 experiment(s) failed")
+    assert result.stderr.strip().splitlines()[-1].startswith("error: 2 of 3 experiments failed")
     assert (tmp_path / "out" / "recallkit-report.pdf").stat().st_size > 10_000
 
 

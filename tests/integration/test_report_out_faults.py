@@ -1,6 +1,6 @@
 """``recallkit report`` into an ``--out`` it cannot write, through the installed command: a folder where the
-report's PDF or summary.json goes, and a full disk. Each is one line naming ``--out`` and what went wrong,
-exit 2, and the earlier report there, the results store and the folder in the way are left as they were.
+report's PDF or summary.json goes (exit 2: input the user can change), and a full disk (exit 3: asked-for work that
+could not be written). Each is one line naming ``--out`` and what went wrong, and the earlier report there, the results store and the folder in the way are left as they were.
 
 The full disk is a small tmpfs mounted in a private mount namespace (``unshare -rm``), so nothing outside the
 test sees it; where the kernel does not allow that, that test skips."""
@@ -108,7 +108,7 @@ def test_a_full_disk_under_out_is_one_line_and_keeps_the_earlier_report(earlier,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     stderr = (earlier / "err.txt").read_text()
-    assert (earlier / "rc.txt").read_text().strip() == "2", stderr[-3000:]
+    assert (earlier / "rc.txt").read_text().strip() == "3", stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
     line = stderr.replace("\r", "\n").strip().splitlines()[-1]  # after the progress lines of the run
     assert re.fullmatch(r"error: --out out: cannot write the report: No space left on device; the previous report "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from recallkit.empirics import cache as page_cache
+from recallkit.empirics import cache as cache_module
 from recallkit.empirics import files
 from recallkit.empirics.cache import Cache
 from recallkit.reports import pdf as pdf_mod
@@ -185,29 +185,29 @@ def test_cache_root_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("RECALLKIT_CACHE", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert page_cache.cache_root() == tmp_path / "home" / ".cache" / "recallkit"
+    assert cache_module.cache_root() == tmp_path / "home" / ".cache" / "recallkit"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/xdg")  # the XDG spec ignores a relative path
-    assert page_cache.cache_root() == tmp_path / "home" / ".cache" / "recallkit"
+    assert cache_module.cache_root() == tmp_path / "home" / ".cache" / "recallkit"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert page_cache.cache_root() == tmp_path / "xdg" / "recallkit"
+    assert cache_module.cache_root() == tmp_path / "xdg" / "recallkit"
     monkeypatch.setenv("RECALLKIT_CACHE", str(tmp_path / "mine"))
-    assert page_cache.from_env().root == tmp_path / "mine"
+    assert cache_module.from_env().root == tmp_path / "mine"
     monkeypatch.setenv("RECALLKIT_CACHE", "off")
-    assert page_cache.from_env() is None
+    assert cache_module.from_env() is None
     monkeypatch.setenv("RECALLKIT_CACHE", str(tmp_path / "mine"))
     monkeypatch.setenv("RECALLKIT_CACHE_MB", "lots")
     with pytest.raises(InputError, match="RECALLKIT_CACHE_MB: expected a size in megabytes"):
-        page_cache.from_env()
+        cache_module.from_env()
     monkeypatch.setenv("RECALLKIT_CACHE_MB", "0.5")
-    assert page_cache.from_env().limit == 2**19
+    assert cache_module.from_env().limit == 2**19
     monkeypatch.setenv("RECALLKIT_CACHE_MB", "inf")
     with pytest.raises(InputError, match="RECALLKIT_CACHE_MB: expected a size in megabytes"):
-        page_cache.from_env()
+        cache_module.from_env()
 
 
 def test_the_test_session_keeps_out_of_the_home_cache():
     # tests/conftest.py turns the cache off for every test that does not point it at its own tmp_path, and keeps
     # the secret in a folder of the session's own
-    assert os.environ.get("RECALLKIT_CACHE") == "off" and page_cache.from_env() is None
-    assert str(page_cache.key_path()).startswith(tempfile.gettempdir())
+    assert os.environ.get("RECALLKIT_CACHE") == "off" and cache_module.from_env() is None
+    assert str(cache_module.key_path()).startswith(tempfile.gettempdir())
 
