@@ -1,21 +1,36 @@
 """What training costs before it starts, and the limit above which a command refuses it.
 
-**Time.** One model's estimated time is its FLOPs (its task's FLOP model, ``task_config.train_flops``: the
-matmul-like work of the training and final evaluation) at the device's dense float32 matmul rate times the
-engine's efficiency on that trainer, plus a fixed time per optimizer step and per model for the work the FLOP
-models leave out (kernel launches, softmax, gathers, building the problem). The rates are this project's
-measurements (``benchmarks/engine.py``, ``benchmarks/paper_cost.py``); a GPU's are assumed until
-``benchmarks/gpu_check.sh`` has measured one. The overheads were fitted to the main job's cold store (2,974
-trained runs, 719 s of training on a 2-core CPU, one thread a process): FLOPs alone explain 165 s of it; with
-these overheads the model gives 452 s, per experiment between 0.2x (tr_fig1a: its FLOP model leaves out the
-fit's Adam steps) and 2.8x (the anchor's linear memory, which stops early) of what it took. Early stop is
-ignored, so an estimate is an upper bound on the steps. It is an estimate, not a measurement: a machine
-slower than the constants below runs longer.
+**Time.** A run is priced from what it does, counted by its task (``task_config.work(trainer_config)``) in three
+phases, each a count of operations of a few kinds, and each kind at one measured per-operation rate:
+
+- phases: ``data`` (the instance and the samples the run draws: embeddings, permutations, the training and the
+  fresh evaluation samples, Adam's minibatch shuffles), ``train`` (the trainer's passes and steps) and ``evaluate``
+  (every evaluation: the final one on the training items and on ``n_eval`` fresh samples, and those
+  ``log_epochs`` adds);
+- kinds (:data:`WORK_KINDS`): ``flops`` (matmul-like work, 2 per multiply-add: the task's FLOP model, at the
+  device's dense float32 matmul rate times the engine's efficiency), ``logits`` (a logit through a softmax:
+  the evaluation's log-softmax, gather and argmax, or the training cross-entropy's forward and backward),
+  ``elements`` (an element through an elementwise, gather or scatter operation: the attention over L positions,
+  the d- and m-wide vectors, Adam's update of every parameter), ``draws`` (a random number drawn) and
+  ``calls`` (an operator call's fixed cost: what a step or a chunk of a pass costs however small its tensors);
+  plus :data:`MODEL_SECONDS` per model.
+
+The rates (:data:`CPU_RATES`: one thread of this project's 2-core AMD EPYC, AVX2, torch 2.13; each measured by
+``benchmarks/price_check.py --rates``) are the same for every task and phase, so evaluating 10^8 fresh samples is
+priced as the logits, elements and draws it takes, not as its matmuls alone (which priced ``n_eval = 1e8`` at about
+a second for a run of minutes). ``benchmarks/price_check.py`` checks the price against the time of runs at the
+extremes (``n_eval`` and ``steps`` up to 1e8, the largest shipped sizes), each run's time extrapolated from a
+short sample: every run within 3x of its price. A GPU's matmul rate is its datasheet's times the efficiency
+measured for three steps on one H200 (:data:`GPU_EFFICIENCY`); its other rates are assumed (memory-bound
+kernels and launches), except that the data is drawn on the CPU (the tasks' seeded generators are CPU
+generators) and priced at the CPU's rate. A task without a ``work`` model (a plug-in) is priced as before: its
+FLOP model (``train_flops``, or its trainer's ``Trainer.cost``) at the matmul rate plus :data:`STEP_SECONDS` per
+optimizer step and :data:`MODEL_SECONDS` per model. Early stop is ignored, so a price is an upper bound on the
+steps. It is an estimate, not a measurement: a machine slower than :data:`CPU_RATES` runs longer.
 
 **The limit.** ``--max-cost DURATION`` (``2h``, ``30m``, ``90s``, ``inf``), else ``$RECALLKIT_MAX_COST``, else
-:data:`DEFAULT_MAX_COST` (2 h: the README's main job is estimated at about 8 minutes with its term probes, its
-costliest quick preset, geo_capacity, at under 2). Work estimated above it is refused in one line that gives
-the estimate and the flag that accepts it, before anything is built.
+:data:`DEFAULT_MAX_COST` (2 h). Work estimated above it is refused in one line that gives the estimate and the flag
+that accepts it, before anything is built.
 
 **What is priced, and when.**
 
@@ -51,45 +66,99 @@ import resource
 import sys
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from recallkit.empirics.config import (ThreeStepConfig, TwoStepThenFitConfig, check_memory, memory_available,
-                                       memory_free, model_flops, parse_config)
+                                       memory_free, model_flops, parse_config, trainer_spec)
 from recallkit.empirics.device import resolve_device
 from recallkit.theory.errors import InputError
 
-__all__ = ["active_budget", "budget", "Budget", "charge", "check_free_memory", "CostTooHigh", "CPU_EFFICIENCY",
-           "CPU_MATMUL_GFLOPS", "DEFAULT_MAX_COST", "Estimate", "estimate", "format_duration", "free_memory",
-           "GPU_EFFICIENCY", "GPU_FP32_TFLOPS", "max_cost_allowed", "MAX_COST_ENV", "MAX_COST_HELP", "MODEL_SECONDS",
-           "no_cost_model", "NOTE_SECONDS", "parse_duration", "plan_estimate", "PricedExecutor", "rate_flops", "refuse_above",
-           "ROUND_NOTE_SECONDS", "STEP_SECONDS"]
+__all__ = ["active_budget", "budget", "Budget", "CALL_SECONDS", "charge", "check_free_memory", "CostTooHigh",
+           "CPU_EFFICIENCY", "CPU_MATMUL_EFFICIENCY", "CPU_MATMUL_GFLOPS", "CPU_RATES", "DEFAULT_MAX_COST",
+           "DRAW_SECONDS", "ELEMENT_SECONDS", "Estimate", "estimate", "format_duration", "free_memory",
+           "GPU_EFFICIENCY", "GPU_FP32_TFLOPS", "GPU_RATES", "LOGIT_SECONDS", "max_cost_allowed", "MAX_COST_ENV",
+           "MAX_COST_HELP", "MODEL_SECONDS", "no_cost_model", "NOTE_SECONDS", "parse_duration", "PHASES",
+           "plan_estimate", "price", "price_work", "PricedExecutor", "Rates", "rate_flops", "refuse_above",
+           "ROUND_NOTE_SECONDS", "STEP_SECONDS", "task_work", "WORK_KINDS"]
 
 
-# Dense float32 matmul on one thread of this project's 2-core Xeon (benchmarks/paper_cost.py measures it).
-CPU_MATMUL_GFLOPS = 213.0
-# Fractions of that rate the engine reaches on the largest quick cells (benchmarks/engine.py, one thread,
-# CPU time, medians of three runs: tr_fig2 64%, tr_fig5 65%).
+# Per-operation rates of one thread of this project's 2-core AMD EPYC (AVX2, torch 2.13), each measured by
+# benchmarks/price_check.py --rates (best of three, CPU time):
+# dense float32 matmul, a 1024^3 product
+CPU_MATMUL_GFLOPS = 68.0
+# the fraction of it the engine's batched products reach on the shipped shapes, the rest of a pass counted apart
+# (benchmarks/price_check.py: runs dominated by their matmuls, tr_fig2's and tr_fig3's largest cells)
+CPU_MATMUL_EFFICIENCY = {"three_step": 0.8, "adam": 0.8}
+# Whole runs' FLOPs over their time as a fraction of the matmul rate, everything but the matmuls included: what
+# benchmarks/paper_cost.py prices a preset's FLOPs at (benchmarks/engine.py, one thread of a 2-core Xeon whose
+# matmul reached 213 GFLOP/s, CPU time, medians of three runs on the largest quick cells: tr_fig2 64%, tr_fig5 65%).
 CPU_EFFICIENCY = {"three_step": 0.64, "adam": 0.65}
+LOGIT_SECONDS = 4.2e-9    # a logit through log_softmax, gather and argmax ([items, 1024]; 4.0-5.6 ns from 8192 to 64)
+ELEMENT_SECONDS = 0.5e-9  # an element through an out-of-place elementwise operation (add, relu; exp takes 1.4 ns)
+DRAW_SECONDS = 5.5e-9     # a random integer drawn (torch.randint into int16; randn 6.5 ns, randperm 26 ns an element)
+CALL_SECONDS = 12e-6      # an operator call: a step of token retrieval's smallest Adam training over its 110 operators
 GPU_FP32_TFLOPS = 67.0  # NVIDIA H200 SXM: dense float32 (non-tensor-core) peak, the datasheet figure
 # Three steps: measured on one H200 (2026-12-04, torch 2.11): tr_fig2_attention_only's gpu preset at its 16 seeds,
 # 2080 TFLOP of the FLOP model in 163 s of sweep, 0.19 of the rate above (12.8 TFLOP/s; at 8 seeds 1063 TFLOP in
 # 94 s, 0.17: more models per batched call). Its largest cell alone reached 0.52 of the measured float32 matmul
 # rate (benchmarks/gpu_check.py); the search's smaller cells and rounds bring the sweep down. Small models sit far
 # below: tr_fig4_mlp_width_rank2's gpu preset reached 0.018 (132 TFLOP in 112 s; per-step overhead, not FLOPs), which
-# MODEL_SECONDS / STEP_SECONDS price. Adam: not measured on a GPU, assumed.
+# the calls price. Adam: not measured on a GPU, assumed.
 GPU_EFFICIENCY = {"three_step": 0.19, "adam": 0.20}
-# What the FLOP models leave out, fitted to the main job's cold store (module docstring): measured alone, a
-# step of the anchor's tiny linear memory takes 46 us and one of the autograd tasks' 0.6-0.7 ms.
+# A task without a work model (a plug-in): a fixed time per optimizer step and per model for what its FLOP model
+# leaves out (kernel launches, softmax, gathers, building the problem); per model for every task.
 STEP_SECONDS = 5e-4
 MODEL_SECONDS = 0.05
 DEFAULT_MAX_COST = 2 * 3600.0
 MAX_COST_ENV = "RECALLKIT_MAX_COST"
 MAX_COST_HELP = ("refuse work estimated above this much compute, e.g. 2h, 30m, 90s or inf (default 2h, or "
-                 "$RECALLKIT_MAX_COST); the estimate comes from each task's FLOP model")
+                 "$RECALLKIT_MAX_COST); the estimate counts each task's matmuls, softmax logits, elementwise "
+                 "work, random draws and operator calls at measured rates")
 NOTE_SECONDS = 10.0  # a training estimated above this says so before it starts, so a long run is never silent
 # a search round above this says so too (a curve search draws no progress bar); higher, so that the main job's
 # rounds, a few seconds each, stay quiet
 ROUND_NOTE_SECONDS = 60.0
+
+# what a task's work model counts (``task_config.work(trainer_config)`` -> {phase: {kind: count}})
+PHASES = ("data", "train", "evaluate")
+WORK_KINDS = ("flops", "logits", "elements", "draws", "calls")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The per-operation rates of one kind of device: FLOP/s of dense float32 matmul (``matmul``) and the engine's
+    efficiency on it per trainer family (``three_step``, ``adam``); seconds per logit, element, draw and operator
+    call; seconds per model, and per optimizer step of a task without a work model (``step``). ``data_on_cpu``:
+    the data phase is drawn on the CPU whatever the device (priced at :data:`CPU_RATES`)."""
+
+    matmul: float = CPU_MATMUL_GFLOPS * 1e9
+    three_step: float = CPU_MATMUL_EFFICIENCY["three_step"]
+    adam: float = CPU_MATMUL_EFFICIENCY["adam"]
+    logit: float = LOGIT_SECONDS
+    element: float = ELEMENT_SECONDS
+    draw: float = DRAW_SECONDS
+    call: float = CALL_SECONDS
+    model: float = MODEL_SECONDS
+    step: float = STEP_SECONDS
+    data_on_cpu: bool = False
+
+    def seconds(self, kind: str, count: float, trainer_config=None) -> float:
+        """What ``count`` operations of ``kind`` take."""
+        if kind == "flops":
+            return count / self.flop_rate(trainer_config)
+        return count * {"logits": self.logit, "elements": self.element, "draws": self.draw, "calls": self.call}[kind]
+
+    def flop_rate(self, trainer_config=None) -> float:
+        """FLOPs per second the engine reaches with this trainer's matmuls."""
+        return self.matmul * (self.three_step if isinstance(trainer_config, ThreeStepConfig) else self.adam)
+
+
+CPU_RATES = Rates()
+# A GPU: the datasheet's matmul rate at the measured efficiency; a logit and an element as memory-bound kernels
+# (about 4.8 TB/s: a log-softmax pass over a float32 logit and an elementwise op), a call as a kernel launch and
+# its Python (assumed, not measured); the data drawn on the CPU.
+GPU_RATES = Rates(matmul=GPU_FP32_TFLOPS * 1e12, three_step=GPU_EFFICIENCY["three_step"], adam=GPU_EFFICIENCY["adam"],
+                  logit=1e-11, element=2e-12, draw=DRAW_SECONDS, call=1e-5, data_on_cpu=True)
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smhd])\s*$", re.IGNORECASE)
@@ -192,12 +261,13 @@ def _device_kind(device) -> str:
     return "GPU" if kind.startswith("cuda") else "CPU"
 
 
-def rate_flops(trainer_config, device_kind: str = "CPU") -> float:
+def _rates_of(device_kind: str, rates: Rates | None = None) -> Rates:
+    return rates if rates is not None else GPU_RATES if device_kind == "GPU" else CPU_RATES
+
+
+def rate_flops(trainer_config, device_kind: str = "CPU", rates: Rates | None = None) -> float:
     """FLOPs per second the engine reaches with this trainer on this kind of device."""
-    trainer = "three_step" if isinstance(trainer_config, ThreeStepConfig) else "adam"
-    if device_kind == "GPU":
-        return GPU_FP32_TFLOPS * 1e12 * GPU_EFFICIENCY[trainer]
-    return CPU_MATMUL_GFLOPS * 1e9 * CPU_EFFICIENCY[trainer]
+    return _rates_of(device_kind, rates).flop_rate(trainer_config)
 
 
 def _optimizer_steps(task_config, trainer_config) -> int:
@@ -216,27 +286,83 @@ def _optimizer_steps(task_config, trainer_config) -> int:
     return 1
 
 
+def _checked_work(work, where: str) -> dict[str, dict[str, float]]:
+    """A task's work model as {phase: {kind: count}}, every phase and kind present (0 where it counts none)."""
+    if not isinstance(work, Mapping) or set(work) - set(PHASES):
+        raise TypeError(f"{where}: a work model maps {', '.join(PHASES)} to counts, got {work!r}")
+    out = {}
+    for phase in PHASES:
+        counts = work.get(phase) or {}
+        unknown = set(counts) - set(WORK_KINDS)
+        if unknown:
+            raise TypeError(f"{where}: unknown kind(s) {', '.join(sorted(unknown))} in phase {phase}")
+        out[phase] = {kind: float(counts.get(kind, 0.0)) for kind in WORK_KINDS}
+    return out
+
+
+def task_work(trainer: str, task_config, trainer_config) -> dict[str, dict[str, float]] | None:
+    """What one model's run does, by phase and kind (:data:`PHASES`, :data:`WORK_KINDS`): its task's work model
+    (``task_config.work(trainer_config)``); None where the task has none, or where the run's trainer has a cost
+    model of its own (``Trainer.cost``: the task cannot count a trainer it does not know), or where the work model
+    fails for this trainer (AttributeError, TypeError: a plug-in's, written for other trainers), as a FLOP model
+    that fails does (``empirics.config.model_flops``)."""
+    counter = getattr(task_config, "work", None)
+    if counter is None or trainer_spec(trainer).cost is not None:
+        return None
+    try:
+        return _checked_work(counter(trainer_config), f"{type(task_config).__name__}.work")
+    except (AttributeError, TypeError):
+        return None
+
+
+def price_work(work: Mapping[str, Mapping[str, float]], trainer_config, device_kind: str = "CPU",
+               rates: Rates | None = None) -> dict[str, float]:
+    """Seconds of each phase of ``work`` ({phase: {kind: count}}) and of the per-model overhead (``"model"``) on this
+    kind of device (``rates``: default :data:`CPU_RATES` / :data:`GPU_RATES`)."""
+    chosen = _rates_of(device_kind, rates)
+    out = {}
+    for phase in PHASES:
+        at = CPU_RATES if phase == "data" and chosen.data_on_cpu else chosen
+        out[phase] = sum(at.seconds(kind, count, trainer_config) for kind, count in work.get(phase, {}).items())
+    out["model"] = chosen.model
+    return out
+
+
 @functools.lru_cache(maxsize=4096)
-def _model_cost(trainer: str, task_config, trainer_config, device_kind: str) -> tuple[float, float, bool]:
-    """(FLOPs, seconds, whether a cost model counted the FLOPs) of one model; seeds share it (task and trainer
-    configs are frozen, hashable)."""
+def _model_cost(trainer: str, task_config, trainer_config, device_kind: str, rates: Rates | None = None
+                ) -> tuple[float, float, bool, tuple[tuple[str, float], ...]]:
+    """(FLOPs, seconds, whether a cost model counted the FLOPs, seconds per phase) of one model; seeds share it
+    (task and trainer configs are frozen, hashable)."""
+    work = task_work(trainer, task_config, trainer_config)
+    if work is not None:
+        parts = price_work(work, trainer_config, device_kind, rates)
+        flops = sum(work[phase]["flops"] for phase in PHASES)
+        return flops, sum(parts.values()), True, tuple(parts.items())
     flops = model_flops(trainer, task_config, trainer_config)  # None: nothing counts them
+    chosen = _rates_of(device_kind, rates)
     steps = _optimizer_steps(task_config, trainer_config)
-    seconds = (flops or 0.0) / rate_flops(trainer_config, device_kind) + steps * STEP_SECONDS + MODEL_SECONDS
-    return flops or 0.0, seconds, flops is not None
+    parts = {"train": (flops or 0.0) / chosen.flop_rate(trainer_config) + steps * chosen.step, "model": chosen.model}
+    return flops or 0.0, sum(parts.values()), flops is not None, tuple(parts.items())
 
 
-def _cost_of(config, device_kind: str) -> tuple[float, float, bool]:
+def _cost_of(config, device_kind: str, rates: Rates | None = None):
     parsed = parse_config(config)
     try:
-        return _model_cost(parsed.trainer, parsed.task_config, parsed.trainer_config, device_kind)
+        return _model_cost(parsed.trainer, parsed.task_config, parsed.trainer_config, device_kind, rates)
     except TypeError:  # an unhashable plug-in config: priced without the cache
-        return _model_cost.__wrapped__(parsed.trainer, parsed.task_config, parsed.trainer_config, device_kind)
+        return _model_cost.__wrapped__(parsed.trainer, parsed.task_config, parsed.trainer_config, device_kind, rates)
+
+
+def price(config, device=None, rates: Rates | None = None) -> dict[str, float]:
+    """One run's price in seconds by part: ``data``, ``train``, ``evaluate`` (the task's work model) and ``model``
+    (the per-model overhead); a task without a work model gives ``train`` and ``model`` only. ``rates``: default
+    the device kind's (:data:`CPU_RATES`, :data:`GPU_RATES`)."""
+    return dict(_cost_of(config, _device_kind(device), rates)[3])
 
 
 def _priced(config, device_kind: str, runs: int = 1) -> Estimate:
     """``runs`` runs of ``config``'s cost (seeds do not change it)."""
-    flops, seconds, counted = _cost_of(config, device_kind)
+    flops, seconds, counted, _ = _cost_of(config, device_kind)
     unpriced = () if counted else (parse_config(config).trainer,)
     return Estimate(runs, flops * runs, seconds * runs, device_kind, unpriced)
 

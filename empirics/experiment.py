@@ -72,7 +72,8 @@ Schema (every key below is checked; an unknown key is an error; each section is 
                                            # a curve runs no further than this size by default
     reach = "8*V"                          # curve, optional: how far (expression in the base, at most max)
                                            # a curve goes for a threshold it has not reached by the ceiling
-                                           # size; default the ceiling size (such a point is censored there)
+                                           # size; default the ceiling size (such a point is censored there);
+                                           # a positive size at every base value of the preset
 
     [verdict]                              # handed to compare
     delta = 0.25                           # equivalence margin on the slope
@@ -116,7 +117,9 @@ the line (``empirics.plan.law_prediction``; docs/ARCHITECTURE.md, "Law experimen
                                            # the pack declares), the x of each fit
     metric = "test_error"                  # optional: default the law's metric; one the task's runs store
     direction = "lower"                    # optional: lower | higher is better (default: higher for accuracy
-                                           # and train_accuracy, else lower)
+                                           # and train_accuracy, else lower); every term of the law must fall
+                                           # (lower) or rise (higher) with the base along each line, or stay
+                                           # constant (_check_law_direction)
 
     [[lines]]
     scaling = "n=16*p**2"                  # the law's other variables: constants or expressions in the base
@@ -160,7 +163,7 @@ from recallkit.empirics.records import threshold_text
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
 from recallkit.theory.pack import load_pack
-from recallkit.theory.scaling import split_assignments
+from recallkit.theory.scaling import parse_scaling, power_text, reduce_term, split_assignments
 from recallkit.theory.schema import (
     REQUIRED, Field, Rule, Section, boolean, check_keys, check_value, converts, integer, loads_toml, number, options,
     satisfies, text, validate,
@@ -968,11 +971,72 @@ def experiment_from_dict(raw: dict, shown: str, preset: str = "quick", max_runs:
     )
     _check_task_keys(experiment, top, chosen, pw)
     _link_theory(experiment, top, chosen, pw)
+    _check_reach(experiment, top, chosen, pw)
+    _check_law_direction(experiment, top)
     _check_primary(experiment, shown)
     if "claims" in raw:
         experiment.claims = parse_claims(raw["claims"], shown, raw, experiment.verdict.get("alpha"))
     _check_corners(experiment, max_runs)
     return experiment
+
+
+def _check_reach(experiment: Experiment, top: dict[str, Any], chosen: dict[str, Any], pw: str) -> None:
+    """``search.reach`` (a curve's furthest size) is a positive expression in the base: at every base value of each
+    line it is a size, at least 1 (``"-V"`` or ``"0"`` is one line naming the file and the field)."""
+    base = experiment.base
+    for index, line in enumerate(experiment.lines):
+        settings = line.search or experiment.search
+        if settings.reach is None:
+            continue
+        if "reach" in line.search_overrides:
+            where = f"{experiment.path}: lines[{top['lines'].index(line)}].search.reach"
+        else:
+            where = f"{pw}.search.reach" if "reach" in chosen["search"] else f"{experiment.path}: search.reach"
+        text = settings.reach.text
+        others = sorted(settings.reach.symbols - {base})
+        if others:
+            raise InputError(f"{where}: {text!r} uses {', '.join(others)}; expected a positive expression in the base "
+                             f"{base}, such as '8*{base}'")
+        for value in experiment.values_of(index):
+            reach = settings.reach.evaluate({base: value})
+            if not (math.isfinite(reach) and reach >= 1):
+                raise InputError(f"{where}: {text!r} is {reach:g} at {base}={value}; expected a positive expression in "
+                                 f"the base {base} (a size of at least 1 at every {base} of the preset), such as "
+                                 f"'8*{base}'")
+
+
+def _check_law_direction(experiment: Experiment, top: dict[str, Any]) -> None:
+    """A law experiment measures a metric that its direction says is better lower (higher) as the base grows along
+    each line: every term of the law must then fall (rise) with the base along the line, or stay constant, a
+    negative (positive) exponent of the base. A term that goes the other way dominates the sum as the base grows and
+    the metric gets worse, so the fit would test the opposite of what the experiment measures. One line naming the
+    file, the line and the term; a line the law cannot be reduced along is left to the plan, which names why."""
+    if experiment.kind != "law" or experiment.direction not in DIRECTIONS:
+        return
+    pack = load_pack(experiment.pack)
+    law = next(law for law in pack.laws if law.name == experiment.law)
+    base, lower = experiment.base, experiment.direction == "lower"
+    for line in experiment.lines:
+        where = f"{experiment.path}: lines[{top['lines'].index(line)}]"
+        try:
+            scaling = parse_scaling(line.theory_scaling, f"{where}.theory_scaling", pack.constants, pack.variables)
+            along = [(term, reduce_term(term.expr, scaling, base, None, pack.constants, f"{where}: {term.name}",
+                                        pack.variables)) for term in law.terms]
+        except InputError:
+            continue  # the plan's prediction names it
+        for term, monomial in along:
+            exponent, log_power = monomial.exponent, monomial.log_power
+            if not (exponent.is_number and log_power.is_number):
+                continue
+            growth = (float(exponent), float(log_power))
+            if (growth > (0.0, 0.0)) if lower else (growth < (0.0, 0.0)):
+                shown = power_text(base, exponent, log_power)
+                raise InputError(
+                    f"{where} ({line.label!r}): term {term.name} of law {law.name} is ~ {shown} along "
+                    f"{str(scaling)!r}, which {'rises' if lower else 'falls'} with {base}; with direction = "
+                    f"{experiment.direction!r} ({experiment.direction} is better) expected every term to "
+                    f"{'fall' if lower else 'rise'} with {base} or stay constant (a "
+                    f"{'negative' if lower else 'positive'} exponent of {base})")
 
 
 def _check_primary(experiment: Experiment, shown: str) -> None:

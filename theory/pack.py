@@ -19,6 +19,7 @@ import sympy as sp
 from recallkit import registry
 from recallkit.theory.errors import InputError
 from recallkit.theory.expr import FUNCTIONS, parse_expression, parse_linear_constraints
+from recallkit.theory.scaling import to_monomial
 from recallkit.theory.schema import (
     REQUIRED, Field, Rule, Section, check_value, converts, list_of, loads_toml, only_when, options, required_when,
     satisfies, table, text, validate,
@@ -477,7 +478,86 @@ def _law_terms(value: Any, at: str, context: Mapping[str, Any]) -> tuple[LawTerm
     terms = tuple(LawTerm(**validate(entry, _LAW_TERM, f"{at}[{index}]", context=context), source=entry["expr"])
                   for index, entry in enumerate(value))
     _unique([term.name for term in terms], at)
+    _check_power_laws(terms, at, context["variables"])
     return terms
+
+
+def _placements(expr: sp.Expr, variables: Mapping[str, sp.Symbol]) -> tuple[set[str], set[str], dict[str, sp.Expr]]:
+    """(the variables ``expr`` uses outside any exponent, those it uses inside one, the first power or ``exp`` each of
+    the latter sits in the exponent of)."""
+    symbols = {symbol: name for name, symbol in variables.items()}
+    outside: set[str] = set()
+    inside: set[str] = set()
+    where_in: dict[str, sp.Expr] = {}
+
+    def walk(node: sp.Expr, in_exponent: bool, power_of: sp.Expr | None) -> None:
+        if node in symbols:
+            (inside if in_exponent else outside).add(symbols[node])
+            if in_exponent:
+                where_in.setdefault(symbols[node], power_of)
+            return
+        if isinstance(node, (sp.Pow, sp.exp)):
+            power_base, power = (node.base, node.exp) if isinstance(node, sp.Pow) else (sp.E, node.args[0])
+            walk(power_base, in_exponent, power_of)
+            walk(power, True, power_of if in_exponent else node)
+            return
+        for arg in node.args:
+            walk(arg, in_exponent, power_of)
+
+    walk(expr, False, None)
+    return outside, inside, where_in
+
+
+def _not_a_product(expr: sp.Expr, variables: Mapping[str, sp.Symbol]) -> sp.Expr | None:
+    """The first sum, Min or Max outside any exponent that holds a variable (a term is a product, not a sum)."""
+    if isinstance(expr, (sp.Pow, sp.exp)):
+        return _not_a_product(expr.as_base_exp()[0] if isinstance(expr, sp.Pow) else sp.Integer(1), variables)
+    if isinstance(expr, (sp.Add, sp.Min, sp.Max)) and expr.free_symbols & set(variables.values()):
+        return expr
+    for arg in expr.args:
+        found = _not_a_product(arg, variables)
+        if found is not None:
+            return found
+    return None
+
+
+_TERM_FORM = "a positive coefficient times powers and logs of the pack's variables, such as 'd**-1' or 'n**(-alpha)'"
+
+
+def _check_power_laws(terms: tuple[LawTerm, ...], at: str, variables: Mapping[str, sp.Symbol]) -> None:
+    """Each term of a law is what docs/adding-a-system.md ("Laws") allows, a power law a fit can recover: a
+    positive coefficient times powers and logs of the pack's variables (``c * v1**e1 * log(v2)**k * ...``). An
+    exponent holds numbers, constants and declared variables that the law uses in exponents only (a law's exponent,
+    such as alpha in ``p**(-alpha)``, which a line sets to a number): a built-in size in an exponent (``2**d``), a
+    variable that is also a power's base (``d**d``) or ``exp`` of a variable (``exp(d)``) is not a power law. One-line
+    InputError naming the term's field otherwise."""
+    placed = [_placements(term.expr, variables) for term in terms]
+    bases = set().union(*(outside for outside, _, _ in placed))
+    for index, (term, (outside, inside, where_in)) in enumerate(zip(terms, placed)):
+        where = f"{at}[{index}].expr"
+        for name in sorted(inside):
+            power = where_in[name]
+            if isinstance(power, sp.exp) or power.as_base_exp()[0] == sp.E:
+                raise InputError(f"{where}: {sp.sstr(power)} is exponential in {name}, not a power law; expected "
+                                 f"{_TERM_FORM}")
+            if name in bases or name in VARIABLES:
+                raise InputError(f"{where}: {name} appears in an exponent ({sp.sstr(power)}); an exponent holds "
+                                 f"numbers, constants and declared variables the law uses in exponents only: expected "
+                                 f"{_TERM_FORM}")
+        mixed = _not_a_product(term.expr, variables)
+        if mixed is not None:
+            parts = ("a sum, not a product; its parts are terms of their own" if isinstance(mixed, sp.Add) else
+                     "a Min or Max, not a product; its parts are terms of their own (combine = 'max' for a maximum)")
+            raise InputError(f"{where}: {sp.sstr(mixed)} is {parts}: expected {_TERM_FORM}")
+        coefficient = term.expr
+        for name in sorted(outside):
+            coefficient = to_monomial(coefficient, name, where, variables).coefficient
+        coefficient = sp.simplify(coefficient)
+        if coefficient.is_zero:
+            raise InputError(f"{where}: {term.source!r} is 0; expected {_TERM_FORM}")
+        if coefficient.is_extended_negative:
+            raise InputError(f"{where}: {term.source!r} has the negative coefficient {sp.sstr(coefficient)}; expected "
+                             f"{_TERM_FORM} (the metric, a sum or maximum of such terms, is fitted on a log scale)")
 
 
 _LAW = Section("[[laws]]", (
@@ -491,7 +571,7 @@ _LAW = Section("[[laws]]", (
 
 
 def _laws(value: list[dict], at: str, context: Mapping[str, Any]) -> tuple[Law, ...]:
-    symbols = {"symbols": _symbols(context["pack"])}
+    symbols = {"symbols": _symbols(context["pack"]), "variables": _symbols(context["pack"], constants=False)}
     laws = tuple(Law(**validate(entry, _LAW, f"{at}[{index}]", context=symbols)) for index, entry in enumerate(value))
     _unique([law.name for law in laws], at)
     return laws

@@ -1,11 +1,13 @@
 """Run config of the associative-memory task (keys ``N``, ``d``, ``m`` for the mlp model)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 from recallkit.empirics.config import (FLOAT_BYTES, MAX_D, MAX_M, MAX_N, allocator_retention_bytes, check_model,
-                                       items_per_chunk, parameter_state_bytes, positive_int, training_passes)
+                                       evaluations, items_per_chunk, parameter_state_bytes, positive_int,
+                                       training_passes)
 from recallkit.theory.errors import InputError
 
 @dataclass(frozen=True)
@@ -86,3 +88,35 @@ class AssocMemoryConfig:
             backward = N * d + 3 * m * d  # output, W2 and the hidden layer, W1
         items = training_passes(trainer_config, self.sizes(), self.n_train)
         return 2 * int(items["forward"] * forward + items["backward"] * backward + items["evaluate"] * forward)
+
+    def work(self, trainer_config) -> dict[str, dict[str, float]]:
+        """What one model's run does, by phase and kind of operation (``empirics.cost`` prices each kind at its
+        measured rate; token retrieval's ``work`` says what each kind counts): the embeddings drawn, Adam's steps
+        (a batch's logits through the cross-entropy, its products, the update of every parameter, the calls of a
+        step: 12 for the linear memory's written-out gradient, 58 through autograd) and the evaluation over all N
+        items. The calls per step are a step's time at the smallest sizes over ``empirics.cost.CALL_SECONDS``."""
+        d, m, N = self.d, self.m or 0, self.N
+        forward = d * d + d * N if self.model == "linear" else 2 * m * d + d * N
+        backward = N * d + d * d if self.model == "linear" else N * d + 3 * m * d
+        items = training_passes(trainer_config, self.sizes(), self.n_train)
+        batch = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
+        steps = trainer_config.steps or trainer_config.epochs * math.ceil(N / batch)
+        passes = math.ceil(steps * batch / N)
+        early = trainer_config.early_stop is not None
+        per_item = 6 * d + 100 if self.model == "linear" else 8 * d + 8 * m + 400
+        train = {"flops": 2 * (items["forward"] * forward + items["backward"] * backward),
+                 "logits": 1.5 * N * items["forward"],
+                 "elements": items["forward"] * per_item + steps * 16 * self.trainable_params,
+                 "calls": steps * ((12 if self.model == "linear" else 58) + (10 if early else 0))}
+        if early and batch < N:  # the accuracy over all N items after every pass
+            train["flops"] += 2 * passes * N * forward
+            train["logits"] += passes * N * N
+            train["elements"] += passes * N * per_item
+        chunks = math.ceil(N / min(items_per_chunk(max(N, m)), N))
+        evaluated = items["evaluate"]
+        evaluate = {"flops": 2 * evaluated * forward, "logits": evaluated * N, "elements": evaluated * per_item,
+                    "calls": evaluations(trainer_config) * (20 * chunks + 30)}
+        initial = d * d if self.model == "linear" else 2 * m * d
+        data = {"draws": 2 * N * d + initial + (5 * N * passes if batch < N else 0),
+                "elements": 9 * N * d, "calls": 50}
+        return {"data": data, "train": train, "evaluate": evaluate}

@@ -1,11 +1,12 @@
 """Run config of the fact-bijections task (keys ``N`` subjects = attributes, ``R`` relations, ``d``, ``m`` [4*d])."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 from recallkit.empirics.config import (FLOAT_BYTES, MAX_D, MAX_M, MAX_N, MAX_R, allocator_retention_bytes,
-                                       check_model, items_per_chunk, parameter_state_bytes, positive_int,
+                                       check_model, evaluations, items_per_chunk, parameter_state_bytes, positive_int,
                                        training_passes)
 
 @dataclass(frozen=True)
@@ -72,3 +73,36 @@ class FactBijectionsConfig:
         backward = 2 * N * d + 4 * m * d
         items = training_passes(trainer_config, self.sizes(), self.n_train)
         return 2 * int(items["forward"] * forward + items["backward"] * backward + items["evaluate"] * forward)
+
+    def work(self, trainer_config) -> dict[str, dict[str, float]]:
+        """What one model's run does, by phase and kind of operation (``empirics.cost`` prices each kind at its
+        measured rate; token retrieval's ``work`` says what each kind counts): the bijections and tables drawn,
+        Adam's steps over the N*R facts (the logits through the cross-entropy, the products, the gathers and the
+        embedding gradients, the update of every parameter, the calls of a step) and the evaluation over every
+        fact. The calls per step are a step's time at the smallest sizes over ``empirics.cost.CALL_SECONDS``."""
+        d, m, N, R = self.d, self.m, self.N, self.R
+        n = self.n_train
+        forward, backward = 2 * m * d + d * N, 2 * N * d + 4 * m * d
+        items = training_passes(trainer_config, self.sizes(), n)
+        batch = trainer_config.resolved_batch_size(self.sizes(), n)
+        steps = trainer_config.steps or trainer_config.epochs * math.ceil(n / batch)
+        passes = math.ceil(steps * batch / n)
+        early = trainer_config.early_stop is not None
+        per_item = 8 * d + 4 * m + 400
+        tables = (self.learned_entity_tables + 1) * N * d + R * d  # gradients of the gathered tables, zero-filled
+        train = {"flops": 2 * (items["forward"] * forward + items["backward"] * backward),
+                 "logits": 1.5 * N * items["forward"],
+                 "elements": 2 * items["forward"] * per_item + steps * (16 * self.trainable_params + tables),
+                 "calls": steps * ({"learned": 90, "frozen-subjects": 80, "frozen": 75}[self.model]
+                                   + (10 if early else 0))}
+        if early and batch < n:  # the accuracy over every fact after every pass
+            train["flops"] += 2 * passes * n * forward
+            train["logits"] += passes * n * N
+            train["elements"] += passes * n * per_item
+        chunks = math.ceil(n / min(n, items_per_chunk(max(N, m))))
+        evaluated = items["evaluate"]
+        evaluate = {"flops": 2 * evaluated * forward, "logits": evaluated * N, "elements": evaluated * per_item,
+                    "calls": evaluations(trainer_config) * (20 * chunks + 30)}
+        data = {"draws": 5 * R * N + 2 * N * d + R * d + 2 * m * d + (5 * n * passes if batch < n else 0),
+                "elements": 8 * N * d + 4 * n, "calls": 50 + 5 * R}
+        return {"data": data, "train": train, "evaluate": evaluate}

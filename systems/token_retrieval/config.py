@@ -14,6 +14,7 @@ out of the canonical dict while ``none``, like ``mlp_input``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -274,3 +275,78 @@ class TokenRetrievalConfig:
         items["evaluate"] += self.n_eval * evaluations(trainer_config)
         per_item = self._flops_per_item(trainer_config)
         return 2 * (sum(int(items[k] * per_item[k]) for k in items) + self._readout_flops(trainer_config))
+
+    def work(self, trainer_config) -> dict[str, dict[str, float]]:
+        """What one model's run does, by phase and kind of operation (``empirics.cost`` prices each kind at its
+        measured rate): ``data``, the instance and the samples drawn; ``train``, the trainer's passes and steps;
+        ``evaluate``, every evaluation (the training items and the ``n_eval`` fresh samples). ``flops`` are
+        :meth:`train_flops`' (plus the dense mass's products where V <= 2L); ``logits`` one per label of an item
+        in a pass with a softmax (a training cross-entropy's backward half again); ``elements`` the attention's
+        work over the L positions, the d- and m-wide vectors and a fixed part per item (the [items]-sized and
+        row-wise operations), what every chunk of a pass reads whole (the scores of the V embeddings, the MLP's
+        layers; the matrix-vector products of W_KQ's gradient), and Adam's update of every parameter; ``calls``
+        per chunk of a pass and per step. The counts were read off timings of each pass on one CPU thread
+        (benchmarks/price_check.py checks them against whole runs)."""
+        V, L, d, m, N, w = self.V, self.L, self.d, self.m or 0, self.N, self.width
+        per_item = self._flops_per_item(trainer_config)
+        items = training_passes(trainer_config, self.sizes(), self.n_train)
+        evaluated = items.pop("evaluate") + self.n_eval * evaluations(trainer_config)
+        mass = 2 * V if self.dense_mass else 0  # the [items, V] mass: filled with zeros, then scattered into
+        forward = 12 * L + mass + 10 * d + 5 * m + 400  # elements per item of a pass through the model
+        elements = {"forward": forward, "backward": forward + 5 * d + 5 * m, "value_at_zero": forward,
+                    "backward_value": 5 * d + 5 * m + 100, "backward_attention": forward}
+        logits = {"forward": V, "backward": 0.5 * V, "value_at_zero": 0, "backward_value": 0.5 * V,
+                  "backward_attention": 0.5 * V}
+        attention_passes = ("forward", "value_at_zero", "backward", "backward_attention")
+        train = {"flops": sum(2 * items[k] * (per_item[k] + (V * d if k in attention_passes and self.dense_mass else 0))
+                              for k in items),
+                 "logits": sum(items[k] * logits[k] for k in items),
+                 "elements": sum(items[k] * elements[k] for k in items)}
+        # read whole by every chunk of a pass: the V embeddings' scores (a matrix-vector product, computed for a
+        # batch of two: empirics' per_model_matvec), the MLP's layers (a product of a few items with m x d weights)
+        # or the read-out; with W_KQ's gradient also its backward (a transposed product, slower) and outer products
+        constant = 5 * V * d + (6 * m * d if m else V * d)
+        with_grad = constant + 26 * V * d + 21 * d * d + 6 * m * d
+        value_grad = 8 * m * d if m else 3 * V * d
+        readouts = 2 * self._readout_flops(trainer_config)  # three steps' (3 of 4) and each evaluation's (V d^2 each)
+        evaluation_readouts = 2 * evaluations(trainer_config) * V * d * d if not m else 0
+        eval_chunks = math.ceil(N / self.eval_chunk) + math.ceil(self.n_eval / self.eval_chunk)
+        evaluate = {"flops": evaluated * 2 * (per_item["evaluate"] + (V * d if self.dense_mass else 0))
+                    + evaluation_readouts,
+                    "logits": evaluated * V, "elements": evaluated * forward + evaluations(trainer_config) * (
+                        eval_chunks * constant), "calls": evaluations(trainer_config) * (30 * eval_chunks + 50)}
+        train["flops"] += readouts - evaluation_readouts
+        if isinstance(trainer_config, ThreeStepConfig):
+            chunks = math.ceil(N / self.train_chunk)
+            passes_without_grad = 2 + (self.centring == "labels")  # step 1, step 3's features (and the centring's)
+            # and the steps themselves, a few dozen operations on parameter-sized tensors (freshly allocated ones of
+            # the value matrix at m x d cost up to ten elements' time an element: their pages are touched first)
+            train["elements"] += chunks * (passes_without_grad * constant + with_grad + value_grad) + 160 * (
+                d * w + d * d)
+            train["calls"] = (3 + passes_without_grad) * 60 * chunks + 300
+            if isinstance(trainer_config, TwoStepThenFitConfig):  # full-batch Adam on V, every step a pass over N
+                fit = trainer_config.fit_steps
+                train["flops"] += fit * 2 * N * (per_item["forward"] + per_item["backward_value"])
+                train["logits"] += fit * N * 1.5 * V
+                train["elements"] += fit * (N * (forward + elements["backward_value"])
+                                            + chunks * (constant + value_grad) + 16 * d * w)
+                train["calls"] += fit * (40 * chunks + 30)
+            shuffles = 0
+        else:
+            batch = trainer_config.resolved_batch_size(self.sizes(), self.n_train)
+            steps = (trainer_config.steps if trainer_config.steps is not None
+                     else trainer_config.epochs * math.ceil(N / batch))
+            early = getattr(trainer_config, "early_stop", None) is not None
+            # each step one pass with W_KQ's gradient and the value matrix's, and Adam's update element by element
+            train["elements"] += steps * (with_grad + value_grad + 16 * self.trainable_params)
+            train["calls"] = steps * (110 + (18 if m else 0) + (15 if early else 0))
+            passes = math.ceil(steps * batch / N)
+            shuffles = 5 * N * passes if batch < N else 0  # a randperm element takes 5 draws' time
+            if early and batch < N:  # the training accuracy after every pass, over all N items
+                train["flops"] += passes * N * 2 * per_item["evaluate"]
+                train["logits"] += passes * N * V
+                train["elements"] += passes * (N * forward + math.ceil(N / self.eval_chunk) * constant)
+        drawn = (N + self.n_eval) * (L + 1)  # tokens and the informative position of every sample
+        data = {"draws": 2 * V * d + 2 * d + 5 * V + m * d + drawn + shuffles,
+                "elements": 6 * V * d + 4 * drawn, "calls": 100}
+        return {"data": data, "train": train, "evaluate": evaluate}
