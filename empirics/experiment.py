@@ -1460,7 +1460,7 @@ def max_runs_allowed(max_runs: int | None = None) -> int:
     raw = os.environ.get("RECALLKIT_MAX_RUNS", "")
     if not raw:
         return DEFAULT_MAX_RUNS
-    if not raw.isdigit() or int(raw) < 1:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
         raise InputError(f"RECALLKIT_MAX_RUNS / --max-runs: expected a positive integer, got {raw!r}")
     return int(raw)
 
