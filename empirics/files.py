@@ -174,9 +174,11 @@ def write_atomic(path: Path | str, data: bytes | str, mode: int = 0o644) -> None
 
 
 def check_writable(folder: Path | str, what: str = "--out") -> Path:
-    """Make ``folder`` (and its parents) and prove a file can be written there; OutputError naming ``what`` and
-    the folder otherwise. Run before any costly work, so that no result is computed only to be lost."""
+    """Prove a file can be written in ``folder`` (making it and its parents for the test, and removing what the test
+    made); OutputError naming ``what`` and the folder otherwise. Run before any costly work, so that no result is
+    computed only to be lost."""
     target = Path(folder)
+    created = [p for p in (target, *target.parents) if not os.path.lexists(p)]  # what the check makes, removed after
     try:
         target.mkdir(parents=True, exist_ok=True)
         if not target.is_dir():
@@ -186,4 +188,8 @@ def check_writable(folder: Path | str, what: str = "--out") -> Path:
         os.unlink(tmp)
     except OSError as exc:
         raise OutputError(f"{what} {target}: cannot write there: {_reason(exc)}") from None
+    finally:
+        for made in created:  # deepest first: a command that then fails on its input leaves no empty folder
+            with contextlib.suppress(OSError):
+                os.rmdir(made)
     return target

@@ -17,6 +17,7 @@ PROVENANCE = """
 import json, sys
 from pathlib import Path
 {before}
+from recallkit.empirics.cache import Cache
 from recallkit.pipeline import _provenance
 from recallkit.report_settings import ReportSettings
 found = _provenance(ReportSettings(experiments=[], device={device!r}), [], {caches})
@@ -26,7 +27,7 @@ print(json.dumps({{"provenance": found, "torch": "torch" in sys.modules}}))
 
 
 def _provenance(caches, before="", device=None, **env):
-    code = PROVENANCE.format(before=before, device=device, caches=f"Path({str(caches)!r})" if caches else None)
+    code = PROVENANCE.format(before=before, device=device, caches=f"Cache(Path({str(caches)!r}), b'a test secret')" if caches else None)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "SOURCE_DATE_EPOCH": "1764493200", **env})
     assert done.returncode == 0, done.stderr[-2000:]
