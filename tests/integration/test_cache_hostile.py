@@ -147,6 +147,7 @@ def test_garbage_pages_and_joined_pdf_under_rehashed_entries_give_the_same_repor
     assert pdf.read_bytes() == (clean / "out" / "recallkit-report.pdf").read_bytes()
 
 
+@pytest.mark.slow  # a report of its own; the default run keeps the cache's own tamper cases
 def test_garbage_pages_in_the_previous_report_folder_are_drawn_again(clean, attacked):
     out = attacked / "out"
     shutil.copytree(clean / "out", out)
@@ -166,6 +167,7 @@ def test_garbage_pages_in_the_previous_report_folder_are_drawn_again(clean, atta
     assert all((out / "figures" / f"{stem}.pdf").read_bytes().startswith(b"%PDF") for stem in listing["pages"])
 
 
+@pytest.mark.slow  # a report of its own; the default run keeps the cache's own tamper cases
 def test_a_cache_made_under_another_secret_works_and_recomputes(clean, attacked):
     done = report(attacked, "out", attacked / "cache", attacked / "another-key")
     assert done.returncode == 0, done.stderr[-3000:]

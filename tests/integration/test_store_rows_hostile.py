@@ -4,7 +4,8 @@ insert, and ``--store`` (or ``RECALLKIT_STORE``) naming a FIFO or a link to /dev
 with one warning line naming its rowid, a value read as null, or a one-line error; never a traceback, never a
 hang.
 
-Every test works on a copy of the committed small store (tests/fixtures/small_store); nothing is trained except
+Every test works on a copy of the committed small store (tests/fixtures/small_store); the second case of each kind runs with -m slow (each is a
+fit of 972 stored runs: the default run keeps one of a kind); nothing is trained except
 where a sweep has to try a write."""
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def _check_left_out(result: subprocess.CompletedProcess, elapsed: float, rowid: 
 
 
 # ---------------------------------------------------------------------------------------------- 1. deep JSON
-@pytest.mark.parametrize("column", ["metrics_json", "config_json"])
+@pytest.mark.parametrize("column", ["metrics_json", pytest.param("config_json", marks=pytest.mark.slow)])
 def test_fit_leaves_out_a_row_nested_100000_deep(store, column):
     rowid, config_hash = _boundary_row(store)
     _edit(store, rowid, column, "[" * DEEP + "]" * DEEP)
@@ -147,7 +148,7 @@ def test_results_csv_leaves_out_a_row_nested_100000_deep(store):
 
 
 # ---------------------------------------------------------------------------------------------- 2. NaN, infinities
-@pytest.mark.parametrize("text", ["NaN", "Infinity"])
+@pytest.mark.parametrize("text", ["NaN", pytest.param("Infinity", marks=pytest.mark.slow)])
 def test_a_non_finite_accuracy_is_no_measurement(store, text):
     rowid, config_hash = _boundary_row(store)
     _edit_metric(store, rowid, "accuracy", text)
@@ -214,7 +215,7 @@ def test_a_trigger_that_aborts_every_insert_is_one_line_and_keeps_the_rows(store
 
 
 # ---------------------------------------------------------------------------------------------- 4. the store file
-@pytest.mark.parametrize("command", ["results", "sweep"])
+@pytest.mark.parametrize("command", ["results", pytest.param("sweep", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
 def test_a_store_that_is_a_fifo_or_a_device_is_refused_unopened(tmp_path, kind, command):
     """Refused before anything opens it (it used to be read as "no results store here", or written to until SQLite
@@ -242,7 +243,7 @@ def test_a_store_that_is_a_fifo_or_a_device_is_refused_unopened(tmp_path, kind, 
 # ---------------------------------------------------------------------------------------------- 5. typed columns
 @pytest.mark.parametrize("column, value, why", [
     ("seed", "abc", "seed: expected an integer, got 'abc'"),
-    ("accuracy", "high", "accuracy: expected a number, got 'high'"),
+    pytest.param("accuracy", "high", "accuracy: expected a number, got 'high'", marks=pytest.mark.slow),
     ("metrics_json", '{"accuracy": 1.0, "param_count": "121"}', "metrics_json: param_count: expected a number"),
 ])  # a config_json or metrics_json that is not a JSON object: test_store_hostile.py
 def test_fit_leaves_out_a_row_of_the_wrong_types(store, column, value, why):
