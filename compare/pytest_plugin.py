@@ -24,6 +24,12 @@ Comparative claims (an experiment's ``[[claims]]``, ``compare.claims``) the same
 ids, or None for all; also ``preset``, ``store``, ``alpha``) and the fixture ``recallkit_claim`` with the signature
 of :func:`recallkit.assert_claim`; a claim whose verdict is not expected fails with its reason.
 
+A system plug-in's own tests check it against recallkit's hooks (:func:`recallkit.check_system`) with the fixture
+``recallkit_check_system``::
+
+    def test_my_system_plugs_in(recallkit_check_system):
+        recallkit_check_system("my_package")
+
 Options: ``--recallkit-store PATH`` (default: $RECALLKIT_STORE, else results/recallkit.db),
 ``--recallkit-preset NAME`` (overrides the marker's preset). The experiment is a shipped experiment's
 name (from any directory) or a path, looked up from the current directory, then from pytest's rootdir.
@@ -42,6 +48,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+
+from recallkit.plugin_check import check_system  # pluggy and the registry only: light
 
 _MARKER_KEYWORDS = {"expect", "preset", "threshold", "store", "delta", "alpha", "predicted", "evidence"}
 _CLAIM_KEYWORDS = {"claim", "expect", "preset", "store", "alpha"}
@@ -129,6 +137,13 @@ def recallkit_scaling(request: pytest.FixtureRequest) -> Callable[..., Any]:
     run + fit + assert the scaling law (:func:`recallkit.assert_scaling`), returning
     :class:`compare.assertions.ExperimentFits`."""
     return _checker(request.config)
+
+
+@pytest.fixture
+def recallkit_check_system() -> Callable[[Any], list[str]]:
+    """``recallkit_check_system(package_or_plugin)``: check a system plug-in against recallkit's hooks
+    (:func:`recallkit.check_system`); fails the test with one line naming the hook and the fault."""
+    return check_system
 
 
 @pytest.fixture

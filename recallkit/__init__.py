@@ -18,7 +18,8 @@ pin_math_library()
 
 from recallkit.empirics.provenance import code_version  # noqa: E402  (after __version__, which it reads)
 
-__all__ = ["__version__", "assert_claim", "assert_scaling", "code_version", "sweep_and_fit", "results", "fits"]
+__all__ = ["__version__", "assert_claim", "assert_scaling", "check_system", "code_version", "sweep_and_fit", "results",
+           "fits"]
 
 
 def __getattr__(name: str):
@@ -29,4 +30,8 @@ def __getattr__(name: str):
         from recallkit import assertions, frames  # the fits and the search: scipy.stats and sympy, about 1.5 s
 
         return getattr(frames if name in ("results", "fits") else assertions, name)
+    if name == "check_system":  # a plug-in's check (recallkit.plugin_check): pluggy, light, but not needed at import
+        import importlib
+
+        return importlib.import_module("recallkit.plugin_check").check_system
     raise AttributeError(f"module 'recallkit' has no attribute {name!r}")

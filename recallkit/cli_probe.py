@@ -1,5 +1,5 @@
 """CLI: ``recallkit probe SYSTEM`` - each theorem term's measured exponents against the pack's, for a system
-that registers term probes (``System.probe``)."""
+that implements the term-probe hooks (``recallkit_probe`` and ``recallkit_probe_table``, recallkit.hookspecs)."""
 from __future__ import annotations
 
 import sys
@@ -90,6 +90,7 @@ def _probe_functions(probe: str):
         chosen = with_probes
     if not chosen:
         raise InputError(f"probe: {probe!r}: expected a system with term probes ({names}) or a probe TOML file")
-    run_probe = registry.load_object(chosen[0].probe)
-    module = registry.load_object(chosen[0].probe.partition(":")[0])
-    return run_probe, module.format_table
+    if not chosen[0].probe_table:
+        raise InputError(f"probe: system {chosen[0].name} implements recallkit_probe but not recallkit_probe_table, "
+                         f"which prints its document")
+    return registry.load_object(chosen[0].probe), registry.load_object(chosen[0].probe_table)

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Mapping, Optional
 
 import typer
 
+from recallkit import registry
 from recallkit.cli_sweep import MAX_PROCESSES, MAX_THREADS
 from recallkit.empirics import cost
 from recallkit.empirics.overrides import SET_HELP, parse_settings
@@ -13,7 +14,13 @@ from recallkit.fail_on import fail_on_verdicts, required_evidence
 from recallkit.report_settings import ReportSettings
 from recallkit.theory.errors import InputError
 
-__all__ = ["register", "report"]
+__all__ = ["parse_system_options", "PROBES_OPTION", "register", "report"]
+
+# --probes/--no-probes: the shorthand, kept from before report options were the systems' own
+PROBES_OPTION = ("token_retrieval", "probes")
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+OPTION_HELP = ("A system's own report option, SYSTEM.NAME=VALUE (repeatable), e.g. token_retrieval.probes=false; "
+               "each system lists its options in docs/adding-a-system.md.")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,7 +43,8 @@ def report(
     threads: int = typer.Option(1, "--threads", min=1, max=MAX_THREADS, help="torch threads per process (1 is fastest for these small models on a shared CPU)."),
     set_fields: Optional[List[str]] = typer.Option(None, "--set", help=SET_HELP + "; a system's runner experiment runs "
                                                                                "as written"),
-    probes: Optional[bool] = typer.Option(None, "--probes/--no-probes", help="Include the systems' diagnostics (token retrieval's term probes and gradient-access check, when the report has a token-retrieval experiment). Default: in the main job (no experiment named), not in a report of named experiments."),
+    options: Optional[List[str]] = typer.Option(None, "--option", help=OPTION_HELP),
+    probes: Optional[bool] = typer.Option(None, "--probes/--no-probes", help="Shorthand for --option token_retrieval.probes=true/false: token retrieval's term probes and gradient-access check, when the report has a token-retrieval experiment. Default: in the main job (no experiment named), not in a report of named experiments."),
     png: bool = typer.Option(False, "--png", help="Also write each page as PNG under figures/ (PDF only by default)."),
     jobs: Optional[int] = typer.Option(
         None, "--jobs", min=1, max=MAX_PROCESSES, help="Processes drawing the pages (default: one per core this process may use, none for a few pages)."),
@@ -67,14 +75,65 @@ def report(
     wanted = fail_on_verdicts(fail_on)
     required = required_evidence(require)
     fields = parse_settings(set_fields)
-    if probes is None:  # a report of named experiments runs those; the main job adds the diagnostics
-        probes = not experiments
+    system_options = parse_system_options(options, probes)
     settings = ReportSettings(experiments=[Path(e) for e in (experiments or [])], out_dir=out, preset=preset,
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
-                              device=device, threads=threads, probes=probes, png=png, jobs=jobs, redraw=redraw, workers=workers,
-                              settings=fields)
+                              device=device, threads=threads, png=png, jobs=jobs, redraw=redraw, workers=workers,
+                              settings=fields, system_options=system_options)
     from recallkit.cli_report_run import run  # the whole pipeline: matplotlib, scipy and sympy, about 1.5 s
 
     run(settings, experiments or [], limit=limit, wanted=wanted, required=required)
 
 
+
+
+def parse_system_options(given: Optional[List[str]], probes: Optional[bool] = None) -> dict[str, dict[str, Any]]:
+    """``--option SYSTEM.NAME=VALUE`` values (and the ``--probes/--no-probes`` shorthand) as
+    ``ReportSettings.system_options``, each checked against the options its system declares: one InputError line
+    naming the flag and what it expects otherwise. An option given twice keeps its last value."""
+    try:
+        declared = registry.report_options()
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
+    found: dict[str, dict[str, Any]] = {}
+    for text in given or ():
+        system, name, value = _parsed_option(text, declared)
+        found.setdefault(system, {})[name] = value
+    if probes is not None:
+        system, name = PROBES_OPTION
+        if name in found.get(system, {}) and found[system][name] is not probes:
+            raise InputError(f"--{'' if probes else 'no-'}probes: it sets --option {system}.{name}="
+                             f"{str(probes).lower()}, which --option gives the other value; give one of them")
+        if name not in declared.get(system, {}):
+            raise InputError(f"--{'' if probes else 'no-'}probes: expected a registered {system} system, which "
+                             f"declares the report option {name}")
+        found.setdefault(system, {})[name] = probes
+    # sorted, so that the same options give the same settings (the report's step cache is keyed by them)
+    return {system: dict(sorted(values.items())) for system, values in sorted(found.items())}
+
+
+def _parsed_option(text: str, declared: Mapping[str, Mapping[str, registry.ReportOption]]) -> tuple[str, str, Any]:
+    key, equals, raw = text.partition("=")
+    system, dot, name = key.strip().partition(".")
+    if not equals or not dot or not system or not name:
+        raise InputError(f"--option: expected SYSTEM.NAME=VALUE (e.g. token_retrieval.probes=false), got {text!r}")
+    if system not in declared:
+        raise InputError(f"--option {key}: expected a system with report options "
+                         f"({', '.join(declared) or 'none is registered'}), got {system!r}")
+    options = declared[system]
+    if name not in options:
+        raise InputError(f"--option {key}: expected one of {system}'s report options ({', '.join(options)}), "
+                         f"got {name!r}")
+    return system, name, _option_value(key, raw.strip(), options[name].type)
+
+
+def _option_value(key: str, raw: str, kind: type) -> Any:
+    if kind is bool:
+        if raw.lower() in _TRUE + _FALSE:
+            return raw.lower() in _TRUE
+        raise InputError(f"--option {key}: expected true or false, got {raw!r}")
+    try:
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise InputError(f"--option {key}: expected {'an' if kind is int else 'a'} "
+                         f"{getattr(kind, '__name__', kind)}, got {raw!r}") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Mapping, TextIO
 
 __all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext"]
 
@@ -23,7 +23,6 @@ class ReportSettings:
     dask_local: int | None = None
     device: str | None = None
     threads: int | None = 1
-    probes: bool = True
     png: bool = False  # also each page as PNG under figures/
     jobs: int | None = None  # processes drawing pages (None: one per free core)
     workers: int | None = None  # local executor: processes training (None: one per usable core)
@@ -36,6 +35,13 @@ class ReportSettings:
     packs: tuple[str, ...] = ()
     # fields of the named search experiments changed for this report (--set, recallkit.empirics.overrides)
     settings: tuple[tuple[str, Any], ...] = ()
+    # the systems' own report options given for this report (--option SYSTEM.NAME=VALUE, recallkit.registry's
+    # report_options): system name -> option name -> value; an option not given is absent (its system's default)
+    system_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def option(self, system: str, name: str, default: Any = None) -> Any:
+        """The report option ``system.name`` as given for this report, else ``default``."""
+        return (self.system_options.get(system) or {}).get(name, default)
 
 
 @dataclass

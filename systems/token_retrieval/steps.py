@@ -8,6 +8,7 @@ from typing import Any
 from recallkit.empirics.config import store_key
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore
+from recallkit.systems.token_retrieval import probes_wanted
 from recallkit.systems.token_retrieval.gradient_access import check
 from recallkit.systems.token_retrieval.judge import DEFAULT_PACK, probe_grid_packs, run_probe
 from recallkit.theory.errors import RecallkitError
@@ -23,8 +24,9 @@ def probe_pack(packs: tuple[str, ...]) -> str:
 def term_probe_entry(context: Any) -> dict | None:
     """The term-probe summary entry (kind ``probes``), reusing probe rows from the store: the probe grid of the pack
     the report's experiments test (a report of Fig 2 alone, given --probes, probes the attention-only terms), at the
-    report's preset."""
-    if not context.settings.probes:
+    report's preset. The registry runs it where the system's ``diagnostics_apply`` says so; the check here keeps a
+    direct call to the option too."""
+    if not probes_wanted(context.settings):
         return None
     pack = probe_pack(context.settings.packs)
     try:
@@ -47,8 +49,8 @@ GRADIENT_ACCESS_CHECK: dict[str, Any] = dict(V_values=(32, 64, 128))
 def gradient_access_entry(context: Any) -> dict | None:
     """The gradient-access lower bound's numerical check (kind ``gradient_access``, DERIVATION.md §7.4): the d each
     decoder of the noisy first gradient needs against the bound's d. A check of the theory like the term probes, so
-    ``--no-probes`` leaves it out too."""
-    if not context.settings.probes:
+    ``--no-probes`` (``--option token_retrieval.probes=false``) leaves it out too."""
+    if not probes_wanted(context.settings):
         return None
     name = "token_retrieval_gradient_access"
     # one store row keyed by the check's settings, as the geometric runners' results are: a report reuses it

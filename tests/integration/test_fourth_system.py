@@ -27,16 +27,22 @@ SHIPPED = ["assoc_memory", "token_retrieval", "geometric_recall"]
 INIT = '''
 from pathlib import Path
 
-from recallkit.registry import PageKind, System
+from recallkit.registry import PageKind, SystemInfo, hookimpl
 
-SYSTEM = System(
-    name="toy",
-    title="Toy system: a fourth system from outside recallkit",
-    root=Path(__file__).parent,
-    runners={"toy": "toy_system.steps:toy_entry"},
-    page_kinds=(PageKind("toy", pages="toy_system.pages:toy_pages", rows="toy_system.pages:toy_rows",
-                         compared="toy check"),),
-)
+
+@hookimpl
+def recallkit_system():
+    return SystemInfo(name="toy", title="Toy system: a fourth system from outside recallkit", root=Path(__file__).parent)
+
+
+@hookimpl
+def recallkit_runners():
+    return {"toy": "toy_system.steps:toy_entry"}
+
+
+@hookimpl
+def recallkit_page_kinds():
+    return (PageKind("toy", pages="toy_system.pages:toy_pages", rows="toy_system.pages:toy_rows", compared="toy check"),)
 '''
 
 STEPS = '''
@@ -111,7 +117,7 @@ def _env(root: Path) -> dict[str, str]:
 @pytest.fixture
 def toy(tmp_path: Path) -> Path:
     _toy_package(tmp_path)
-    _dist_info(tmp_path, "toy_system:SYSTEM")
+    _dist_info(tmp_path, "toy_system")
     return tmp_path
 
 
@@ -121,7 +127,8 @@ def test_entry_point_system_is_registered_after_the_shipped_ones(toy):
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     names = ast.literal_eval(result.stdout.strip())
-    # the shipped ones first, then the entry points' (an installed example package may be among them)
+    # the shipped ones first (recallkit's run order), then the others by name (an installed example package may be
+    # among them, before "toy")
     assert names[:len(SHIPPED)] == SHIPPED and names[-1] == "toy" and names.count("toy") == 1
 
 

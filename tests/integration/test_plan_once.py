@@ -70,7 +70,7 @@ def tiny(tmp_path):
 def _report(root: Path, path: Path, out: str) -> tuple[dict, tuple[int, int]]:
     """The report's summary and its (reused, computed) run counts."""
     log = io.StringIO()
-    settings = ReportSettings(experiments=[path], out_dir=root / out, store=root / "store.db", probes=False,
+    settings = ReportSettings(experiments=[path], out_dir=root / out, store=root / "store.db", system_options={"token_retrieval": {"probes": False}},
                               workers=1, jobs=1, log=log)
     run_report(settings)
     counts = re.search(r"tiny_curve: reused (\d+) / computed (\d+)", log.getvalue())

@@ -187,6 +187,14 @@ def test_the_guides_package_follows_the_layering_rules_with_its_own_test(guide):
     assert result.returncode == 0 and "layering ok" in result.stdout, result.stderr[-3000:]
 
 
+def test_the_guides_package_passes_the_check_its_own_test_runs(guide):
+    """The page's plug-in test (recallkit.testing.check_system, and the pytest fixture) on the page's package."""
+    (block,) = [b for b in guide["blocks"] if b.path == "tests/test_plugin.py"]
+    (guide["work"] / "test_plugin.py").write_text(block.text, encoding="utf-8")
+    result = run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_plugin.py"], guide, timeout=300)
+    assert result.returncode == 0 and "2 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+
+
 def test_the_guides_pack_is_found_by_name(guide):
     """`recallkit theory show perm_memory` from any folder: the registered system's pack (the page's other packs are
     files its theory commands below read)."""
@@ -257,7 +265,7 @@ def test_the_guides_law_experiment_is_predicted_as_the_guide_prints(tmp_path, mo
 
     added = "rf_ridge" not in [system.name for system in registry.systems()]  # else installed (an entry point)
     if added:
-        registry.register(recallkit_rf_ridge.SYSTEM)
+        registry.register(recallkit_rf_ridge)
     try:
         (block,) = [b for b in guide_blocks() if b.path and b.path.endswith("/rf_ridge_width.toml")]
         (tmp_path / "rf_ridge_width.toml").write_text(block.text, encoding="utf-8")
@@ -268,6 +276,6 @@ def test_the_guides_law_experiment_is_predicted_as_the_guide_prints(tmp_path, mo
     (printed,) = [c for c in console_commands(guide_blocks()) if c[1].startswith("recallkit fit rf_ridge_width")]
     tested = re.search(r"(-?\d+\.\d+) \+- (\d+(?:\.\d+)?)", "\n".join(printed[2]))
     prediction = planned.predictions["n = 2 p^2"]
-    assert planned.experiment.metric == "test_error" and "test_error" in recallkit_rf_ridge.SYSTEM.tasks[0].run_metrics
+    assert planned.experiment.metric == "test_error" and "test_error" in recallkit_rf_ridge.recallkit_tasks()[0].run_metrics
     assert (prediction["slope"], prediction["exponent_float"]) == (float(tested.group(1)), -1.5)
     assert planned.experiment.verdict["delta"] == float(tested.group(2))

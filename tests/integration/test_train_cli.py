@@ -119,7 +119,7 @@ def test_train_prints_a_tasks_own_metrics_beside_the_built_in_ones(monkeypatch):
 
     added = "rf_ridge" not in [system.name for system in registry.systems()]
     if added:
-        registry.register(recallkit_rf_ridge.SYSTEM)
+        registry.register(recallkit_rf_ridge)
     try:
         done = CliRunner().invoke(app, ["train", "rf_ridge", "--model", "random_features", "--trainer", "ridge",
                                         "--set", "p=32", "--set", "n=64", "--set", "ridge=1e-6"])

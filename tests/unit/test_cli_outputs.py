@@ -33,7 +33,7 @@ def test_a_report_of_named_experiments_runs_only_those_unless_probes_are_asked_f
     from recallkit.cli import app
 
     seen = []
-    monkeypatch.setattr(report_run, "run", lambda settings, experiments, **kw: seen.append(settings.probes))
+    monkeypatch.setattr(report_run, "run", lambda settings, experiments, **kw: seen.append(settings.option("token_retrieval", "probes", not settings.experiments)))
     for args, probes in ((["report", "tr_fig2_attention_only", "assoc_memory_linear"], False),
                          (["report"], True),
                          (["report", "tr_fig2_attention_only", "--probes"], True),

@@ -63,7 +63,7 @@ def test_system_files_obey_the_stage_their_role_names(system, path):
 def test_a_plugin_package_is_checked_on_its_own_folder(tmp_path):
     package = tmp_path / "my_plugin"
     package.mkdir()
-    (package / "__init__.py").write_text("from recallkit.registry import System\n")
+    (package / "__init__.py").write_text("from recallkit.registry import hookimpl\n")
     (package / "task.py").write_text("import torch\nfrom recallkit.empirics.tasks import generator\n")
     (package / "pages.py").write_text("from recallkit.reports import figures\nfrom my_plugin import task\n")
     assert check_system(package, "my_plugin") == []

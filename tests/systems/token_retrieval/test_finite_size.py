@@ -10,7 +10,10 @@ from recallkit.systems.token_retrieval.judge import finite_normalisers, finite_s
 
 
 def test_the_hook_is_registered_and_inverts_the_measured_attention():
-    assert registry.system_of_pack("token_retrieval_rank2").finite_size.endswith("judge:finite_size_factor")
+    hook = registry.system_of_pack("token_retrieval_rank2").finite_size
+    assert hook == "recallkit.systems.token_retrieval:recallkit_finite_size"  # the plug-in's hook, over the judge's
+    assert registry.load_object(hook)("token_retrieval_attn", "signal", {"L": 16}, {"attention_mass": 0.2}) == \
+        pytest.approx(finite_size_factor("token_retrieval_attn", "signal", {"L": 16}, {"attention_mass": 0.2}))
     kappa, source = step_two_gap(16, {"attention_mass": math.e / (math.e + 15)})
     assert kappa == pytest.approx(1.0) and source == "measured attention mass"
     assert step_two_gap(16, {"config": {"kappa": 2.0}})[0] == 2.0

@@ -112,7 +112,7 @@ def test_the_report_step_writes_the_check_and_its_page_and_rows(monkeypatch, tmp
 
     # the step's check, shrunk to the tiny instance (the real one runs V = 32, 64, 128 on both lines)
     monkeypatch.setattr(steps, "GRADIENT_ACCESS_CHECK", dict(V_values=(32,), **TINY))
-    context = SimpleNamespace(settings=SimpleNamespace(probes=True), log=io.StringIO(), store_path=str(tmp_path / "s.db"))
+    context = SimpleNamespace(settings=SimpleNamespace(experiments=[], system_options={}), log=io.StringIO(), store_path=str(tmp_path / "s.db"))
     entry = steps.gradient_access_entry(context)
     assert entry["kind"] == "gradient_access" and entry["check"]["holds"] is True
     # stored like a trained model: a second report reuses it (the real check takes about 25 s)
@@ -120,7 +120,8 @@ def test_the_report_step_writes_the_check_and_its_page_and_rows(monkeypatch, tmp
     monkeypatch.setattr(steps, "check", lambda **kwargs: pytest.fail("the stored check was computed again"))
     assert steps.gradient_access_entry(context)["check"] == json.loads(json.dumps(entry["check"]))
     assert context.log.getvalue().splitlines()[-1] == "token_retrieval_gradient_access: reused 1 / computed 0"
-    assert steps.gradient_access_entry(SimpleNamespace(settings=SimpleNamespace(probes=False), log=None)) is None
+    off = SimpleNamespace(experiments=[], system_options={"token_retrieval": {"probes": False}})
+    assert steps.gradient_access_entry(SimpleNamespace(settings=off, log=None)) is None
     kind = registry.page_kinds()["gradient_access"]
     assert "recallkit.systems.token_retrieval.steps:gradient_access_entry" in registry.get("token_retrieval").report_steps
     (page,) = registry.load_object(kind.pages)(entry, "Token retrieval")

@@ -19,9 +19,10 @@ from recallkit.empirics.experiment import load_experiment
 from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore
 from recallkit.empirics.tasks import generator
-from recallkit.registry import System, Task, Trainer
+from recallkit.registry import Task, Trainer
 from recallkit.theory.errors import InputError
 from tests.toy_configs import SizeNdConfig
+from tests.toy_plugin import ToySystem
 
 __all__: list[str] = []
 
@@ -159,8 +160,8 @@ def system(tmp_path):
     (tmp_path / "packs" / "least_squares_toy.toml").write_text(PACK)
     task = Task(TASK_NAME, config=f"{__name__}:ToyConfig", problem=f"{__name__}:ToyProblem",
                 trainers=("ridge_test", "ridge_unpriced_test"))
-    registry.register(System(name=SYSTEM_NAME, title="least squares test system", root=tmp_path, tasks=(task,),
-                             trainers=(f"{__name__}:RIDGE", f"{__name__}:RIDGE_UNPRICED")))
+    registry.register(ToySystem(SYSTEM_NAME, tmp_path, title="least squares test system", tasks=(task,),
+                                trainers=(f"{__name__}:RIDGE", f"{__name__}:RIDGE_UNPRICED")))
     yield tmp_path
     registry.unregister(SYSTEM_NAME)
     assert "ridge_test" not in trainers()

@@ -11,10 +11,11 @@ from recallkit import registry
 from recallkit.empirics.config import TRAINERS, parse_config, trainers
 from recallkit.empirics.engine import run_configs
 from recallkit.empirics.tasks import cross_entropy_and_accuracy, generator, unit_sphere
-from recallkit.registry import RegistryError, System, Task, Trainer
+from recallkit.registry import RegistryError, Task, Trainer
 from recallkit.systems.assoc_memory.task import key_value_embeddings
 from recallkit.theory.errors import InputError
 from tests.toy_configs import SizeNdConfig
+from tests.toy_plugin import ToySystem
 
 __all__: list[str] = []
 
@@ -84,10 +85,10 @@ CLASHES_WITH_ADAM = Trainer("adam", HebbianConfig, f"{__name__}:write_memory")
 NOT_A_TRAINER = "write_memory is a function, not a Trainer"
 
 
-def _system(root, name: str = SYSTEM_NAME, trainer_refs=(f"{__name__}:HEBBIAN",), tasks=True) -> System:
+def _system(root, name: str = SYSTEM_NAME, trainer_refs=(f"{__name__}:HEBBIAN",), tasks=True) -> ToySystem:
     task = Task(TASK_NAME, config=f"{__name__}:OuterConfig", problem=f"{__name__}:OuterMemory", trainers=("hebbian",))
-    return System(name=name, title="closed-form test system", root=root, tasks=(task,) if tasks else (),
-                  trainers=tuple(trainer_refs))
+    return ToySystem(name, root, title="closed-form test system", tasks=(task,) if tasks else (),
+                     trainers=tuple(trainer_refs))
 
 
 @pytest.fixture
@@ -95,7 +96,7 @@ def registered(tmp_path):
     """Registers the test system for one test, and always removes what the test registered."""
     names: list[str] = []
 
-    def add(**kwargs) -> System:
+    def add(**kwargs) -> ToySystem:
         system = _system(tmp_path, **kwargs)
         names.append(system.name)
         return registry.register(system)

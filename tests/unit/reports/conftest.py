@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from recallkit import registry
-from recallkit.registry import PageKind, System
+from recallkit.registry import PageKind
+from tests.toy_plugin import ToySystem
 
 __all__: list[str] = []
 
@@ -16,8 +17,7 @@ def register_page_kind(tmp_path):
     systems: list[str] = []
 
     def register(system: str, kind: str, pages: str, rows: str) -> None:
-        registry.register(System(name=system, title="toy", root=tmp_path,
-                                 page_kinds=(PageKind(kind, pages=pages, rows=rows),)))
+        registry.register(ToySystem(system, tmp_path, page_kinds=(PageKind(kind, pages=pages, rows=rows),)))
         systems.append(system)
 
     try:
