@@ -31,6 +31,7 @@ import numpy as np
 
 from recallkit.compare.bootstrap import bootstrap_over_units
 from recallkit.theory.errors import InputError
+from recallkit.theory.sizes import SIZE_SYMBOLS
 
 __all__ = ["BootstrapInfo", "canonical_x", "ConstantFit", "DEFAULT_ALPHA", "DEFAULT_BOOTSTRAP_SEED",
            "DEFAULT_N_BOOTSTRAP", "finite_range_slope", "fit_constant", "fit_slope", "log_positive", "MIN_DISTINCT_X",
@@ -66,13 +67,12 @@ def _log_of(key: str) -> Callable[[Mapping[str, Any]], float]:
     return lambda point: log_positive(point, key)
 
 
-_SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")
 X_TRANSFORMS: dict[str, Callable[[Mapping[str, Any]], float]] = {
-    **{f"log {symbol}": _log_of(symbol) for symbol in _SIZE_SYMBOLS},
+    **{f"log {symbol}": _log_of(symbol) for symbol in SIZE_SYMBOLS},
     "log(N ln N)": _log_n_ln_n,
 }
 # Aliases people type; all map to a canonical name above.
-X_ALIASES = {**{f"log({symbol})": f"log {symbol}" for symbol in _SIZE_SYMBOLS},
+X_ALIASES = {**{f"log({symbol})": f"log {symbol}" for symbol in SIZE_SYMBOLS},
              "log(N log N)": "log(N ln N)", "log(N*log(N))": "log(N ln N)", "log(N ln(N))": "log(N ln N)"}
 
 

@@ -22,6 +22,7 @@ from recallkit.compare.verdicts import DEFAULT_DELTA, Verdict, decide, undecidab
 from recallkit.empirics.curves import crossing, isotonic_increasing
 from recallkit.empirics.records import BoundaryPoint, CheckKey
 from recallkit.theory.errors import InputError
+from recallkit.theory.sizes import SIZE_SYMBOLS
 
 __all__ = ["CURVE_METHOD", "FitOptions", "as_points", "fit_curve_points", "fit_points", "FitResult"]
 
@@ -221,7 +222,7 @@ def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *
     for original, point in zip(points, as_points(points, grid_key)):
         coordinates = point.coordinates
         if point.censored:
-            entry = _censored_entry(point, ("V", "N", "d", "m", "L", "R"))
+            entry = _censored_entry(point, SIZE_SYMBOLS)
             try:  # where the bound that was hit is known, place it in the fit's coordinates too
                 entry["x"], entry["y"] = transform(coordinates), log_positive(coordinates, y_key)
             except InputError:
@@ -233,7 +234,7 @@ def fit_points(points: Sequence[PointLike], options: FitOptions | None = None, *
         except InputError as exc:
             if not _measured(original, coordinates):
                 raise
-            censored.append(_unplaced_entry(point, ("V", "N", "d", "m", "L", "R"), exc))
+            censored.append(_unplaced_entry(point, SIZE_SYMBOLS, exc))
             continue
         used.append({"x": x, "y": y, "seed": point.seed_label})
         grid_values.append(coordinates.get(grid_key) if grid_key else used[-1]["x"])
@@ -302,7 +303,7 @@ def _split_curve_points(points: Sequence[PointLike], grid_key: str | None, trans
     points = list(points)
     for original, point in zip(points, as_points(points, grid_key)):
         if point.censored:
-            censored.append(_censored_entry(point, ("V", "N", "L", "d", "m"), relative=True))
+            censored.append(_censored_entry(point, SIZE_SYMBOLS, relative=True))
             continue
         coordinates = point.coordinates
         try:
@@ -310,7 +311,7 @@ def _split_curve_points(points: Sequence[PointLike], grid_key: str | None, trans
         except InputError as exc:
             if not _measured(original, coordinates):
                 raise
-            censored.append(_unplaced_entry(point, ("V", "N", "L", "d", "m"), exc, relative=True))
+            censored.append(_unplaced_entry(point, SIZE_SYMBOLS, exc, relative=True))
             continue
         used.append({"x": x, "y": y, "seed": "mean"})
         kept.append(point)

@@ -41,6 +41,7 @@ from typing import Any
 from recallkit import registry, theory
 from recallkit.registry import Trainer
 from recallkit.theory.errors import InputError, RecallkitError
+from recallkit.theory.sizes import SIZE_SYMBOLS
 
 __all__ = ["AdamConfig", "allocator_retention_bytes", "check_memory", "check_model", "config_hash", "evaluate",
            "evaluations", "EXPRESSION_SYMBOLS", "FLOAT_BYTES", "HEAP_BUFFER_MAX", "HEAP_RETAINED_BUFFERS",
@@ -57,7 +58,7 @@ MAX_V = 10_000_000
 MAX_N = 100_000_000
 MAX_L = 100_000
 MAX_R = 100_000
-EXPRESSION_SYMBOLS = ("V", "N", "d", "L", "m", "R")
+EXPRESSION_SYMBOLS = SIZE_SYMBOLS  # a run config's expressions (a gamma schedule) are written in its sizes
 
 
 def _where(where: str, key: str) -> str:

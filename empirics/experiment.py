@@ -164,6 +164,7 @@ from recallkit.theory.errors import InputError
 from recallkit.theory.expr import compile_numeric
 from recallkit.theory.pack import load_pack
 from recallkit.theory.scaling import parse_scaling, power_text, reduce_term, split_assignments
+from recallkit.theory.sizes import SIZE_SYMBOLS  # re-exported: callers read it here
 from recallkit.theory.schema import (
     REQUIRED, Field, Rule, Section, boolean, check_keys, check_value, converts, integer, loads_toml, number, options,
     satisfies, text, validate,
@@ -186,7 +187,6 @@ HIGHER_IS_BETTER = ("accuracy", "train_accuracy")
 # What every stored run holds (empirics.engine), beside the metrics its task declares (registry.Task.run_metrics)
 RUN_METRICS = ("accuracy", "train_accuracy", "loss", "eval_loss", "param_count", "trainable_params", "steps_run")
 # Symbols an expression may name: the sizes of the shipped systems' tasks (V N d L m R).
-SIZE_SYMBOLS = ("V", "N", "d", "L", "m", "R")
 # Parameters that are counts; expressions for them are floored to integers.
 INTEGER_PARAMS = {
     "V", "N", "d", "L", "m", "R", "k", "batch_size", "epochs", "steps", "eval_samples",

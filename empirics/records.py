@@ -23,11 +23,12 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+# the experiment variables a boundary point carries from its answer's config, in the order a point writes them
+# (re-exported: the searches read it here)
+from recallkit.theory.sizes import SIZE_SYMBOLS
+
 __all__ = ["BoundaryPoint", "CheckKey", "ProbeRun", "SIZE_SYMBOLS", "StoredMetrics", "StoredRun", "Violation",
            "stored_run_problem", "threshold_text"]
-
-# The experiment variables a boundary point carries from its answer's config, in the order a point writes them.
-SIZE_SYMBOLS = ("V", "N", "R", "L", "d", "m")
 
 
 def threshold_text(threshold: float | None, relative: bool = False) -> str:

@@ -37,7 +37,8 @@ FORBIDDEN_LIBS = {"theory": frozenset({"torch", "matplotlib", "statsmodels"}), "
 #: a system file's role, by file name: the stage whose rules it follows
 SYSTEM_ROLES = {"config": "empirics", "task": "empirics", "runners": "empirics", "reference": "empirics",
                 "term_probes": "empirics", "gradient_access": "empirics", "sample_bound": "theory", "construction": "empirics",
-                "trainer": "empirics", "judge": "compare", "predictions": "compare", "pages": "reports",
+                "trainer": "empirics", "model": "empirics", "terms": "theory", "finite_size": "theory",
+                "judge": "compare", "predictions": "compare", "pages": "reports",
                 "steps": "orchestration",
                 "__init__": "registration"}
 # what the registration file may not import: it is imported whenever the registry loads

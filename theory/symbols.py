@@ -15,14 +15,19 @@ from collections.abc import Mapping
 
 import sympy as sp
 
-__all__ = ["constant_symbol", "EXPONENTS", "RESERVED_NAMES", "SIZE_EXPONENT", "VARIABLES", "variable_symbol",
-           "vocabulary"]
+from recallkit.theory.sizes import SIZE_SYMBOLS
+
+__all__ = ["constant_symbol", "EXPONENTS", "RESERVED_NAMES", "SIZE_EXPONENT", "SIZE_SYMBOLS", "VARIABLES",
+           "variable_symbol", "vocabulary"]
 
 
 V, N, d, L, m, R, eta, gamma = sp.symbols("V N d L m R eta gamma", positive=True)
 
 #: model variables a pack may state its terms in, by name
 VARIABLES: dict[str, sp.Symbol] = {s.name: s for s in (V, N, d, L, m, R, eta, gamma)}
+
+#: the size symbols, re-exported from theory.sizes (written there without sympy, for the stages' import time): these
+#: variables but the step sizes eta and gamma (tests/unit/theory/test_size_symbols.py checks it)
 
 a, b, c, k, q, r, s, t, u, w = sp.symbols("a b c k q r s t u w", positive=True)
 

@@ -5,7 +5,7 @@ input after step 3 as a sum over training samples n of
     (gamma/N) * c_kn * <phi_n, phi>,   c_kn = u_k . (u_{y_n} - u_mean),
 plus two pieces that vanish as eta -> 0 (the step-1 residue and the finite-eta softmax correction).
 This module runs the three steps of the token-retrieval model in float64 on exactly the engine's instance and samples
-(``recallkit.systems.token_retrieval.task.draw_instance`` / ``draw_samples``), and returns every named
+(``model.draw_instance`` / ``model.draw_samples``), and returns every named
 component as a tensor [n_test, V]; the components add up to the logits exactly (to rounding).
 
 Attended vectors are split as o_n = a_n z_trig + t_n, t_n = a_n e_{x_n} + r_n (informative token
@@ -51,129 +51,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import torch
 
 from recallkit.empirics import cost
 from recallkit.empirics.config import ModelTooLarge
-from recallkit.systems.token_retrieval.task import draw_instance, draw_samples
+from recallkit.systems.token_retrieval.model import draw_instance, draw_samples, feature_map, sample_labels
+from recallkit.systems.token_retrieval.sample_bound import sample_bound_accuracy
+# the tables and the config, written without torch in terms.py; re-exported, as callers and tests name them here
+from recallkit.systems.token_retrieval.terms import (COMPONENTS, NORMALISER_L_POWER, PACK_TERM_COMPONENTS,
+                                                     PROBE_FEATURES, RELU_VARIANCE, TERM_NORMALISERS, ProbeConfig,
+                                                     feature_scale, schedule_expression, schedule_gamma)
 from recallkit.theory.errors import InputError
-from recallkit.systems.token_retrieval.sample_bound import sample_bound_accuracy  # noqa: F401  (re-export)
 
-FEATURES = ("relu", "relu_centred", "relu_normalised")
-RELU_VARIANCE = 0.5 - 1.0 / (2.0 * math.pi)  # Var relu(g), g ~ N(0, 1)
-
-COMPONENTS = ("signal", "mean_bias", "mean_bias_counts", "mean_bias_attention", "mean_bias_counts_attention",
-              "trigger_crosstalk", "trigger_crosstalk_grouped", "trigger_crosstalk_positions",
-              "grad_noise", "grad_noise_hits", "grad_noise_positions", "grad_noise_positions_coincidences",
-              "grad_noise_label", "token_crosstalk", "localisation", "localisation_hits", "noise_self",
-              "noise_self_coincidences", "feature_mean",
-              "kernel_nonlinear", "mlp_noise", "finite_eta", "step1")
-
-# pack term (theory/packs/token_retrieval*.toml) -> probe components whose sum it predicts.
-# mlp_noise and mlp_noise_samples share one component (the finite-width fluctuation cannot be split
-# exactly into its group-coherent and per-sample parts): fit each only where it dominates.
-PACK_TERM_COMPONENTS = {
-    "signal": ("signal",),
-    "mean_bias": ("mean_bias",),
-    "mean_bias_counts": ("mean_bias_counts",),
-    "grad_noise": ("grad_noise",),
-    "grad_noise_positions": ("grad_noise_positions",),
-    "noise_self": ("noise_self",),
-    "localisation": ("localisation",),
-    "embedding_crosstalk": ("grad_noise_label", "token_crosstalk", "trigger_crosstalk", "mean_bias_counts_attention"),
-    "trigger_overlap": ("trigger_crosstalk_grouped", "mean_bias_attention"),
-    "trigger_crosstalk_positions": ("trigger_crosstalk_positions",),
-    "mlp_noise": ("mlp_noise",),
-    "mlp_noise_samples": ("mlp_noise",),
-}
-
-# pack term -> the measured normalisers its size is proportional to (derivation §4, §5.2): A = attention
-# on the informative position, r = noise-position part, t = content part, o = attended vector; train
-# and test sides. The pack's powers of L are these at their asymptotic sizes A ~ e^kappa / L and
-# |r| ~ |t| ~ |o| ~ L^-1/2 (L >> e^kappa); at CPU sizes A is still far from that (derivation §8), so
-# compare.probe_fits also fits each size with the measured normalisers swapped for the asymptotic ones.
-TERM_NORMALISERS = {
-    "signal": {"A_train": 1, "A_test": 1},
-    "mean_bias": {"A_train": 1, "A_test": 1},
-    "mean_bias_counts": {"A_train": 1, "A_test": 1},
-    "grad_noise": {"A_train": 1, "t_test": 1},
-    "grad_noise_positions": {"r_train": 1, "t_test": 1},
-    "noise_self": {"r_train": 1, "t_test": 1},
-    "localisation": {"A_train": 1, "r_test": 1},
-    "embedding_crosstalk": {"A_train": 1, "A_test": 1},
-    "trigger_overlap": {"A_train": 1, "A_test": 1},
-    "trigger_crosstalk_positions": {"r_train": 1, "A_test": 1},
-    "mlp_noise": {"A_train": 1, "o_test": 1},
-    "mlp_noise_samples": {"o_train": 1, "o_test": 1},
-}
-# the asymptotic L-power of each normaliser (constants such as e^kappa dropped)
-NORMALISER_L_POWER = {"A_train": -1.0, "A_test": -1.0, "r_train": -0.5, "r_test": -0.5, "t_train": -0.5,
-                      "t_test": -0.5, "o_train": -0.5, "o_test": -0.5}
-
-
-def feature_scale(features: str | None, m: int | None, d: int, L: int) -> float:
-    """lambda: the features' kernel is about lambda * <o, o'> for nearly orthogonal inputs at the
-    uniform attention of step 1 (derivation §2, §5); 1 for attention-only."""
-    if m is None:
-        return 1.0
-    if features == "relu_normalised":
-        # per-sample standardised units: kernel m rho / (4 Var relu), |o|^2 ~ (L + 1) / L^2 at W = 0
-        return m * L**2 / (4 * RELU_VARIANCE * (L + 1))
-    return m / (4.0 * d)
-
-
-def schedule_gamma(kappa: float, eta: float, V: int, N: int, L: int, d: int = 1, m: int | None = None,
-                   features: str | None = None) -> float:
-    """The derivation's step-size schedule (§2): gamma such that the informative attention logit
-    after step 2 is about kappa (1 - 1/L): gamma * eta * lambda = kappa * L**2 / (1/V + 1/N)."""
-    return kappa * L**2 / (eta * (1.0 / V + 1.0 / N) * feature_scale(features, m, d, L))
-
-
-def schedule_expression(kappa: float, eta: float, model: str = "attention-only", features: str = "relu_centred") -> str:
-    """The same schedule as a gamma expression in V, N, d, L, m for run configs (empirics.config),
-    so that experiments and probes use one schedule: gamma = kappa L^2 / (eta lambda (1/V + 1/N))."""
-    c = repr(float(kappa) / float(eta))
-    if model == "attention-only":
-        return f"{c}*L**2/(1/V + 1/N)"
-    if features == "relu_normalised":
-        return f"{c}*4*{RELU_VARIANCE!r}*(L + 1)/(m*(1/V + 1/N))"
-    return f"{c}*4*d*L**2/(m*(1/V + 1/N))"
-
-
-@dataclass(frozen=True)
-class ProbeConfig:
-    V: int
-    N: int
-    d: int
-    L: int
-    m: int | None = None          # None: attention-only
-    features: str = "relu_centred"
-    eta: float = 1e-3
-    kappa: float = 1.0            # gamma = schedule_gamma(...) unless gamma is given; derivation §2.2
-    gamma: float | None = None
-    n_test: int = 256
-    seed: int = 0
-
-    def __post_init__(self):
-        for key in ("V", "N", "d", "L", "n_test"):
-            value = getattr(self, key)
-            if not isinstance(value, int) or value < 1:
-                raise InputError(f"probe config: {key}: expected a positive integer, got {value!r}")
-        if self.m is not None and (not isinstance(self.m, int) or self.m < 1):
-            raise InputError(f"probe config: m: expected a positive integer or None, got {self.m!r}")
-        if self.features not in FEATURES:
-            raise InputError(f"probe config: features: expected one of {', '.join(FEATURES)}, got {self.features!r}")
-        if not self.eta > 0:
-            raise InputError(f"probe config: eta: expected a positive number, got {self.eta!r}")
-
-    @property
-    def step_gamma(self) -> float:
-        if self.gamma is not None:
-            return self.gamma
-        return schedule_gamma(self.kappa, self.eta, self.V, self.N, self.L, self.d, self.m, self.features)
-
+__all__ = ["COMPONENTS", "NORMALISER_L_POWER", "PACK_TERM_COMPONENTS", "PROBE_FEATURES", "RELU_VARIANCE",
+           "TERM_NORMALISERS", "ProbeConfig", "ThreeStepModel", "accuracy_without", "check_probe_work", "decompose",
+           "feature_scale", "margin_parts", "probe_bytes", "probe_flops", "probe_rows", "sample_bound_accuracy",
+           "schedule_expression", "schedule_gamma", "spread_over_labels", "term_sizes"]
 
 class ThreeStepModel:
     """The token-retrieval model in float64 for one instance (same draws as the engine for the same seed)."""
@@ -192,9 +86,8 @@ class ThreeStepModel:
 
     def _samples(self, stream: str, n: int) -> dict[str, torch.Tensor]:
         tokens, positions = draw_samples(self.cfg.seed, stream, n, self.cfg.V, self.cfg.L)
-        informative = tokens.gather(1, positions[:, None])[:, 0]
-        return {"tokens": tokens, "positions": positions, "informative": informative,
-                "labels": self.perm[informative]}
+        informative, labels = sample_labels(self.perm, tokens, positions)
+        return {"tokens": tokens, "positions": positions, "informative": informative, "labels": labels}
 
     def attend(self, W: torch.Tensor, s: dict
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -225,15 +118,7 @@ class ThreeStepModel:
         return torch.zeros(n, self.cfg.V, dtype=torch.float64).scatter_add_(1, s["tokens"], weights)
 
     def features(self, o: torch.Tensor) -> torch.Tensor:
-        if self.W1 is None:
-            return o
-        phi = torch.relu(o @ self.W1.T)
-        if self.cfg.features == "relu":
-            return phi
-        phi = phi - phi.mean(-1, keepdim=True)
-        if self.cfg.features == "relu_centred":
-            return phi
-        return phi / (phi.std(-1, keepdim=True) + 1e-12)
+        return o if self.W1 is None else feature_map(o @ self.W1.T, self.cfg.features)
 
     def logits(self, W: torch.Tensor, Vm: torch.Tensor, s: dict) -> torch.Tensor:
         o = self.attend(W, s)[0]
@@ -289,47 +174,54 @@ def decompose(cfg: ProbeConfig) -> dict:
     with torch.enable_grad():
         steps = model.three_steps()
     V1, W1, V2 = steps["V1"], steps["W1"], steps["V2"]
-    N, V = cfg.N, cfg.V
-    gamma = cfg.step_gamma
-    U, z = model.U, model.z
-    tr, te = model.train, model.test
-
-    o_tr, a_tr, r_tr, att_tr = model.attend(W1, tr)
-    o_te, a_te, r_te, att_te = model.attend(W1, te)
+    train_side, test_side = model.attend(W1, model.train), model.attend(W1, model.test)
+    o_tr, o_te = train_side[0], test_side[0]
     phi_tr, phi_te = model.features(o_tr), model.features(o_te)
-    logits = phi_te @ V2.T @ U.T
-
+    logits = phi_te @ V2.T @ model.U.T
     # exact split of V2: V1 + (gamma/N) sum_n U^T (e_{y_n} - p_n) phi_n^T
-    p = torch.softmax(phi_tr @ V1.T @ U.T, dim=-1)                          # [N, V]
-    u_mean = U.mean(0)
-    C = U @ (U[tr["labels"]] - u_mean).T                                     # c_kn [V, N]
-    C_eta = -(U @ (U.T @ (p - 1.0 / V).T))                                   # [V, N]
+    C = model.U @ (model.U[model.train["labels"]] - model.U.mean(0)).T     # c_kn [V, N]
     F = phi_tr @ phi_te.T                                                    # <phi_n, phi_i> [N, n_test]
-    w = gamma / N
-    comp: dict[str, torch.Tensor] = {}
-    comp["step1"] = phi_te @ V1.T @ U.T
-    comp["finite_eta"] = w * (C_eta @ F).T
+    w = cfg.step_gamma / cfg.N
+    comp = _step_parts(model, V1, phi_tr, phi_te, F, w)
+    scales, rest, constant, mlp = _feature_parts(cfg, o_tr, o_te, F)
+    comp.update(_linear_components(model, C, w, train_side, test_side, scales))
+    comp["feature_mean"] = w * (C @ constant).T
+    comp["kernel_nonlinear"] = w * (C @ rest).T
+    comp["mlp_noise"] = w * (C @ mlp).T
+    return _decomposition(cfg, model, W1, logits, comp, train_side, test_side)
 
+
+def _step_parts(model: ThreeStepModel, V1: torch.Tensor, phi_tr: torch.Tensor, phi_te: torch.Tensor, F: torch.Tensor,
+                w: float) -> dict[str, torch.Tensor]:
+    """The two components that vanish as eta -> 0: step 1's own logits and the finite-eta softmax correction."""
+    U, V = model.U, model.cfg.V
+    p = torch.softmax(phi_tr @ V1.T @ U.T, dim=-1)                          # [N, V]
+    C_eta = -(U @ (U.T @ (p - 1.0 / V).T))                                   # [V, N]
+    return {"step1": phi_te @ V1.T @ U.T, "finite_eta": w * (C_eta @ F).T}
+
+
+def _feature_parts(cfg: ProbeConfig, o_tr: torch.Tensor, o_te: torch.Tensor, F: torch.Tensor):
+    """((the linear part's scale per train row, per test row), the kernel's nonlinear rest, its constant part, the
+    finite-width fluctuation): for attention-only the scales are 1 and the three parts 0."""
     if cfg.m is None:
-        lin_tr, lin_te = torch.ones(N, dtype=torch.float64), torch.ones(cfg.n_test, dtype=torch.float64)
-        rest = torch.zeros_like(F)
-        constant = torch.zeros_like(F)
-        mlp = torch.zeros_like(F)
-    else:
-        kernel, constant, lin_tr, lin_te = _kernel_parts(cfg, o_tr, o_te)
-        linear = (lin_tr[:, None] * lin_te[None, :]) * (o_tr @ o_te.T)
-        rest = kernel - constant - linear
-        mlp = F - kernel
+        ones = (torch.ones(cfg.N, dtype=torch.float64), torch.ones(cfg.n_test, dtype=torch.float64))
+        return ones, torch.zeros_like(F), torch.zeros_like(F), torch.zeros_like(F)
+    kernel, constant, lin_tr, lin_te = _kernel_parts(cfg, o_tr, o_te)
+    linear = (lin_tr[:, None] * lin_te[None, :]) * (o_tr @ o_te.T)
+    return (lin_tr, lin_te), kernel - constant - linear, constant, F - kernel
 
-    # linear part, pair products of the scaled split vectors
-    at, ae = a_tr * lin_tr, a_te * lin_te
-    t_tr = (a_tr[:, None] * model.E[tr["informative"]] + r_tr) * lin_tr[:, None]
+
+def _linear_components(model: ThreeStepModel, C: torch.Tensor, w: float, train_side, test_side, scales
+                       ) -> dict[str, torch.Tensor]:
+    """The linear part's components: pair products of the scaled split vectors (a z_trig, a e_x, r) of the training
+    and test inputs, weighted by c_kn over the label's own samples (k = y_n) or the others'."""
+    (_, a_tr, r_tr, att_tr), (o_te, a_te, r_te, att_te) = train_side, test_side
+    (lin_tr, lin_te), tr, te, z, V = scales, model.train, model.test, model.z, model.cfg.V
+    ae = a_te * lin_te
     t_te = (a_te[:, None] * model.E[te["informative"]] + r_te) * lin_te[:, None]
     inf_tr = (a_tr * lin_tr)[:, None] * model.E[tr["informative"]]       # a_n e_{x_n}, scaled
     inf_te = (a_te * lin_te)[:, None] * model.E[te["informative"]]
     rr_tr, rr_te = r_tr * lin_tr[:, None], r_te * lin_te[:, None]
-    o_te_scaled = o_te * lin_te[:, None]
-
     diag = (tr["labels"][None, :] == torch.arange(V)[:, None]).double()     # [V, N]: y_n = k
     same_token = (tr["informative"][:, None] == te["informative"][None, :]).double()  # [N, n_test]
     EE = inf_tr @ inf_te.T
@@ -338,20 +230,8 @@ def decompose(cfg: ProbeConfig) -> dict:
     def s(coeff: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
         return w * (coeff @ pairs).T                                        # [n_test, V]
 
-    # a_n = mean + fluctuation: the fluctuation of the informative attention across tokens (it moves
-    # with e_{x_n} . z_trig) is a separate, token-grouped term (derivation §4.2, §4.6)
-    at_mean = at.mean()
-    z_test = (z @ o_te_scaled.T)[None, :]
-    shared = at_mean * z_test.expand(N, -1)
-    shared_fluctuation = (at - at_mean)[:, None] * z_test
-    comp["mean_bias"] = s(Co, shared)
-    comp["mean_bias_counts"] = s(Cd, shared)
-    comp["mean_bias_attention"] = s(Co, shared_fluctuation)
-    comp["mean_bias_counts_attention"] = s(Cd, shared_fluctuation)
-    trigger_pairs = (inf_tr @ z)[:, None] * ae[None, :]
-    comp["trigger_crosstalk"] = s(Cd, trigger_pairs)
-    comp["trigger_crosstalk_grouped"] = s(Co, trigger_pairs)
-    comp["trigger_crosstalk_positions"] = s(C, (rr_tr @ z)[:, None] * ae[None, :])
+    comp = _trigger_components(s, Cd, Co, C, a_tr * lin_tr, (z @ (o_te * lin_te[:, None]).T)[None, :],
+                               (inf_tr @ z)[:, None] * ae[None, :], (rr_tr @ z)[:, None] * ae[None, :])
     comp["grad_noise_label"] = s(Co, EE * same_token)
     # a training informative token that is a noise token of the test input adds a_n beta_j (e . e = 1): the exact
     # hits (derivation §4.5), by the token matches of each training sample's informative mass with each test input's
@@ -374,12 +254,30 @@ def decompose(cfg: ProbeConfig) -> dict:
     comp["noise_self"] = s(Cd, positions) - comp["noise_self_coincidences"]
     comp["grad_noise_positions_coincidences"] = s(Co, matches)
     comp["grad_noise_positions"] = s(Co, positions) - comp["grad_noise_positions_coincidences"]
-    comp["feature_mean"] = s(C, constant)
-    comp["kernel_nonlinear"] = s(C, rest)
-    comp["mlp_noise"] = s(C, mlp)
+    return comp
 
+
+def _trigger_components(s, Cd, Co, C, at, z_test, trigger_pairs, position_pairs) -> dict[str, torch.Tensor]:
+    """The components through the trigger z_trig: the mean bias (the training trigger against the test vector) and
+    the trigger crosstalk (the training content against the test trigger)."""
+    # a_n = mean + fluctuation: the fluctuation of the informative attention across tokens (it moves
+    # with e_{x_n} . z_trig) is a separate, token-grouped term (derivation §4.2, §4.6)
+    at_mean = at.mean()
+    shared = at_mean * z_test.expand(len(at), -1)
+    shared_fluctuation = (at - at_mean)[:, None] * z_test
+    return {"mean_bias": s(Co, shared), "mean_bias_counts": s(Cd, shared),
+            "mean_bias_attention": s(Co, shared_fluctuation), "mean_bias_counts_attention": s(Cd, shared_fluctuation),
+            "trigger_crosstalk": s(Cd, trigger_pairs), "trigger_crosstalk_grouped": s(Co, trigger_pairs),
+            "trigger_crosstalk_positions": s(C, position_pairs)}
+
+
+def _decomposition(cfg: ProbeConfig, model: ThreeStepModel, W1: torch.Tensor, logits: torch.Tensor,
+                   comp: dict[str, torch.Tensor], train_side, test_side) -> dict:
+    """decompose's document: the logits, the components in :data:`COMPONENTS`' order, the measured normalisers."""
+    (o_tr, a_tr, r_tr, _), (o_te, a_te, r_te, _) = train_side, test_side
+    tr, te, gamma = model.train, model.test, cfg.step_gamma
     labels = te["labels"]
-    informative_logit = (model.E[te["informative"]] + z) @ (W1 @ model.q)
+    informative_logit = (model.E[te["informative"]] + model.z) @ (W1 @ model.q)
     return {
         "logits": logits,
         "components": {k: comp[k] for k in COMPONENTS},
