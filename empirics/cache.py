@@ -26,6 +26,12 @@ are JSON and the page files are only copied.
 ``RECALLKIT_CACHE=off`` turns it off. After a report stores entries, the least recently used (a hit touches its
 header file) are removed while the cache holds more than ``$RECALLKIT_CACHE_MB`` megabytes (default 256).
 Writing the cache is best effort: an unwritable cache folder costs the computation next time, never the result.
+
+**Declined values.** A value whose inputs or result the cache cannot hold exactly (an object type outside the
+closed set the encodings know, a document JSON would not give back as it was) is computed again on every report:
+that costs time silently, so each one is counted with its reason (:attr:`Cache.declined`, :meth:`Cache.decline`).
+``RECALLKIT_CACHE_STRICT=1`` makes a decline raise :class:`Declined` instead (for tests and CI: a derived value that
+is neither cached nor cheap is a bug); ``0`` or unset counts it only.
 """
 from __future__ import annotations
 
@@ -52,8 +58,9 @@ from recallkit.empirics.files import TMP_PREFIX, loads_json, read_regular, write
 from recallkit.empirics.provenance import code_version, namespace_digest
 from recallkit.theory.errors import InputError
 
-__all__ = ["Cache", "DEFAULT_MB", "KINDS", "SCHEMA", "Uncacheable", "Audit", "cache_key", "cache_root", "cached",
-           "canonical", "from_env", "json_exact", "key_path", "load_secret", "max_bytes", "signed", "source_fingerprint", "verified"]
+__all__ = ["Cache", "DEFAULT_MB", "Declined", "KINDS", "SCHEMA", "STRICT_ENV", "Uncacheable", "Audit", "cache_key",
+           "cache_root", "cached", "canonical", "from_env", "json_exact", "key_path", "load_secret", "max_bytes",
+           "signed", "source_fingerprint", "strict", "verified"]
 
 SCHEMA = "recallkit.cache/2"
 DEFAULT_MB = 256
@@ -69,10 +76,27 @@ _MAX_FILE = 256 * 2**20
 _STALE_TMP_S = 3600.0  # a temporary file this old belongs to a writer that was killed, not a running one
 _SECRET_BYTES = 32
 _KEY_ENV = "RECALLKIT_CACHE_KEY_FILE"
+STRICT_ENV = "RECALLKIT_CACHE_STRICT"
 
 
 class Uncacheable(TypeError):
     """A value holds a type the cache does not store exactly: it is computed, not cached."""
+
+
+class Declined(RuntimeError):
+    """Under ``RECALLKIT_CACHE_STRICT=1``: the cache was handed a value it cannot keep. Not a TypeError or ValueError,
+    so that no "best effort" handler around a store swallows it."""
+
+
+def strict() -> bool:
+    """Whether ``$RECALLKIT_CACHE_STRICT`` is 1 (a declined value raises); InputError (one line) unless 1, 0 or unset.
+    Read at each decline, so a test may set it for one report."""
+    raw = os.environ.get(STRICT_ENV, "").strip()
+    if raw in ("", "0"):
+        return False
+    if raw == "1":
+        return True
+    raise InputError(f"{STRICT_ENV}: expected 1 (a value the cache cannot keep is an error) or 0, got {raw!r}")
 
 
 # ----------------------------------------------------------------------------- keys
@@ -336,6 +360,8 @@ class Cache:
     hits: int = 0
     not_ours: int = 0  # entries found that this user's secret did not sign, or that are not plain files: recomputed
     audit: Audit | None = None
+    # (what, why) of each value this cache was handed but could not keep: computed again on every report
+    declined: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -385,6 +411,13 @@ class Cache:
         self.stored += 1
         return True
 
+    def decline(self, what: str, reason: str) -> None:
+        """Count a value that could not be kept (``what`` it is, ``reason`` why); raise :class:`Declined` under
+        ``RECALLKIT_CACHE_STRICT=1``."""
+        self.declined.append((what, reason))
+        if strict():
+            raise Declined(f"cache: {what} was not kept ({reason}); {STRICT_ENV}=1 makes that an error")
+
     # -- documents
     def get(self, kind: str, key: str) -> Any:
         """The document stored under ``kind/key``, or None (missing, not ours, or not a JSON document we wrote)."""
@@ -398,13 +431,24 @@ class Cache:
         self.hits += 1
         return document
 
-    def put(self, kind: str, key: str, document: Any) -> bool:
-        """Keep ``document`` (plain JSON, finite numbers only) under ``kind/key``; False if it was not stored."""
+    def put(self, kind: str, key: str, document: Any, what: str = "") -> bool:
+        """Keep ``document`` (plain JSON, finite numbers only) under ``kind/key``; False if it was not stored (a
+        document that is not such JSON is declined, :meth:`decline`, as ``what``)."""
         try:
             body = json.dumps(document, separators=(",", ":"), allow_nan=False).encode()
-        except (TypeError, ValueError, RecursionError):
+        except (TypeError, ValueError, RecursionError) as exc:
+            self.decline(what or kind, f"not a JSON document: {exc}")
             return False
         return self._write_entry(kind, key, body)
+
+    def keep(self, kind: str, key: str, document: Any, what: str = "") -> bool:
+        """:meth:`put` for a document that must come back exactly as it is: one JSON would change (a tuple, a
+        non-string key, a numpy number, a non-finite float) is declined instead of stored."""
+        if not json_exact(document):
+            self.decline(what or kind, "JSON would not give it back exactly (a tuple, a non-string key, a numpy "
+                                       "number or a non-finite float)")
+            return False
+        return self.put(kind, key, document, what)
 
     # -- files (pages, joined reports)
     def fetch_files(self, kind: str, key: str, targets: Mapping[str, Path]) -> bool:
@@ -524,8 +568,9 @@ def cached(cache: Cache | None, kind: str, key: str | None, compute: Callable[[]
            encode: Callable[[Any], Any] = lambda value: value, decode: Callable[[Any], Any] = lambda doc: doc,
            what: str = "") -> Any:
     """``compute()``, or the value kept in ``cache`` under ``kind/key`` (``encode`` makes the plain JSON document
-    kept, ``decode`` gives the value back; either raising ValueError, TypeError, KeyError or Uncacheable means "do
-    not keep" / "a miss"). Under an :class:`Audit` a sampled hit is computed again and compared."""
+    kept, ``decode`` gives the value back; ``decode`` raising ValueError, TypeError, KeyError or Uncacheable means
+    "a miss", ``encode`` raising one of them "cannot keep it": declined, :meth:`Cache.decline`). Under an
+    :class:`Audit` a sampled hit is computed again and compared."""
     if cache is None or key is None:
         return compute()
     document = cache.get(kind, key)
@@ -554,6 +599,10 @@ def cached(cache: Cache | None, kind: str, key: str | None, compute: Callable[[]
                 cache.put(kind, key, encode(fresh))
             return fresh
     value = compute()
-    with contextlib.suppress(ValueError, TypeError, Uncacheable):
-        cache.put(kind, key, encode(value))
+    try:
+        document = encode(value)
+    except (ValueError, TypeError, Uncacheable) as exc:  # counted, and an error under RECALLKIT_CACHE_STRICT=1
+        cache.decline(what or kind, str(exc) or type(exc).__name__)
+    else:
+        cache.put(kind, key, document, what or kind)
     return value

@@ -131,12 +131,18 @@ def _key_file(raw: str) -> bool:
     return _blank(raw) or _regular_file(raw)
 
 
+def _cache_strict(raw: str) -> bool:
+    """empirics.cache.strict: "1" makes a value the cache cannot keep an error; "0" or empty counts it only."""
+    return raw.strip() in ("", "0", "1")
+
+
 #: variable -> (validator of its text, what it must be): the one list of the environment recallkit reads
 VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "RECALLKIT_CACHE": (_cache, "'off' or a folder for the cache (one that exists or can be made)"),
     "RECALLKIT_CACHE_MB": (_cache_mb, "a size in megabytes (a finite number >= 0, at most 2**40)"),
     "RECALLKIT_CACHE_KEY_FILE": (_key_file, "a file for the cache's secret (a regular file, or a path where one "
                                             "can be made)"),
+    "RECALLKIT_CACHE_STRICT": (_cache_strict, "1 (a value the cache cannot keep is an error) or 0"),
     "RECALLKIT_KEEP_HEAP": (_keep_heap, "1 (keep freed heap memory while training) or 0"),
     "RECALLKIT_MAX_COST": (_max_cost, "a positive duration such as 2h, 30m, 90s or inf"),
     "RECALLKIT_MAX_RUNS": (_max_runs, "a positive integer (the most trained models one experiment may plan)"),

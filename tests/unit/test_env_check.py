@@ -50,6 +50,7 @@ def test_good_values_are_fine(tmp_path):
     ("RECALLKIT_CACHE_MB", "nan", "a finite number >= 0"),
     ("RECALLKIT_CACHE_MB", "1e308", "a finite number >= 0"),  # finite, but not once in bytes
     ("RECALLKIT_KEEP_HEAP", "true", "1"),
+    ("RECALLKIT_CACHE_STRICT", "yes", "1 (a value"),
     ("RECALLKIT_MAX_COST", "0h", "duration"),
     ("RECALLKIT_MAX_RUNS", "-3", "positive integer"),
     ("RECALLKIT_MAX_RUNS", "\u0663", "positive integer"),  # a digit to str.isdigit, not to int() everywhere
