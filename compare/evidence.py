@@ -19,7 +19,7 @@ One rule gives each verdict its label (:func:`judge_evidence`, the one entry poi
 A freeze holds the resolved grid and every predicted number; it holds while the numbers recomputed now equal the
 frozen ones (to a relative 1e-6: a refactor that changes no number keeps it).
 
-The prediction-source interface a system implements (``registry.System.prediction_source``, an object):
+The prediction-source interface a system implements (the ``recallkit_prediction_source`` hook, an object):
 
 * ``form(pack) -> {"name", "covers", "selected_on", "derivation"} | None``: the finite-size form the system applies
   to ``pack`` (None: the pack is judged on its asymptotic or realised-grid prediction only);

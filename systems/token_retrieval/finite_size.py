@@ -189,7 +189,7 @@ _DEFAULT = object()
 
 def finite_size_factor(pack: str, term: str | None, row: Mapping[str, Any], measured: Mapping[str, Any],
                        accuracy: float | None | object = _DEFAULT):
-    """The registry's finite-size hook (``System.finite_size``): the factor that replaces a term's asymptotic
+    """The registry's finite-size hook (``recallkit_finite_size``): the factor that replaces a term's asymptotic
     normalisers (A ~ e^k/L, |r|, |t|, |o| ~ L^-1/2) by their exact finite-L values at the row's kappa'
     (:func:`finite_normalisers`, :func:`step_two_gap`), and, for a noise term, the union bound sqrt(2 log V) by the
     signal-to-noise ratio an argmax over V labels needs at ``accuracy`` (:func:`argmax_snr`; DERIVATION.md §11).

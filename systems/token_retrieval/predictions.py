@@ -24,7 +24,7 @@ from recallkit.systems.token_retrieval.finite_size import (ALL_TERMS_CONSTANTS, 
 
 
 class TokenRetrievalPredictions:
-    """The prediction source of the token-retrieval system (``registry.System.prediction_source``): for a pack, the
+    """The prediction source of the token-retrieval system (its ``recallkit_prediction_source`` hook): for a pack, the
     finite-size form its tested prediction takes, the calibrations of the constants that prediction uses, and the
     form's own ceiling (the accuracy at the ceiling size), so that a fraction of the ceiling has an a priori level."""
 
