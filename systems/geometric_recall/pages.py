@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from functools import partial
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -555,58 +555,11 @@ def capacity_figure(capacity: dict, title: str | None = None, size=PAGE_LANDSCAP
         rng = np.random.default_rng(0)  # fixed jitter: the same figure every build
         colours = {m: CYCLE[i % len(CYCLE)] for i, m in enumerate(names)}
         for j, (model, R) in enumerate(panels):
-            result = models[model]
             ax = fig.add_subplot(gs[j // ncols, j % ncols])
-            colour = colours[model]
-            here = [p for p in result["points"] if p.get("R") == R]
-            g = next((g for g in (result.get("selection") or {}).get("groups", []) if g.get("R") == R), {})
-            ok = [p for p in here if not p.get("censored") and p.get("N")]
-            d = np.array([p["d"] for p in ok], dtype=float)
-            ax.scatter(d * np.exp(rng.uniform(-0.02, 0.02, len(d))), np.log2([p["N"] for p in ok]), s=22,
-                       alpha=0.75, color=colour, edgecolors="none")
-            cens = [p for p in here if p.get("censored") and p.get("N")]
-            if cens:
-                ax.scatter([p["d"] for p in cens], np.log2([p["N"] for p in cens]), s=40, facecolors="white",
-                           edgecolors=colour, linewidths=1.3)
-            fits = ""
-            if ok and "log" in g:
-                grid = np.linspace(min(d), max(d), 80)
-                log, power = g["log"], g["power"]
-                ax.plot(grid, log["a"] + log["b"] * grid, color=colour, lw=1.6)
-                ax.plot(grid, power["a"] + power["b"] * np.log2(grid), color=colour, lw=1.6, ls="--")
-                fits = f"\nlog: {log['b']:.2f} per dim; power: N ~ d^{power['b']:.2f}"
-            checks = [p["budget_check"] for p in here if p.get("budget_check") and p["budget_check"].get("N")]
-            for c in checks:
-                ax.scatter([c["d"]], [math.log2(c["N"])], marker="^", s=46, color=colour if c.get("reached") else "white",
-                           edgecolors=colour, linewidths=1.3, zorder=4)
-            if g.get("preferred"):
-                verdict = g.get("verdict") or "no prediction"
-                if g.get("verdict_budget_free"):  # judge.py: the preference may be the step budget's doing
-                    verdict += f"\n(budget-limited largest d; else {g['verdict_budget_free']})"
-                said = "no form preferred" if g["preferred"] == "inconclusive" else f"prefers {g['preferred']}"
-                ax.text(0.03, 0.97, f"{said}, AIC(power) - AIC(log) = {_fmt(g.get('delta_aic'), 1)}\n"
-                        f"predicted {result.get('predicted') or 'none'}: {verdict}{fits}",
-                        transform=ax.transAxes, va="top", fontsize=8,
-                        bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(g.get("verdict"), "white"),
-                                  edgecolor="0.6"), zorder=5)
-            low, high = ax.get_ylim()
-            ax.set_ylim(low, high + 0.35 * (high - low))  # headroom: the verdict box sits above the rising curve
-            ax.set_xlabel("embedding dimension d")
+            _capacity_panel(ax, models[model], model, R, colours[model], rng)
             if j % ncols == 0:
                 ax.set_ylabel("log2 N_max")
-            ax.set_title(f"{CAPACITY_PANEL_TITLES.get(model, model)}, R = {R}", fontsize=9.5)
-            ax.grid(alpha=0.25)
-        factor = next((p["budget_check"].get("factor", 3) for m in names for p in models[m]["points"]
-                       if p.get("budget_check")), None)
-        key = [Line2D([], [], ls="", marker="o", color="0.35", label="N_max per seed"),
-               Line2D([], [], color="0.35", lw=1.6, label="log form: straight in d"),
-               Line2D([], [], color="0.35", lw=1.6, ls="--", label="power form: straight in log2 d")]
-        if factor is not None:
-            key.append(Line2D([], [], ls="", marker="^", color="0.35",
-                              label=f"{factor:g}x steps at the answer's failed neighbour (filled: it passes)"))
-        if any(p.get("censored") for m in names for p in models[m]["points"]):
-            key.append(Line2D([], [], ls="", marker="o", markerfacecolor="white", color="0.35",
-                              label="censored (search bound)"))
+        key = _capacity_key(models, names)
         fig.legend(handles=key, loc="center", bbox_to_anchor=(0.5, 0.228), ncol=len(key), fontsize=8, frameon=False)
         header = ["model", "R", "points", "log: b (per dim)\n[95% CI]", "power: N ~ d^b,\nb [95% CI]",
                   "AIC(power)\n- AIC(log)", "preferred", "predicted\n(paper)", "verdict", "budget check\n(largest d)"]
@@ -616,6 +569,63 @@ def capacity_figure(capacity: dict, title: str | None = None, size=PAGE_LANDSCAP
         draw_table(ax_t, header, cells, [0.13, 0.04, 0.08, 0.13, 0.13, 0.08, 0.08, 0.08, 0.10, 0.11], fontsize=8.5,
                    cell_colours=colours)
     return fig
+
+
+def _capacity_panel(ax, result: dict, model: str, R: Any, colour: Any, rng: np.random.Generator) -> None:
+    """One (model, R) panel of :func:`capacity_figure`: points per seed (jittered by ``rng``, in panel order), the
+    two fitted forms, the budget checks and the verdict box."""
+    here = [p for p in result["points"] if p.get("R") == R]
+    g = next((g for g in (result.get("selection") or {}).get("groups", []) if g.get("R") == R), {})
+    ok = [p for p in here if not p.get("censored") and p.get("N")]
+    d = np.array([p["d"] for p in ok], dtype=float)
+    ax.scatter(d * np.exp(rng.uniform(-0.02, 0.02, len(d))), np.log2([p["N"] for p in ok]), s=22,
+               alpha=0.75, color=colour, edgecolors="none")
+    cens = [p for p in here if p.get("censored") and p.get("N")]
+    if cens:
+        ax.scatter([p["d"] for p in cens], np.log2([p["N"] for p in cens]), s=40, facecolors="white",
+                   edgecolors=colour, linewidths=1.3)
+    fits = ""
+    if ok and "log" in g:
+        grid = np.linspace(min(d), max(d), 80)
+        log, power = g["log"], g["power"]
+        ax.plot(grid, log["a"] + log["b"] * grid, color=colour, lw=1.6)
+        ax.plot(grid, power["a"] + power["b"] * np.log2(grid), color=colour, lw=1.6, ls="--")
+        fits = f"\nlog: {log['b']:.2f} per dim; power: N ~ d^{power['b']:.2f}"
+    checks = [p["budget_check"] for p in here if p.get("budget_check") and p["budget_check"].get("N")]
+    for c in checks:
+        ax.scatter([c["d"]], [math.log2(c["N"])], marker="^", s=46, color=colour if c.get("reached") else "white",
+                   edgecolors=colour, linewidths=1.3, zorder=4)
+    if g.get("preferred"):
+        verdict = g.get("verdict") or "no prediction"
+        if g.get("verdict_budget_free"):  # judge.py: the preference may be the step budget's doing
+            verdict += f"\n(budget-limited largest d; else {g['verdict_budget_free']})"
+        said = "no form preferred" if g["preferred"] == "inconclusive" else f"prefers {g['preferred']}"
+        ax.text(0.03, 0.97, f"{said}, AIC(power) - AIC(log) = {_fmt(g.get('delta_aic'), 1)}\n"
+                f"predicted {result.get('predicted') or 'none'}: {verdict}{fits}",
+                transform=ax.transAxes, va="top", fontsize=8,
+                bbox=dict(boxstyle="round", facecolor=VERDICT_COLOURS.get(g.get("verdict"), "white"),
+                          edgecolor="0.6"), zorder=5)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + 0.35 * (high - low))  # headroom: the verdict box sits above the rising curve
+    ax.set_xlabel("embedding dimension d")
+    ax.set_title(f"{CAPACITY_PANEL_TITLES.get(model, model)}, R = {R}", fontsize=9.5)
+    ax.grid(alpha=0.25)
+
+
+def _capacity_key(models: dict, names: Sequence[str]) -> list[Line2D]:
+    """The legend of :func:`capacity_figure`: what its markers and lines mean, the budget check's factor."""
+    factor = next((p["budget_check"].get("factor", 3) for m in names for p in models[m]["points"]
+                   if p.get("budget_check")), None)
+    key = [Line2D([], [], ls="", marker="o", color="0.35", label="N_max per seed"),
+           Line2D([], [], color="0.35", lw=1.6, label="log form: straight in d"),
+           Line2D([], [], color="0.35", lw=1.6, ls="--", label="power form: straight in log2 d")]
+    if factor is not None:
+        key.append(Line2D([], [], ls="", marker="^", color="0.35",
+                          label=f"{factor:g}x steps at the answer's failed neighbour (filled: it passes)"))
+    if any(p.get("censored") for m in names for p in models[m]["points"]):
+        key.append(Line2D([], [], ls="", marker="o", markerfacecolor="white", color="0.35",
+                          label="censored (search bound)"))
+    return key
 
 
 def capacity_pages(exp: dict, head: str, experiments: Sequence[dict] = ()) -> list[tuple[str, Callable[[], Figure]]]:

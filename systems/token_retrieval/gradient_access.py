@@ -32,8 +32,8 @@ from scipy.optimize import linear_sum_assignment
 
 from recallkit.theory.errors import InputError
 
-__all__ = ["fano_nats", "FirstGradient", "first_gradient", "observe", "score_matrix", "DECODERS", "accuracy",
-           "bound_d", "Needed", "needed_d", "three_step_needed_d", "check", "LINES"]
+__all__ = ["fano_nats", "FirstGradient", "first_gradient", "training_samples", "observe", "score_matrix", "DECODERS",
+           "accuracy", "bound_d", "Instances", "Needed", "needed_d", "three_step_needed_d", "check", "LINES"]
 
 # the lines N = V^a, L = V^c of the check: both have N <= V L, where the bound is above counting (§7.4)
 LINES = ({"a": 1.25, "c": 0.5}, {"a": 1.5, "c": 0.5})
@@ -71,21 +71,31 @@ class FirstGradient:
         return float(self.N * self.L * np.sum(self.S**2))
 
 
-def first_gradient(seed: int, V: int, N: int, L: int, d: int) -> FirstGradient:
-    """The model's instance (seed) and its exact first gradient, split into S and the noise positions' part."""
-    from recallkit.systems.token_retrieval.task import draw_instance, draw_samples  # torch, about 1 s
+def first_gradient(seed: int, V: int, N: int, L: int, d: int,
+                   samples: tuple[np.ndarray, np.ndarray] | None = None) -> FirstGradient:
+    """The model's instance (seed) and its exact first gradient, split into S and the noise positions' part.
+    ``samples``: the seed's (tokens, positions) from :func:`training_samples`, which do not depend on d."""
+    from recallkit.systems.token_retrieval.task import draw_instance  # torch, about 1 s
 
     instance = draw_instance(seed, V, d, None)
-    tokens, positions = draw_samples(seed, "train", N, V, L)
+    tokens, positions = training_samples(seed, V, N, L) if samples is None else samples
     E, U = instance["E"].double().numpy(), instance["U"].double().numpy()
     z, perm = instance["z_trig"].double().numpy(), instance["perm"].numpy()
-    tokens, positions = tokens.numpy(), positions.numpy()
     informative = tokens[np.arange(N), positions]
     w = U[perm[informative]] - U.mean(0)  # u_{y_n} - u_bar
     # o_n = (z + sum_j e_{x_nj}) / L; its mean given the informative token: (z + e_x + (L - 1) e_bar) / L
     o = (z + E[tokens].sum(1)) / L
     o_mean = (z + E[informative] + (L - 1) * E.mean(0)) / L
     return FirstGradient(G=w.T @ o / N, S=w.T @ o_mean / N, U=U, E=E, z=z, perm=perm, N=N, L=L)
+
+
+def training_samples(seed: int, V: int, N: int, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """The seed's N training samples, tokens [N, L] and informative positions [N] (the model's own draws,
+    ``task.draw_samples``)."""
+    from recallkit.systems.token_retrieval.task import draw_samples  # torch, about 1 s
+
+    tokens, positions = draw_samples(seed, "train", N, V, L)
+    return tokens.numpy(), positions.numpy()
 
 
 def observe(fg: FirstGradient, kind: str, rng: np.random.Generator) -> np.ndarray:
@@ -142,19 +152,46 @@ class Needed:
     curve: list[tuple[int, float]] = field(default_factory=list)
 
 
+class Instances:
+    """The first gradients and score matrices of one (V, N, L), each computed once: the scans of every decoder and
+    observation ask for the same (seed, d), and both decoders read the same observation (its noise is drawn from
+    (seed, d) alone). The training samples do not depend on d, so they are drawn once per seed."""
+
+    def __init__(self, V: int, N: int, L: int):
+        self.V, self.N, self.L = V, N, L
+        self._samples: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._gradients: dict[tuple[int, int], FirstGradient] = {}
+        self._scores: dict[tuple[int, int, str], np.ndarray] = {}
+
+    def gradient(self, seed: int, d: int) -> FirstGradient:
+        if (seed, d) not in self._gradients:
+            if seed not in self._samples:
+                self._samples[seed] = training_samples(seed, self.V, self.N, self.L)
+            self._gradients[seed, d] = first_gradient(seed, self.V, self.N, self.L, d, self._samples[seed])
+        return self._gradients[seed, d]
+
+    def scores(self, seed: int, d: int, observation: str) -> np.ndarray:
+        if (seed, d, observation) not in self._scores:
+            fg = self.gradient(seed, d)
+            self._scores[seed, d, observation] = score_matrix(fg, observe(fg, observation,
+                                                                          np.random.default_rng([seed, d, 7])))
+        return self._scores[seed, d, observation]
+
+
 def needed_d(V: int, N: int, L: int, alpha: float, decoder: str, observation: str, seeds: Sequence[int],
-             d_max: int, d_min: int = 2) -> Needed:
+             d_max: int, d_min: int = 2, instances: Instances | None = None) -> Needed:
     """Scan d = d_min, d_min + 1, ... and stop at the first d whose accuracy, averaged over ``seeds``, reaches alpha.
-    Stopping at the first crossing can only make the needed d smaller, i.e. the check harder to pass."""
+    Stopping at the first crossing can only make the needed d smaller, i.e. the check harder to pass.
+    ``instances`` (of this V, N, L) shares first gradients and scores with other scans."""
     if decoder not in DECODERS:
         raise InputError(f"decoder: expected one of {', '.join(DECODERS)}, got {decoder!r}")
+    instances = Instances(V, N, L) if instances is None else instances
     curve, snr = [], float("nan")
     for d in range(d_min, d_max + 1):
         accs, snrs = [], []
         for seed in seeds:
-            fg = first_gradient(seed, V, N, L, d)
-            Y = observe(fg, observation, np.random.default_rng([seed, d, 7]))
-            accs.append(accuracy(fg, DECODERS[decoder](score_matrix(fg, Y))))
+            fg = instances.gradient(seed, d)
+            accs.append(accuracy(fg, DECODERS[decoder](instances.scores(seed, d, observation))))
             snrs.append(fg.snr)
         mean, snr = float(np.mean(accs)), float(np.mean(snrs))
         curve.append((d, mean))
@@ -190,27 +227,36 @@ def check(V_values: Sequence[int], lines: Sequence[dict] = LINES, alpha: float =
     decoder that reaches alpha needs d >= the bound's d. ``scale`` multiplies the bound's d (a test passes a wrong
     one). With ``gd_alpha``, three-step GD at those d values is compared with the adaptive bound (q = 3, kappa = 1).
     ``progress(done, total)`` is called after each (line, V)."""
+    from recallkit.empirics.engine import one_blas_thread  # torch (about 1 s), loaded by the first gradient anyway
+
     rows = []
     total, done = len(lines) * len(V_values), 0
-    for line in lines:
-        for V in V_values:
-            N, L = int(math.floor(V ** line["a"])), max(2, int(math.floor(V ** line["c"])))
-            for observation in observations:
-                for decoder in decoders:
-                    found = needed_d(V, N, L, alpha, decoder, observation, seeds, d_max=2 * V)
-                    rows.append(_row(line, V, N, L, decoder, observation, alpha, found,
-                                     bound_d(V, alpha, found.snr, scale=scale)))
-            if gd_alpha is not None:
-                found = three_step_needed_d(V, N, L, gd_alpha, seeds, gd_d_values)
-                rows.append(_row(line, V, N, L, "three_step", "exact data", gd_alpha, found,
-                                 bound_d(V, gd_alpha, found.snr, queries=3, kappa=1.0, scale=scale)))
-            done += 1
-            if progress is not None:
-                progress(done, total)
+    with one_blas_thread():
+        for line in lines:
+            for V in V_values:
+                N, L = int(math.floor(V ** line["a"])), max(2, int(math.floor(V ** line["c"])))
+                rows += _line_rows(line, V, N, L, alpha, seeds, decoders, observations, scale)
+                if gd_alpha is not None:
+                    found = three_step_needed_d(V, N, L, gd_alpha, seeds, gd_d_values)
+                    rows.append(_row(line, V, N, L, "three_step", "exact data", gd_alpha, found,
+                                     bound_d(V, gd_alpha, found.snr, queries=3, kappa=1.0, scale=scale)))
+                done += 1
+                if progress is not None:
+                    progress(done, total)
     judged = [row for row in rows if row["needed_d"] is not None]
     return {"alpha": alpha, "seeds": list(seeds), "scale": scale, "rows": rows,
             "holds": bool(judged) and all(row["holds"] for row in judged),
             "violated": [f"{r['decoder']}/{r['observation']} V={r['V']}" for r in judged if not r["holds"]]}
+
+
+def _line_rows(line, V, N, L, alpha, seeds, decoders, observations, scale) -> list[dict[str, Any]]:
+    """One row per (observation, decoder) at one (V, N, L); their scans share first gradients and scores."""
+    instances, rows = Instances(V, N, L), []
+    for observation in observations:
+        for decoder in decoders:
+            found = needed_d(V, N, L, alpha, decoder, observation, seeds, d_max=2 * V, instances=instances)
+            rows.append(_row(line, V, N, L, decoder, observation, alpha, found, bound_d(V, alpha, found.snr, scale=scale)))
+    return rows
 
 
 def _row(line, V, N, L, decoder, observation, alpha, found: Needed, bound: float) -> dict[str, Any]:

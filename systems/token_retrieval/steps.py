@@ -41,7 +41,7 @@ def term_probe_entry(context: Any) -> dict | None:
             "title": "Token retrieval: term-by-term probes" + ("" if main else f" ({pack})"), "probes": doc}
 
 
-# V = 32..128 on both lines, two decoders, two observations, three seeds: about 25 s on one CPU thread. Three-step GD is
+# V = 32..128 on both lines, two decoders, two observations, three seeds: about 4 s on one CPU thread. Three-step GD is
 # left out here (it trains models; DERIVATION.md §7.4 has its numbers from the module's command line).
 GRADIENT_ACCESS_CHECK: dict[str, Any] = dict(V_values=(32, 64, 128))
 
