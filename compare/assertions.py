@@ -922,7 +922,7 @@ def _realised(plan: Plan, sweep: Any, cache: Any) -> dict[str, Any]:
     (their reprs), the plan's realised grid, the runs' metrics; only where the pack's finite-size and all-terms forms
     (a system's code, which may import torch) are recallkit's own, whose source the key holds."""
     system = registry.system_of_pack(plan.experiment.pack) if plan.pack is not None else None
-    if system is not None and any(hook and not hook.startswith("recallkit.")
+    if system is not None and any(hook and not (isinstance(hook, str) and hook.startswith("recallkit."))
                                   for hook in (system.finite_size, system.all_terms)):
         cache = None
     inputs = [repr(plan.experiment), repr(plan.pack), plan.realised, list(getattr(sweep, "runs", None) or []),
