@@ -4,12 +4,14 @@ An executor has ``run(configs) -> list[metrics dict]`` (same order) and ``close(
 driver calls it once per round and alone writes the results store, so a remote worker never
 touches the database.
 
-- :class:`LocalExecutor` (default): the batched engine, in this process, or with ``workers > 1`` in that
-  many single-purpose worker processes on this machine: a round's configs are split into shape groups
-  (each still one batched engine call), the costliest first, and handed to the first free worker.
+- :class:`LocalExecutor` (default): the batched engine, in this process, or with ``workers > 1`` in worker
+  processes on this machine (``empirics.workers.WorkerPool``, the report's one pool): a round's configs are split
+  into shape groups (each still one batched engine call), the costliest first, and handed to the first free worker.
 - :class:`DaskExecutor`: the round is split into groups of configs that share a shape (so each
   group is still one batched engine call) and the groups are sent to a Dask cluster, given by a
-  scheduler address or started here as a LocalCluster of N single-threaded worker processes.
+  scheduler address or started here as a LocalCluster of N single-threaded worker processes. Dask is an extra
+  (``pip install 'recallkit[dask]'``), imported by this executor only: :func:`check_dask` says in one line that it
+  is missing, before any work.
 
 A ``runner`` is any callable ``runner(configs, device=None, progress=False) -> list[dict]``; the
 default is :func:`empirics.engine.run_configs`. ``threads`` (if given) is applied with
@@ -19,22 +21,19 @@ not depend on where a config ran.
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import importlib.util
 import json
-import multiprocessing
 import os
-import signal
-import sys
-import threading
-import time
 from typing import Callable, Iterator, Sequence
 
 from recallkit.empirics.config import model_flops, parse_config, shape_key
 from recallkit.empirics.cost import PricedExecutor
 from recallkit.empirics.device import resolve_device
+from recallkit.empirics.workers import (WorkerPool, die_with_parent, ignore_sigint, worker_init,  # noqa: F401
+                                        worker_init_args)  # (the worker processes' set-up lives with the pool)
 from recallkit.theory.errors import InputError
 
-__all__ = ["ignore_sigint", "DaskExecutor", "default_runner", "die_with_parent", "fixed_threads", "LocalExecutor",
+__all__ = ["check_dask", "DASK_MISSING", "ignore_sigint", "DaskExecutor", "default_runner", "die_with_parent", "fixed_threads", "LocalExecutor",
            "make_executor", "run_with_threads", "Runner", "shape_group_key", "split_work", "usable_cores", "worker_init",
            "worker_init_args"]
 
@@ -79,53 +78,6 @@ def shape_group_key(config: dict) -> str:
     except Exception:  # an unparsable config fails in the runner, with the runner's message
         rest = {k: v for k, v in config.items() if k not in ("seed", "lr", "eta", "gamma")}
         return json.dumps(rest, sort_keys=True, default=str)
-
-
-def ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them (and keeps every stored result)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-PARENT_POLL_S = 0.5
-
-
-def die_with_parent(parent: int, kernel_signal: bool = True) -> None:
-    """End this worker process as soon as ``parent``, the process that started it, is gone, even when it was
-    killed with SIGKILL and could stop nothing: an orphaned worker would train on for minutes, holding a core,
-    its memory and multiprocessing's resource tracker (which waits for every worker to close its pipe).
-
-    On Linux the kernel sends SIGKILL at the parent's death (``PR_SET_PDEATHSIG``). It is armed only when
-    ``kernel_signal``: the kernel fires it when the parent *thread* that started the worker ends, so a pool
-    started from a short-lived thread would lose its workers early. Everywhere, a daemon thread also watches
-    ``os.getppid()``, which changes when the parent dies (the orphan is handed to init or a subreaper)."""
-    if kernel_signal and sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl in this libc: the thread below still watches
-            pass
-    if os.getppid() != parent:  # the parent died before the signal was armed
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), name="recallkit-parent-watch", daemon=True).start()
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(PARENT_POLL_S)
-    os._exit(1)  # from this thread: no cleanup to run, the parent that wanted the result is gone
-
-
-def worker_init_args() -> tuple[int, bool]:
-    """``initargs`` for :func:`worker_init`, taken in the process (and thread) that starts the pool."""
-    return os.getpid(), threading.current_thread() is threading.main_thread()
-
-
-def worker_init(parent: int, kernel_signal: bool) -> None:
-    """Initializer of every worker process the toolkit starts: Ctrl-C is the parent's (:func:`ignore_sigint`),
-    and the worker dies with its parent (:func:`die_with_parent`)."""
-    ignore_sigint()
-    die_with_parent(parent, kernel_signal)
 
 
 def usable_cores() -> int:
@@ -177,39 +129,54 @@ def split_work(configs: Sequence[dict], workers: int) -> list[list[int]]:
 
 
 class LocalExecutor:
+    """The batched engine, in this process, or with ``workers > 1`` in worker processes: ``pool``, a
+    ``workers.WorkerPool`` shared with the rest of a report (its workers count), else one of its own made when a
+    round first needs it."""
+
     name = "local"
 
-    def __init__(self, runner: Runner | None = None, device=None, threads: int | None = None, workers: int = 1):
+    def __init__(self, runner: Runner | None = None, device=None, threads: int | None = None, workers: int = 1,
+                 pool=None):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InputError(f"--workers: expected a positive integer, got {workers!r}")
         self.runner = runner or default_runner
         self.device = device
         self.threads = threads
-        if workers > 1:
-            if resolve_device(device).type == "cuda":
-                workers = 1  # one GPU: one process feeds it
-        self.workers = workers
-        self._pool = None
+        self.pool = pool
+        self._own_pool = pool is None
+        self._asked = pool.workers if pool is not None else workers
+        self._workers: int | None = None if self._asked > 1 else 1
+
+    @property
+    def workers(self) -> int:
+        """Processes a round is split over; one on a GPU (one process feeds it). Asked of torch only for another
+        device than the CPU, and only when several were asked for: a report that trains nothing never imports it."""
+        if self._workers is None:
+            on_gpu = str(self.device) != "cpu" and resolve_device(self.device).type == "cuda"
+            self._workers = 1 if on_gpu else self._asked
+        return self._workers
 
     def run(self, configs: Sequence[dict]) -> list[dict]:
         configs = list(configs)
         parts = split_work(configs, self.workers) if self.workers > 1 and len(configs) > 1 else []
         if len(parts) < 2:
             return run_with_threads(self.runner, configs, self.device, self.threads)
-        if self._pool is None:
-            # spawn, not fork: a forked copy of a process that has run torch's thread pools can hang
-            self._pool = multiprocessing.get_context("spawn").Pool(self.workers, initializer=worker_init,
-                                                                   initargs=worker_init_args())
-        pending = [self._pool.apply_async(run_with_threads, (self.runner, [configs[i] for i in part], self.device,
-                                                             self.threads)) for part in parts]
+        if self.pool is None:
+            self.pool = WorkerPool(self.workers)
+        pending = [self.pool.submit(run_with_threads, self.runner, [configs[i] for i in part], self.device,
+                                    self.threads) for part in parts]
         results: list[dict | None] = [None] * len(configs)
         try:
             for part, job in zip(parts, pending):
-                for i, metrics in zip(part, job.get(), strict=True):
+                for i, metrics in zip(part, job.result(), strict=True):
                     results[i] = metrics
-        except BaseException:  # Ctrl-C or a worker's error: stop the others now, not after their work
-            self._pool.terminate()
-            self._pool = None
+        except BaseException as exc:
+            for job in pending:
+                job.cancel()
+            if self._own_pool or not isinstance(exc, Exception):
+                # Ctrl-C, or a worker's error in a pool of our own: stop the others now, not after their work (a
+                # shared pool's owner stops it when the error ends the job; its other users' work goes on)
+                self.pool.terminate()
             raise
         return results  # type: ignore[return-value]
 
@@ -217,10 +184,9 @@ class LocalExecutor:
         return "local" if self.workers == 1 else f"local ({self.workers} processes)"
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
-            self._pool = None
+        if self.pool is not None and self._own_pool:
+            self.pool.close()
+            self.pool = None
 
 
 class DaskExecutor:
@@ -228,10 +194,7 @@ class DaskExecutor:
 
     def __init__(self, scheduler: str | None = None, local_workers: int | None = None,
                  runner: Runner | None = None, device=None, threads: int | None = 1):
-        try:
-            from dask.distributed import Client, LocalCluster  # only for this executor: about 0.4 s to import
-        except ImportError:  # pragma: no cover - dask[distributed] is a dependency
-            raise InputError("--executor dask: needs dask[distributed] (pip install 'dask[distributed]')") from None
+        Client, LocalCluster = _dask_client()
         if (scheduler is None) == (local_workers is None):
             raise InputError("--executor dask: give exactly one of --scheduler tcp://HOST:PORT or --dask-local N")
         self.runner = runner or default_runner
@@ -280,12 +243,31 @@ class DaskExecutor:
             self._cluster.close()
 
 
+DASK_MISSING = "--executor dask: needs the dask extra (pip install 'recallkit[dask]')"
+
+
+def _dask_client():
+    """``dask.distributed``'s Client and LocalCluster: imported here only (about 0.4 s), and an extra's."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise InputError(DASK_MISSING) from None
+    return Client, LocalCluster
+
+
+def check_dask() -> None:
+    """A one-line InputError when the dask extra is not installed, before any work."""
+    if any(importlib.util.find_spec(name) is None for name in ("dask", "distributed")):
+        raise InputError(DASK_MISSING)
+
+
 def make_executor(name: str, runner: Runner | None = None, device=None, threads: int | None = None,
-                  scheduler: str | None = None, local_workers: int | None = None, workers: int = 1):
+                  scheduler: str | None = None, local_workers: int | None = None, workers: int = 1, pool=None):
+    """The executor called ``name``; ``pool``: the worker processes the local one shares (``workers.WorkerPool``)."""
     if name == "local":
         if scheduler is not None or local_workers is not None:
             raise InputError("--scheduler/--dask-local: only with --executor dask")
-        executor = LocalExecutor(runner=runner, device=device, threads=threads, workers=workers)
+        executor = LocalExecutor(runner=runner, device=device, threads=threads, workers=workers, pool=pool)
     elif name == "dask":
         executor = DaskExecutor(scheduler=scheduler, local_workers=local_workers, runner=runner, device=device,
                                 threads=1 if threads is None else threads)

@@ -23,11 +23,16 @@ says which path a number came from.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import sys
 from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
 
-__all__ = ["MKL_ENV", "cpu_vendor", "math_path", "pin_math_library", "pinned_branch"]
+__all__ = ["MKL_ENV", "cpu_vendor", "math_path", "one_blas_thread", "pin_math_library", "pinned_branch",
+           "set_blas_threads"]
 
 MKL_ENV = "MKL_CBWR"
 
@@ -94,3 +99,58 @@ def math_path(device: str | None = None) -> str:
     if not branch:  # set empty by the user: MKL chooses by CPU, alignment and size
         return f"cpu {capability}, MKL unpinned"
     return f"cpu {capability}, {MKL_ENV}={branch}" + (", MKL unpinned" if _TORCH_BEFORE_PIN else "")
+
+
+# OpenBLAS's thread-count functions, by the names numpy's and scipy's bundled builds give them
+_BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
+                 "openblas_set_num_threads")
+
+
+def _loaded_openblas() -> list:
+    """(get, set) of every OpenBLAS this process has loaded (numpy's and scipy's bundle one each); [] where none
+    is found or the platform has no /proc."""
+    try:
+        paths = sorted({line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+                        if "openblas" in line.rsplit("/", 1)[-1].lower()})
+    except OSError:
+        return []
+    found = []
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _BLAS_SETTERS:
+            setter = getattr(library, name, None)
+            getter = getattr(library, name.replace("set_num", "get_num"), None)
+            if setter is not None and getter is not None:
+                getter.restype = ctypes.c_int
+                found.append((getter, setter))
+                break
+    return found
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's (and scipy's) BLAS on one thread for the block, then as before. The runner experiments and report
+    steps that fit and decode in numpy run in one worker beside the searches' workers, one per core: there
+    OpenBLAS's own threads spin against the other workers (a 512 x 129 least-squares fit took 23 times the CPU
+    of one thread on two busy cores), and one thread also keeps their numbers independent of the core count.
+    A no-op where no OpenBLAS is loaded; OPENBLAS_NUM_THREADS=1 in the environment does the same from the start."""
+    libraries = _loaded_openblas()
+    before = [get() for get, _ in libraries]
+    for _, set_threads in libraries:
+        set_threads(1)
+    try:
+        yield
+    finally:
+        for (_, set_threads), threads in zip(libraries, before):
+            set_threads(max(1, threads))
+
+
+def set_blas_threads(threads: int) -> None:
+    """Every loaded OpenBLAS on ``threads`` threads from now on (the report's worker processes: one each, so the
+    numpy work of a step or a fit neither spins against the other workers nor depends on the core count)."""
+    for _, set_threads in _loaded_openblas():
+        set_threads(max(1, threads))
+

@@ -16,6 +16,7 @@ import typer
 from recallkit.cli_output import RunFailures, run_failures
 from recallkit.empirics import cost
 from recallkit.empirics.files import check_writable
+from recallkit.empirics.executors import check_dask
 from recallkit.empirics.experiment import presets_in, read_experiment_file, resolve_experiment
 from recallkit.fail_on import evidence_short, verdicts_matching
 from recallkit.interrupts import watch_store
@@ -32,6 +33,8 @@ __all__ = ["run"]
 def run(settings: ReportSettings, experiments: list[str], *, limit: float, wanted: Any, required: Any = None) -> None:
     """``recallkit report`` with its arguments checked: ``experiments`` as given, ``limit`` (--max-cost) and
     ``wanted`` (the --fail-on verdicts) read."""
+    if settings.executor == "dask":
+        check_dask()  # the extra not installed: one line before anything is checked or planned
     env_jobs()  # read when the pages are drawn, after every experiment has run: a bad value fails now instead
     _check_preset(settings.preset, experiments)
     out = Path(settings.out_dir)

@@ -14,7 +14,7 @@ import typer
 from recallkit.cli_output import RunFailures, json_text, raise_if_failed, run_failures
 from recallkit.empirics import cost
 from recallkit.empirics.device import resolve_device
-from recallkit.empirics.executors import make_executor, usable_cores
+from recallkit.empirics.executors import check_dask, make_executor, usable_cores
 from recallkit.empirics.overrides import SET_HELP, FieldSettings, parse_settings
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.interrupts import watch_store
@@ -175,6 +175,8 @@ def _sweep(experiment_file: str, preset: str, store_path: str | None, executor_n
     """``recallkit sweep``: plan the experiment, train what its search needs (reusing the store), print points."""
     from recallkit.empirics.plan import plan  # experiments and packs: sympy, about 0.3 s, which --help must not load
     from recallkit.empirics.search import MISSING, run_sweep  # sympy through plan (about 0.3 s), as above
+    if executor_name == "dask":
+        check_dask()  # the extra not installed: one line before anything is planned
     limit = cost.max_cost_allowed(max_cost)
     if workers > 1 and executor_name != "local":
         raise InputError("--workers: only with --executor local (a Dask cluster has its own workers)")

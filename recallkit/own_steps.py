@@ -1,4 +1,4 @@
-"""The main job's runner experiments and systems' report steps, trained in one worker process beside the
+"""The main job's runner experiments and systems' report steps, trained in the report's worker processes beside the
 searches (:class:`OwnSteps`) or in the main process.
 
 A step's entry is a function of the store's content, the code and its settings: with a :class:`StepCache` an entry
@@ -9,17 +9,19 @@ namespace are kept: their code and data files are what ``empirics.cache.source_f
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import io
-import multiprocessing
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 from recallkit import registry
-from recallkit.empirics.cache import Cache, cache_key, json_exact
-from recallkit.empirics.executors import fixed_threads, worker_init, worker_init_args
+from recallkit.empirics.cache import Cache, cache_key
+from recallkit.empirics.executors import fixed_threads
+from recallkit.empirics.workers import InlineExecutor, WorkerPool, completed
 from recallkit.empirics.provenance import namespace_roots
 from recallkit.report_settings import ReportSettings, StepContext
 from recallkit.theory.errors import InputError, RecallkitError
@@ -53,10 +55,21 @@ def checked_entry(entry: Any, ref: str) -> dict:
     return entry
 
 
-def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, store_path: Path) -> tuple:
-    """A runner experiment (``path``) or a report step (``path`` None) in a worker process of the main job:
-    ``("entry", entry or None, log text)`` or ``("error", message, log text)``. Its numbers are those of the
-    same call in the main process: one model trains on one thread from its own seeded streams either way."""
+@dataclasses.dataclass
+class StepOutcome:
+    """What a step gave: its entry (or None), or the message of the RecallkitError it raised (``error``), and the
+    lines it wrote to its log (``shown``: already written to the report's log, as it ran)."""
+
+    entry: Any = None
+    error: str | None = None
+    log: str = ""
+    shown: bool = False
+
+
+def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, store_path: Path) -> StepOutcome:
+    """A runner experiment (``path``) or a report step (``path`` None) in a worker process of the main job. Its
+    numbers are those of the same call in the main process: one model trains on one thread from its own seeded
+    streams either way."""
     import torch  # in the worker only: the parent may never have needed it
 
     if settings.threads:
@@ -66,8 +79,19 @@ def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, s
     try:
         entry = call_own_step(ref, path, context)
     except RecallkitError as exc:
-        return "error", str(exc), log.getvalue()
-    return "entry", entry, log.getvalue()
+        return StepOutcome(error=str(exc), log=log.getvalue())
+    return StepOutcome(entry=entry, log=log.getvalue())
+
+
+def _own_step_here(ref: str, path: Path | None, settings: ReportSettings, context: StepContext) -> StepOutcome:
+    """The same step in this process, its log lines written to the report's log as they come (and kept)."""
+    tee = _Tee(settings.log)
+    with fixed_threads(settings.threads or None):  # as the worker processes and the executors do
+        try:
+            entry = call_own_step(ref, path, replace(context, settings=replace(settings, log=tee)))
+        except RecallkitError as exc:
+            return StepOutcome(error=str(exc), log=tee.copy.getvalue(), shown=True)
+    return StepOutcome(entry=entry, log=tee.copy.getvalue(), shown=True)
 
 
 def store_digest(store_path: Path) -> str | None:
@@ -133,71 +157,70 @@ class _Tee(io.TextIOBase):
 
 
 class OwnSteps:
-    """The main job's runner experiments and system report steps: trained in one worker process beside the
-    searches when the local executor has more than one worker on the CPU (they train one model at a time, and
-    the searches leave cores idle between rounds), else in this process when asked for. Results come back in
-    the order asked for, whatever the order they finish in."""
+    """The main job's runner experiments and system report steps: trained in the report's worker processes beside
+    the searches (``pool``, a ``workers.WorkerPool``; with ``background`` and none given, one process of its own)
+    when the local executor has more than one worker on the CPU (they train one model at a time, and the searches
+    leave cores idle between rounds), else in this process, each when its result is asked for. Every step is a
+    future from :meth:`start` on (one the cache holds is one already done). Results come back in the order asked
+    for, whatever the order they finish in; :attr:`seconds` says how long each took."""
 
     def __init__(self, settings: ReportSettings, store_path: Path, context: StepContext, background: bool,
-                 cache: StepCache | None = None):
+                 cache: StepCache | None = None, pool: WorkerPool | None = None):
         self.settings, self.store_path, self.context = settings, store_path, context
-        self._background, self._cache = background, cache
-        self._pool = None
-        self._pending: dict[Any, Any] = {}
+        self._cache = cache
+        self._own = background and pool is None
+        self.pool: concurrent.futures.Executor = (pool or WorkerPool(1)) if background else InlineExecutor()
+        self._pending: dict[Any, concurrent.futures.Future] = {}
         self._keys: dict[Any, str | None] = {}  # step -> its cache key
         self._fresh: dict[str, dict] = {}  # cache key -> {"entry", "log"} computed by this report
+        self._since: dict[Any, float] = {}  # step -> when it was handed over
+        self.seconds: dict[Any, float] = {}  # step -> seconds from its start to its result (a cached one: the fetch)
 
     def start(self, key: Any, ref: str, path: Path | None) -> None:
-        """Queue one step (nothing happens yet without a worker process); a step the cache holds is not run, and
-        the worker process is started by the first step that is not."""
+        """Hand one step over (nothing runs yet in this process, and a worker process starts with the first step
+        handed to the pool); a step the cache holds is not run."""
+        started = time.perf_counter()
         self._keys[key] = found_key = self._cache.key(ref, path, self.settings) if self._cache else None
         found = self._cache.cache.get("steps", found_key) if found_key else None
         if isinstance(found, dict) and "entry" in found and isinstance(found.get("log"), str):
-            self._pending[key] = found
+            self._pending[key] = completed(StepOutcome(entry=found["entry"], log=found["log"]))
+            self._keys[key] = None  # kept already
+            self.seconds[key] = time.perf_counter() - started
             return
-        if not self._background:
-            self._pending[key] = (ref, path)
-            return
-        if self._pool is None:
-            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=worker_init,
-                                                                   initargs=worker_init_args())
-        child_settings = replace(self.settings, log=None)
-        self._pending[key] = self._pool.apply_async(_own_step_in_worker, (ref, path, child_settings, self.store_path))
+        self._since[key] = started
+        if isinstance(self.pool, InlineExecutor):
+            self._pending[key] = self.pool.submit(_own_step_here, ref, path, self.settings, self.context)
+        else:
+            self._pending[key] = self.pool.submit(_own_step_in_worker, ref, path, replace(self.settings, log=None),
+                                                  self.store_path)
 
     def result(self, key: Any) -> dict | None:
         """The step's entry; its log lines go to the report's log. A RecallkitError is raised here."""
         job, found_key = self._pending.pop(key), self._keys.pop(key)
-        if isinstance(job, dict):  # from the cache
-            self.settings.log.write(job["log"])
-            return job["entry"]
-        if isinstance(job, tuple):
-            tee = _Tee(self.settings.log)
-            with fixed_threads(self.settings.threads or None):  # as the worker process and the executors do
-                entry = call_own_step(*job, replace(self.context, settings=replace(self.settings, log=tee)))
-            text = tee.copy.getvalue()
-        else:
-            kind, entry, text = job.get()
-            if text:
-                self.settings.log.write(text)
-            if kind == "error":
-                raise RecallkitError(entry)
+        outcome: StepOutcome = job.result()
+        if key in self._since:
+            # one run in this process is timed from when it ran: it waits, unstarted, for its turn in the report
+            began = getattr(job, "started_at", None)
+            self.seconds[key] = time.perf_counter() - (began if began is not None else self._since.pop(key))
+            self._since.pop(key, None)
+        if outcome.log and not outcome.shown:
+            self.settings.log.write(outcome.log)
+        if outcome.error is not None:
+            raise RecallkitError(outcome.error)
         if found_key:
-            self._fresh[found_key] = {"entry": entry, "log": text}
-        return entry
+            self._fresh[found_key] = {"entry": outcome.entry, "log": outcome.log}
+        return outcome.entry
 
     def close(self, failed: bool = False) -> None:
-        """Stop the worker: at once after an error or Ctrl-C (what it had stored stays stored), else when done; keep
-        the entries computed while the store stayed as it was."""
-        if self._pool is not None:
-            if failed:
-                self._pool.terminate()
-            else:
-                self._pool.close()
-            self._pool.join()
-            self._pool = None
+        """Stop the steps: at once after an error or Ctrl-C (what they had stored stays stored), else when done (a
+        shared pool is its owner's to close); keep the entries computed while the store stayed as it was."""
+        for job in self._pending.values():
+            job.cancel()
+        self._pending.clear()
+        if self._own:
+            self.pool.close(failed=failed)
         if not failed and self._fresh and store_digest(self.store_path) == self._cache.store:
             # nothing was written to the store since the report began, so each entry is the store's as it is
             for found_key, doc in self._fresh.items():
-                if json_exact(doc):
-                    self._cache.cache.put("steps", found_key, doc)
+                self._cache.cache.keep("steps", found_key, doc, what="step entry")
         self._fresh.clear()

@@ -11,6 +11,10 @@ registry (``recallkit.registry``). Each experiment is one step:
 - a file with a table a system registered in ``System.runners`` runs through that runner;
 - then each system's ``report_steps`` (e.g. a term-probe table).
 
+In that order: every experiment planned; the runner experiments and steps handed to the report's worker processes;
+each search swept and fitted; every comparative claim judged once, from the report's every fit (a claim may name
+another experiment, before or after its own); the pages drawn (each experiment's as soon as its entry is final).
+
 A failure in one experiment is recorded in the summary and the report goes on (the failing step's
 message is printed), so a long run is never lost to one bad file.
 """
@@ -19,7 +23,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import datetime as _dt
-import functools
 import importlib.util
 import os
 import sys
@@ -32,17 +35,18 @@ from tqdm import tqdm
 
 from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
-from recallkit.empirics.cache import Cache, Uncacheable, cache_key, json_exact
+from recallkit.empirics.cache import Cache, Uncacheable, cache_key
 from recallkit.empirics import cache as derived_cache
 from recallkit.compare.claims import judge_claims, other_experiment_fits
 from recallkit.compare.schema import SUMMARY_SCHEMA
 from recallkit.empirics.device import resolve_device
-from recallkit.empirics.executors import make_executor, usable_cores
+from recallkit.empirics.executors import check_dask, make_executor, usable_cores
 from recallkit.empirics.experiment import resolve_experiment
 from recallkit.empirics.numerics import MKL_ENV, math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
+from recallkit.empirics.workers import WorkerPool
 from recallkit.own_steps import OwnSteps, StepCache, checked_entry, store_digest
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
@@ -51,7 +55,7 @@ from recallkit.reports.style import source_date  # the one reading of SOURCE_DAT
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
 
-__all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext", "default_experiments", "judge_loaded_claims",
+__all__ = ["DEFAULT_OUT", "ReportSettings", "StepContext", "default_experiments", "judge_claims_once", "judge_loaded_claims",
            "report_store", "run_report", "search_entry", "steps_for"]
 
 
@@ -65,14 +69,13 @@ def default_experiments() -> list[Path]:
 
 # ----------------------------------------------------------------------------- experiment steps
 def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path: Path, run: bool = True,
-                  fitted_runs: dict | None = None, cache: Cache | None = None) -> dict:
-    """The summary entry of a planned search experiment: sweep (``run=False``: replay the store, train nothing),
-    fits, heatmap cells, boundary points, the pack's terms and phase diagram, the system's own verdicts,
-    and its comparative claims (``claims``, ``compare.claims``). ``fitted_runs``: experiment name ->
-    (loaded experiment, fits) of this report so far; this one is added, and a claim's side in another
-    experiment is judged from it (or, for one not in the report, from the stored runs). The heatmap cells
-    and boundary points are the search's own records, kept with the fits: nothing is replayed. ``cache``: where
-    the fits and the pack's pieces are kept under a hash of their inputs (``empirics.cache``; None: computed)."""
+                  cache: Cache | None = None) -> tuple[dict, object]:
+    """The summary entry of a planned search experiment, and its fits: sweep (``run=False``: replay the store, train
+    nothing), fits, heatmap cells, boundary points, the pack's terms and phase diagram, and the system's own verdicts.
+    Its comparative claims (``claims``, ``compare.claims``) are left to :func:`judge_claims_once`, once every
+    experiment of the report is fitted: a claim may name another experiment. The heatmap cells and boundary points
+    are the search's own records, kept with the fits: nothing is replayed. ``cache``: where the fits and the pack's
+    pieces are kept under a hash of their inputs (``empirics.cache``; None: computed)."""
     loaded = planned.experiment
     fitted = sweep_and_fit(planned, store=store_path, preset=settings.preset, run=run, executor=executor,
                            progress=run, log=settings.log, cache=cache)
@@ -100,10 +103,8 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
     if sweep.violations:
         entry["notes"].append(f"{len(sweep.violations)} monotonicity violations along the searched size "
                               f"(accuracy fell as the size grew); see 'recallkit sweep' output")
-    if fitted_runs is not None:
-        fitted_runs[loaded.name] = (loaded, fitted)
     if loaded.claims:
-        entry["claims"] = judge_entry_claims(loaded, fitted, store_path, settings.preset, fitted_runs)
+        entry["claims"] = None  # judged with the report's every fit (its place kept in the entry's order)
     entry["config_hashes"] = sorted({r.config_hash for r in sweep.runs if r.config_hash}
                                     | {b["config_hash"] for b in sweep.budget_runs if b.get("config_hash")})
     flagged = [p for p in sweep.points if p.budget_flagged]
@@ -118,7 +119,7 @@ def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path:
     if system is not None and system.search_judge:
         # the system's own verdicts (e.g. log against power for a d_min search)
         registry.load_object(system.search_judge)(entry, loaded, sweep)
-    return entry
+    return entry, fitted
 
 
 def _pack_pieces(pack, scalings: list[tuple[str, str]], cache: Cache | None) -> dict:
@@ -128,14 +129,14 @@ def _pack_pieces(pack, scalings: list[tuple[str, str]], cache: Cache | None) -> 
         return pack_pieces(pack, scalings)
     try:
         key = cache_key("pack pieces", [repr(pack), scalings])
-    except Uncacheable:
+    except Uncacheable as exc:
+        cache.decline("pack pieces", f"its inputs: {exc}")
         return pack_pieces(pack, scalings)
     found = cache.get("pieces", key)
     if isinstance(found, dict):
         return found
     pieces = pack_pieces(pack, scalings)
-    if json_exact(pieces):  # only what JSON gives back as it was
-        cache.put("pieces", key, pieces)
+    cache.keep("pieces", key, pieces, what="pack pieces")  # only what JSON gives back as it was; else declined
     return pieces
 
 
@@ -155,19 +156,22 @@ def judge_entry_claims(loaded, fitted, store_path: Path, preset: str, fitted_run
     return [result.to_dict() for result in judge_loaded_claims(loaded, fitted, store_path, preset, fitted_runs)]
 
 
-def _rejudge_claims(entries: list[dict], fitted_runs: dict, store_path: Path, preset: str) -> None:
-    """Claims judged before the other experiment they name was computed in this report (from its stored runs,
-    or not at all) are judged again from the report's own fits; the entry changes in place (its pages are
-    then drawn again from the final summary)."""
-    order = list(fitted_runs)
-    for entry in entries:
-        name = entry.get("name")
-        if not entry.get("claims") or name not in fitted_runs:
+def judge_claims_once(searched: dict, store_path: Path, preset: str) -> dict:
+    """Every claim of the report judged once, from the report's fits: ``searched`` holds (entry, loaded experiment,
+    fits) of every search experiment that was fitted, by any key (the report's: its place in the report); each entry with claims gets them
+    (``claims``). A side in another experiment of the report is judged from its fits here, whatever the order of
+    the experiments; one not in the report from its stored runs. Returns {key: RecallkitError} for the
+    experiments whose claims could not be judged (a failure of that experiment)."""
+    fitted_runs = {loaded.name: (loaded, fitted) for _, loaded, fitted in searched.values()}
+    failed = {}
+    for key, (entry, loaded, fitted) in searched.items():
+        if not loaded.claims:
             continue
-        loaded, fitted = fitted_runs[name]
-        later = {c.b.experiment for c in loaded.claims} | {c.a.experiment for c in loaded.claims}
-        if any(other in order and order.index(other) > order.index(name) for other in later if other):
+        try:
             entry["claims"] = judge_entry_claims(loaded, fitted, store_path, preset, fitted_runs)
+        except RecallkitError as exc:
+            failed[key] = exc
+    return failed
 
 
 def search_entry(experiment: str | Path, store: str | Path | None = None, preset: str = "quick",
@@ -182,7 +186,11 @@ def search_entry(experiment: str | Path, store: str | Path | None = None, preset
     if not store_path.is_file():
         raise InputError(f"--store {store_path}: no such results store (run 'recallkit sweep' or 'recallkit report' first)")
     settings = ReportSettings(experiments=[path], preset=preset, store=store_path, log=log or sys.stderr)
-    return _search_entry(planned, settings, None, store_path, run=False)
+    entry, fitted = _search_entry(planned, settings, None, store_path, run=False)
+    failed = judge_claims_once({0: (entry, planned.experiment, fitted)}, store_path, preset)
+    if failed:
+        raise next(iter(failed.values()))
+    return entry
 
 
 # ----------------------------------------------------------------------------- the job
@@ -202,45 +210,17 @@ def _provenance(settings: ReportSettings, entries: list[dict], cache: Cache | No
     }
 
 
-def _executor(settings: ReportSettings, workers: int):
-    """The report's executor; the local one on the CPU made when a search first trains (:class:`_DeferredExecutor`).
-    Arguments that could be refused are given to ``make_executor`` now, so a bad flag is one line before anything
-    runs."""
-    make = functools.partial(make_executor, settings.executor, device=settings.device, threads=settings.threads,
-                             scheduler=settings.scheduler, local_workers=settings.dask_local, workers=workers)
-    if (settings.executor == "local" and settings.scheduler is None and settings.dask_local is None
-            and type(workers) is int and workers >= 1 and _device(settings) == "cpu"):
-        return _DeferredExecutor(make, workers)
-    return make()
-
-
-class _DeferredExecutor:
-    """The local executor on the CPU, made on first use: making it with several workers asks torch whether the
-    device is a GPU (about 1 s to import torch, as much again at exit), which a report that trains nothing never
-    needs. ``describe`` is the local executor's own answer on the CPU, which needs no executor."""
-
-    def __init__(self, make, workers: int):
-        self._make, self._workers, self._made = make, workers, None
-
-    def _executor(self):
-        if self._made is None:
-            self._made = self._make()
-        return self._made
-
-    def run(self, configs):
-        return self._executor().run(configs)
-
-    def describe(self) -> str:
-        if self._made is not None:
-            return self._made.describe()
-        return "local" if self._workers == 1 else f"local ({self._workers} processes)"
-
-    def close(self) -> None:
-        if self._made is not None:
-            self._made.close()
-
-    def __getattr__(self, name: str):
-        return getattr(self._executor(), name)
+def _executor(settings: ReportSettings, workers: int, pool: WorkerPool | None = None):
+    """The report's executor; the local one trains in ``pool`` (the report's worker processes), which starts when a
+    search first trains. Arguments that could be refused are given to ``make_executor`` now, so a bad flag is one
+    line before anything runs. On the CPU the device is named: the local executor then never asks torch (about 1 s
+    to import, as much again at exit) whether it is a GPU, which a report that trains nothing never needs."""
+    device = settings.device
+    if settings.executor == "local" and _device(settings) == "cpu":
+        device = "cpu"
+    return make_executor(settings.executor, device=device, threads=settings.threads, scheduler=settings.scheduler,
+                         local_workers=settings.dask_local, workers=workers,
+                         pool=pool if settings.executor == "local" else None)
 
 
 def _torch_build() -> dict | None:
@@ -297,37 +277,46 @@ def _math_path(cache: Cache | None) -> str:
 
 
 def run_report(settings: ReportSettings) -> Path:
-    """Run every experiment, write ``summary.json``, the figures and ``recallkit-report.pdf``."""
+    """Run every experiment, write ``summary.json``, the figures and ``recallkit-report.pdf``: plan every experiment,
+    hand the systems' steps to the workers, sweep and fit each search, judge every claim once, draw.
+
+    One pool of worker processes (``empirics.workers``, ``--workers`` of them, one per usable core by default) trains
+    the searches' rounds, runs the systems' steps and draws the pages; it starts when first needed and is stopped at
+    once on an error or Ctrl-C. At the end the log says how long each experiment and step took (``step time:``)."""
+    if settings.executor == "dask":
+        check_dask()  # the extra not installed: one line before anything is planned
     store_path = report_store(settings)
     failures: list[str] = []
     plans = _checked_plans(settings, store_path, failures)
     settings = with_packs(settings, plans)
     workers = (settings.workers if settings.workers is not None
                else usable_cores() if settings.executor == "local" else 1)
-    executor = _executor(settings, workers)
+    # on a Dask cluster or a GPU the pool only draws the pages (and on one core, nothing)
+    pool = WorkerPool(settings.workers or usable_cores())
+    executor = _executor(settings, workers, pool)
     steps = steps_for(settings, plans)
     background = (settings.executor == "local" and workers > 1 and _device(settings).split(":")[0] == "cpu"
                   and (any(not planned.is_search for planned in plans) or bool(steps)))
     cache = _derived_cache(settings)
     not_ours = cache.not_ours if cache is not None else 0
+    declined = len(cache.declined) if cache is not None else 0
     own = OwnSteps(settings, store_path, StepContext(settings, store_path, executor), background,
-                   _step_cache(cache, store_path))
+                   _step_cache(cache, store_path), pool=pool if background else None)
     started = time.perf_counter()
-    # each experiment's pages are drawn (in worker processes) while the next experiment is computed
     # a full disk or a file that cannot be written, while the report is written: one line, the previous
     # report kept (its OSErrors only: one from training is not about --out)
     with writing_report(Path(settings.out_dir)):
         builder = ReportBuilder(settings.out_dir, png=settings.png, jobs=settings.jobs, reuse=not settings.redraw)
-    with builder:
+    builder.drawer.use_executor(pool)
+    report = _Report(plans, steps, settings, executor, store_path, own, builder, cache)
+    with builder, _stopped_on_error(pool):
         failed = True
         try:
-            entries, fitted_runs = _run_experiments(plans, steps, settings, executor, store_path, own, builder,
-                                                    failures, cache)
+            entries = report.run(failures)
             failed = False
         finally:
             own.close(failed=failed)
             executor.close()
-        _rejudge_claims(entries, fitted_runs, store_path, settings.preset)
         summary = {
             "schema": SUMMARY_SCHEMA,
             "title": "recallkit report",
@@ -345,7 +334,25 @@ def run_report(settings: ReportSettings) -> Path:
     if cache is not None and cache.not_ours > not_ours:
         found = cache.not_ours - not_ours  # tampered, or made under another secret: a miss, computed again
         print(f"{found} cache entr{'y' if found == 1 else 'ies'} not ours: recomputed", file=settings.log)
+    if cache is not None and len(cache.declined) > declined:  # computed again by the next report: say what and why
+        told = "; ".join(f"{what}: {reason}" for what, reason in cache.declined[declined:][:5])
+        print(f"cache: {len(cache.declined) - declined} values not kept ({told})", file=settings.log)
+    for name, seconds in report.seconds:  # read by the main job's benchmark: keep the words as they are
+        print(f"step time: {name} {seconds:.1f} s wall", file=settings.log)
     return pdf
+
+
+@contextlib.contextmanager
+def _stopped_on_error(pool: WorkerPool):
+    """``pool`` closed once at the end, its workers stopped at once (what they run not waited for) on an error or
+    Ctrl-C."""
+    try:
+        yield pool
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.close()
 
 
 def _derived_cache(settings: ReportSettings) -> Cache | None:
@@ -460,50 +467,94 @@ def with_packs(settings: ReportSettings, plans: list[Plan]) -> ReportSettings:
 
 
 def steps_for(settings: ReportSettings, plans: list[Plan]) -> list[str]:
-    """The systems' own report steps (e.g. token retrieval's term probes): every system's for the main job, else
-    only those of the systems the report's experiments belong to (by their task, their runner or the folder
-    their file lies in), so a report of one associative-memory experiment trains no token-retrieval probes."""
-    systems = registry.systems()
-    if settings.experiments:
-        tasks = {planned.experiment.task for planned in plans if planned.is_search}
-        folders = {planned.path.resolve().parent for planned in plans}
-        systems = [system for system in systems
-                   if tasks & {task.name for task in system.tasks} or system.experiments_dir.resolve() in folders
-                   or any(planned.system is system for planned in plans)]
-    return [step for system in systems for step in system.report_steps]
+    """The systems' own report steps that apply to this report, as "module:function": each step decides through its
+    ``applies(plans, settings)`` (recallkit.registry.report_steps), so a report of one associative-memory experiment,
+    or of tr_fig2 alone without --probes, runs no term probes or gradient-access check."""
+    try:
+        return registry.report_steps(plans, settings)
+    except registry.RegistryError as exc:
+        raise InputError(str(exc)) from None
 
 
-def _run_experiments(plans: list[Plan], steps: list[str], settings: ReportSettings, executor, store_path: Path,
-                     own: OwnSteps, builder: ReportBuilder, failures: list[str], cache: Cache | None = None
-                     ) -> tuple[list[dict], dict]:
-    """Each experiment's entry, in order (a runner experiment's and each report step's from ``own``), handed
-    to ``builder`` as it comes; and the fits so far by experiment name (claims may compare two experiments)."""
-    entries: list[dict] = []
-    fitted_runs: dict = {}
-    for planned in plans:  # with a worker process they start now and run beside the searches
-        if not planned.is_search:
-            own.start(planned.path, planned.runner, planned.path)
-    for index, step in enumerate(steps):
-        own.start(index, step, None)
-    bar = tqdm(plans, desc="report", unit="experiment", file=settings.log, leave=True)
-    for planned in bar:
-        bar.set_postfix_str(planned.path.stem)
-        try:
-            if planned.is_search:
-                entries.append(_search_entry(planned, settings, executor, store_path, fitted_runs=fitted_runs,
-                                             cache=cache))
+class _Report:
+    """The experiments and steps of one report, run in order: :meth:`run`."""
+
+    def __init__(self, plans: list[Plan], steps: list[str], settings: ReportSettings, executor, store_path: Path,
+                 own: OwnSteps, builder: ReportBuilder, cache: Cache | None) -> None:
+        self.plans, self.steps, self.settings, self.executor = plans, steps, settings, executor
+        self.store_path, self.own, self.builder, self.cache = store_path, own, builder, cache
+        self.seconds: list[tuple[str, float]] = []  # (experiment's file stem or step's entry name, wall seconds)
+        self._final: list = [_PENDING] * len(plans)  # each experiment's entry once final, or its failure's line
+        self._drawn = 0  # the experiments handed to the builder so far (in order)
+
+    def run(self, failures: list[str]) -> list[dict]:
+        """Submit the systems' steps, sweep and fit each search (a runner experiment's entry taken in its turn),
+        judge every claim, take the steps' entries; each entry is handed to the builder, in order, once final (its
+        pages start drawing while the report goes on). Returns the entries; a failed experiment's line is added
+        to ``failures``, in the experiments' order."""
+        for planned in self.plans:  # in the worker processes they start now and run beside the searches
+            if not planned.is_search:
+                self.own.start(planned.path, planned.runner, planned.path)
+        for index, step in enumerate(self.steps):
+            self.own.start(index, step, None)
+        searched = self._fit()
+        for index, exc in judge_claims_once(searched, self.store_path, self.settings.preset).items():
+            self._fail(index, exc)
+        for index, (entry, _, _) in searched.items():
+            if not isinstance(self._final[index], str):
+                self._final[index] = entry
+        self._hand_over()
+        entries = [entry for entry in self._final if isinstance(entry, dict)]
+        failures.extend(line for line in self._final if isinstance(line, str))
+        for index, step in enumerate(self.steps):
+            entry = self.own.result(index)
+            self.seconds.append((entry["name"] if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+                                 else step, self.own.seconds[index]))
+            if entry is not None:
+                entries.append(checked_entry(entry, step))
+                self.builder.add(entry)
+        return entries
+
+    def _fit(self) -> dict:
+        """Each search swept and fitted, each runner experiment's entry taken, in order; returns {index: (entry,
+        loaded experiment, fits)} of the searches fitted (the entries with claims wait for them)."""
+        searched: dict = {}
+        bar = tqdm(self.plans, desc="report", unit="experiment", file=self.settings.log, leave=True)
+        for index, planned in enumerate(bar):
+            bar.set_postfix_str(planned.path.stem)
+            began = time.perf_counter()
+            try:
+                if planned.is_search:
+                    entry, fitted = _search_entry(planned, self.settings, self.executor, self.store_path,
+                                                  cache=self.cache)
+                    searched[index] = (entry, planned.experiment, fitted)  # its fits, for every claim naming it
+                    if not planned.experiment.claims:
+                        self._final[index] = entry
+                else:
+                    self._final[index] = checked_entry(self.own.result(planned.path), planned.runner)
+            except RecallkitError as exc:
+                self._fail(index, exc)
+            if planned.is_search or planned.path not in self.own.seconds:
+                self.seconds.append((planned.path.stem, time.perf_counter() - began))
             else:
-                entries.append(checked_entry(own.result(planned.path), planned.runner))
-        except RecallkitError as exc:
-            _failed(failures, planned.path.name, exc, settings.log)
-            continue
-        builder.add(entries[-1])
-    for index, _ in enumerate(steps):
-        entry = own.result(index)
-        if entry is not None:
-            entries.append(checked_entry(entry, steps[index]))
-            builder.add(entry)
-    return entries, fitted_runs
+                self.seconds.append((planned.path.stem, self.own.seconds[planned.path]))
+            self._hand_over()
+        return searched
+
+    def _fail(self, index: int, exc: Exception) -> None:
+        name = self.plans[index].path.name
+        self._final[index] = f"{name}: {exc}" if not str(exc).startswith(f"{name}: ") else str(exc)
+        print(f"error: {self._final[index]} (continuing with the other experiments)", file=self.settings.log)
+
+    def _hand_over(self) -> None:
+        """The experiments final so far, in order, to the builder (pages are numbered in the report's order)."""
+        while self._drawn < len(self._final) and self._final[self._drawn] is not _PENDING:
+            if isinstance(self._final[self._drawn], dict):
+                self.builder.add(self._final[self._drawn])
+            self._drawn += 1
+
+
+_PENDING = object()  # an experiment whose entry is not final yet (its claims are judged once all are fitted)
 
 
 def _failed(failures: list[str], name: str, exc: Exception, log: TextIO | None) -> None:

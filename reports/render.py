@@ -22,11 +22,9 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import json
-import multiprocessing
 import os
 import pickle
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -34,7 +32,8 @@ from typing import Any, Callable, Sequence
 import matplotlib
 import matplotlib.pyplot as plt
 
-from recallkit.empirics.executors import usable_cores, worker_init, worker_init_args
+from recallkit.empirics.executors import usable_cores
+from recallkit.empirics.workers import Capped, WorkerPool
 from recallkit.empirics.provenance import namespace_digest
 from recallkit.empirics.cache import Cache, signed, verified
 from recallkit.empirics.files import loads_json, read_regular, write_atomic
@@ -228,18 +227,22 @@ class Drawer:
     that then changed is simply not used); :meth:`finish` takes the final list, draws what is missing,
     waits, and names the files by page stem.
 
-    ``jobs``: worker processes (None: one per core this process may use; 1: draw here)."""
+    ``jobs``: pages drawn at once in worker processes (None: one per core this process may use; 1: draw here).
+    ``executor``: the worker processes to draw in (``empirics.workers.WorkerPool``, the report's one pool, shared
+    with its training: ``jobs`` caps how many of its workers draw at once); None: a pool of ``jobs`` of its own."""
 
     def __init__(self, folder: Path, previous: Path | None, png: bool, error_page: Callable[[str, str], Any],
                  jobs: int | None = None, reuse: bool = True, key_extra: str = "",
-                 cache: Cache | None = None) -> None:
+                 cache: Cache | None = None, executor: WorkerPool | None = None) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.previous = Path(previous) if previous is not None else None
         self.old = read_manifest(self.previous).get("pages", {}) if (self.previous is not None and reuse) else {}
         self.png, self.error_page, self.jobs, self.key_extra = png, error_page, jobs, key_extra
         self.cache, self.reuse = cache, reuse
-        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.executor = executor
+        self._own: WorkerPool | None = None  # the pool made here when none was handed over
+        self.pool: Capped | None = None
         self.workers = 1
         self.pending: dict[str, concurrent.futures.Future] = {}  # file name (key) -> drawing in a worker
         self.errors: dict[str, str | None] = {}  # file name -> error text (None: drawn fine)
@@ -248,25 +251,28 @@ class Drawer:
         self.drawn: set[str] = set()
         self.started: float | None = None  # when the first page was handed over
 
+    def use_executor(self, executor: WorkerPool) -> None:
+        """Draw in ``executor``'s workers from now on (before the first page goes to a worker of its own)."""
+        if self.pool is None:
+            self.executor = executor
+
     def _name(self, page: Page, key: str | None) -> str:
         return key if key is not None else f"uncached-{page.stem}"
 
-    def _get_pool(self, n_pages: int | None) -> concurrent.futures.ProcessPoolExecutor | None:
+    def _get_pool(self, n_pages: int | None) -> Capped | None:
         if self.pool is not None:
             return self.pool
         jobs = self.jobs if self.jobs is not None else (default_jobs(n_pages) if n_pages is not None else
                                                         env_jobs() or _cores())
-        if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        if self.executor is not None:
+            jobs = min(jobs, self.executor.workers)
+        if jobs <= 1:
             return None
-        # fork: the workers start with everything this process has imported (matplotlib, the stages),
-        # so a page costs its drawing only
-        # Ctrl-C is the parent's to handle (it stops the pool and keeps the previous
-        # report), and a killed report must not leave workers drawing for nobody.
-        with warnings.catch_warnings():  # "fork with threads running" (tqdm's monitor, torch pools)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.pool = concurrent.futures.ProcessPoolExecutor(
-                jobs, mp_context=multiprocessing.get_context("fork"), initializer=worker_init,
-                initargs=worker_init_args())
+        if self.executor is None:
+            # Ctrl-C is the parent's to handle (it stops the pool and keeps the previous report), and a killed
+            # report leaves no worker drawing for nobody (empirics.workers)
+            self._own = WorkerPool(jobs)
+        self.pool = Capped(self.executor or self._own, jobs)
         self.workers = jobs
         return self.pool
 
@@ -295,10 +301,8 @@ class Drawer:
                 continue
             pool = self._get_pool(total)
             if pool is not None and _picklable(page.build):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    self.pending[name] = pool.submit(draw_one, page.stem, page.build, self.folder / f"{name}.pdf",
-                                                     self.png, self.error_page)
+                self.pending[name] = pool.submit(draw_one, page.stem, page.build, self.folder / f"{name}.pdf",
+                                                 self.png, self.error_page)
             else:
                 here.append(page)
         return here
@@ -381,17 +385,22 @@ class Drawer:
 
     def _broken(self) -> None:
         # a worker died (out of memory, a signal): the rest is drawn here, one by one
-        pool, self.pool = self.pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        self.close(stop=True)
         self.pending.clear()
         self.jobs = 1
+        self.executor = None
 
-    def close(self) -> None:
-        """Stop the workers (waiting for the pages they are drawing: a second at most)."""
+    def close(self, stop: bool = False) -> None:
+        """Stop drawing in workers: the pages not started are cancelled, those being drawn waited for (a second at
+        most); a pool made here is closed (``stop``: its workers stopped at once), a shared one left to its owner."""
         pool, self.pool = self.pool, None
+        own, self._own = self._own, None
+        if own is not None and stop:
+            own.terminate()
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.close()
+        if own is not None:
+            own.close()
 
 
 def env_jobs() -> int | None:
@@ -413,7 +422,8 @@ def env_jobs() -> int | None:
 
 def draw_pages(pages: Sequence[Page], folder: Path, previous: Path | None, png: bool,
                error_page: Callable[[str, str], Any], jobs: int | None = None, reuse: bool = True,
-               key_extra: str = "", cache: Cache | None = None) -> tuple[dict, DrawStats]:
+               key_extra: str = "", cache: Cache | None = None,
+               executor: WorkerPool | None = None) -> tuple[dict, DrawStats]:
     """Draw (or reuse) every page of ``pages`` into ``folder`` as ``stem.pdf``: :class:`Drawer` in one call."""
     return Drawer(folder, previous, png, error_page, jobs=jobs, reuse=reuse, key_extra=key_extra,
-                  cache=cache).finish(pages)
+                  cache=cache, executor=executor).finish(pages)

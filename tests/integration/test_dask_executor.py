@@ -1,13 +1,16 @@
-"""Dask executor: a small sweep on a LocalCluster of 2 worker processes gives the numbers of 'local'."""
+"""Dask executor: a small sweep on a LocalCluster of 2 worker processes gives the numbers of 'local'. Dask is an extra
+(``recallkit[dask]``): without it these tests are skipped, and test_dask_missing.py checks the one line it gives."""
 from __future__ import annotations
 
 import pytest
 
-from recallkit.empirics.executors import DaskExecutor, LocalExecutor, make_executor
-from recallkit.empirics.experiment import experiment_from_dict
-from recallkit.empirics.search import run_sweep
-from recallkit.empirics.store import ResultStore
-from recallkit.theory.errors import InputError
+pytest.importorskip("distributed")
+
+from recallkit.empirics.executors import DaskExecutor, LocalExecutor, make_executor  # noqa: E402
+from recallkit.empirics.experiment import experiment_from_dict  # noqa: E402
+from recallkit.empirics.search import run_sweep  # noqa: E402
+from recallkit.empirics.store import ResultStore  # noqa: E402
+from recallkit.theory.errors import InputError  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

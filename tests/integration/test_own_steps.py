@@ -6,6 +6,7 @@ import os
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,8 @@ def test_an_interrupted_report_stops_the_worker_at_once(steps_module, tmp_path):
 
 def test_a_report_runs_only_the_steps_of_its_experiments_systems(tmp_path):
     """A report of one associative-memory experiment trained token retrieval's term probes too, unless told
-    --no-probes; the main job (no experiment named) runs every system's steps."""
+    --no-probes, and one of Fig 2 alone did so untold; the main job (no experiment named) runs every system's
+    steps."""
     from recallkit.empirics.plan import plan
     from recallkit.pipeline import ReportSettings, steps_for
 
@@ -79,7 +81,11 @@ def test_a_report_runs_only_the_steps_of_its_experiments_systems(tmp_path):
     memory = [plan("assoc_memory_linear")]
     assert steps_for(ReportSettings(experiments=[Path("assoc_memory_linear")]), memory) == []
     fig2 = [plan("tr_fig2_attention_only")]
-    assert steps_for(ReportSettings(experiments=[Path("tr_fig2_attention_only")]), fig2) == [probes, gradient_access]
+    # a report of named experiments runs a system's diagnostics only when asked (--probes): each step decides
+    assert steps_for(ReportSettings(experiments=[Path("tr_fig2_attention_only")]), fig2) == []
+    asked = ReportSettings(experiments=[Path("tr_fig2_attention_only")], system_options={"token_retrieval": {"probes": True}})
+    assert steps_for(asked, fig2) == [probes, gradient_access]
+    assert steps_for(replace(asked, experiments=[Path("assoc_memory_linear")]), memory) == []
     assert probes in steps_for(ReportSettings(experiments=[]), memory)
 
 
@@ -92,7 +98,8 @@ def test_a_report_of_fig2_alone_probes_the_attention_only_terms(tmp_path, monkey
     from recallkit.systems.token_retrieval import steps
 
     fig2 = [plan("tr_fig2_attention_only")]
-    named = with_packs(ReportSettings(experiments=[Path("tr_fig2_attention_only")], log=io.StringIO()), fig2)
+    named = with_packs(ReportSettings(experiments=[Path("tr_fig2_attention_only")], log=io.StringIO(),
+                                      system_options={"token_retrieval": {"probes": True}}), fig2)  # --probes
     assert named.packs == ("token_retrieval_attn",)
     assert with_packs(ReportSettings(experiments=[]), fig2).packs == ()
     asked = []

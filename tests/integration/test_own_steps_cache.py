@@ -45,7 +45,7 @@ def _run(folder: Path, background: bool = False) -> tuple[dict, str, bool]:
     cache = StepCache(Cache(folder, SECRET), store_digest(folder / "s.db"), lambda ref, path: True)
     own = OwnSteps(settings, folder / "s.db", StepContext(settings, folder / "s.db"), background, cache)
     own.start("e", "cached_steps_probe:runner", folder / "e.toml")
-    started_a_worker = own._pool is not None
+    started_a_worker = getattr(own.pool, "started", False)  # (in this process: no pool of workers at all)
     entry = own.result("e")
     own.close()
     return entry, log.text, started_a_worker

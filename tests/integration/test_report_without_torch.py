@@ -55,7 +55,7 @@ def test_another_math_library_branch_is_asked_again(tmp_path):
 def test_the_executor_is_made_when_first_used_and_bad_flags_fail_first():
     deferred = _executor(ReportSettings(experiments=[], device="cpu"), 2)
     assert deferred.describe() == "local (2 processes)"
-    assert deferred._made is None
+    assert deferred.pool is None  # no worker process until a round trains
     deferred.close()
     with pytest.raises(InputError, match="--scheduler/--dask-local: only with --executor dask"):
         _executor(ReportSettings(experiments=[], scheduler="tcp://x:1"), 2)

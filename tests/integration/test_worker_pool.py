@@ -1,0 +1,56 @@
+"""``empirics.workers``: the pool starts on its first job, stops a running job at once when terminated, and
+``Capped`` keeps at most its cap of jobs in the pool and closes without waiting for jobs it cancelled."""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import time
+
+import pytest
+
+from recallkit.empirics.workers import Capped, InlineExecutor, WorkerPool, completed
+
+pytestmark = pytest.mark.integration
+
+
+def _pid_after(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_pool_starts_on_its_first_job_and_terminate_stops_a_running_one():
+    pool = WorkerPool(2)
+    assert not pool.started
+    assert pool.submit(_pid_after, 0).result(timeout=120) != os.getpid() and pool.starts == 1
+    long = pool.submit(_pid_after, 600)
+    time.sleep(0.5)
+    began = time.perf_counter()
+    pool.terminate()
+    with pytest.raises(concurrent.futures.process.BrokenProcessPool):
+        long.result(timeout=30)
+    assert time.perf_counter() - began < 10
+    pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.submit(_pid_after, 0)
+
+
+def test_capped_jobs_wait_their_turn_and_cancelled_ones_are_not_waited_for():
+    pool = WorkerPool(2)
+    try:
+        capped = Capped(pool, 1)
+        jobs = [capped.submit(_pid_after, 2)] + [capped.submit(_pid_after, 600) for _ in range(3)]
+        time.sleep(1)
+        assert not any(job.done() for job in jobs)
+        began = time.perf_counter()
+        capped.close()  # the running one finishes (2 s); the three waiting ones never start
+        assert jobs[0].result(timeout=0) and all(job.cancelled() for job in jobs[1:])
+        assert time.perf_counter() - began < 10
+    finally:
+        pool.close(failed=True)
+
+
+def test_a_job_here_runs_when_its_result_is_asked_for():
+    ran = []
+    future = InlineExecutor().submit(ran.append, 1)
+    assert ran == [] and future.result() is None and ran == [1]
+    assert completed({"name": "x"}).result() == {"name": "x"}
