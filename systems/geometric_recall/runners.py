@@ -34,6 +34,7 @@ import numpy as np
 
 from recallkit.empirics.config import parse_config
 from recallkit.empirics.device import describe, resolve_device
+from recallkit.empirics.numerics import one_blas_thread
 from recallkit.empirics.experiment import read_experiment_file, resolve_experiment
 from recallkit.systems.geometric_recall.config import FactBijectionsConfig
 from recallkit.theory.errors import InputError
@@ -1310,7 +1311,6 @@ def run_geometric_experiment(path: str | Path, preset: str = "quick", device: st
 
     ``device`` is where models train ("cpu", "cuda", "cuda:1"); it is a property of the machine, not
     of the experiment, so it is an argument here and not a key of the file."""
-    from recallkit.empirics.engine import one_blas_thread  # loads torch (about 1 s): only when an experiment runs
 
     spec = load_geometric_experiment(path, preset)
     with one_blas_thread():

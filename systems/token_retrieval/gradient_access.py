@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from recallkit.empirics.numerics import one_blas_thread
 from recallkit.theory.errors import InputError
 
 __all__ = ["fano_nats", "FirstGradient", "first_gradient", "training_samples", "observe", "score_matrix", "DECODERS",
@@ -71,13 +72,18 @@ class FirstGradient:
         return float(self.N * self.L * np.sum(self.S**2))
 
 
+def _model():
+    """The token-retrieval model's draws (``model``), the same the training uses."""
+    from recallkit.systems.token_retrieval import model  # torch, about 1 s: only where a gradient is drawn
+
+    return model
+
+
 def first_gradient(seed: int, V: int, N: int, L: int, d: int,
                    samples: tuple[np.ndarray, np.ndarray] | None = None) -> FirstGradient:
     """The model's instance (seed) and its exact first gradient, split into S and the noise positions' part.
     ``samples``: the seed's (tokens, positions) from :func:`training_samples`, which do not depend on d."""
-    from recallkit.systems.token_retrieval.task import draw_instance  # torch, about 1 s
-
-    instance = draw_instance(seed, V, d, None)
+    instance = _model().draw_instance(seed, V, d, None)
     tokens, positions = training_samples(seed, V, N, L) if samples is None else samples
     E, U = instance["E"].double().numpy(), instance["U"].double().numpy()
     z, perm = instance["z_trig"].double().numpy(), instance["perm"].numpy()
@@ -92,9 +98,7 @@ def first_gradient(seed: int, V: int, N: int, L: int, d: int,
 def training_samples(seed: int, V: int, N: int, L: int) -> tuple[np.ndarray, np.ndarray]:
     """The seed's N training samples, tokens [N, L] and informative positions [N] (the model's own draws,
     ``task.draw_samples``)."""
-    from recallkit.systems.token_retrieval.task import draw_samples  # torch, about 1 s
-
-    tokens, positions = draw_samples(seed, "train", N, V, L)
+    tokens, positions = _model().draw_samples(seed, "train", N, V, L)
     return tokens.numpy(), positions.numpy()
 
 
@@ -227,7 +231,6 @@ def check(V_values: Sequence[int], lines: Sequence[dict] = LINES, alpha: float =
     decoder that reaches alpha needs d >= the bound's d. ``scale`` multiplies the bound's d (a test passes a wrong
     one). With ``gd_alpha``, three-step GD at those d values is compared with the adaptive bound (q = 3, kappa = 1).
     ``progress(done, total)`` is called after each (line, V)."""
-    from recallkit.empirics.engine import one_blas_thread  # torch (about 1 s), loaded by the first gradient anyway
 
     rows = []
     total, done = len(lines) * len(V_values), 0

@@ -259,13 +259,21 @@ def probe_config_hash(store_config: Mapping[str, Any]) -> str:
     return store_key(dict(store_config))
 
 
+def _term_probes():
+    """The term probes (``term_probes``), which train float64 models: only this step, not the fits or the finite-size
+    numbers, loads them."""
+    from recallkit.systems.token_retrieval import term_probes  # torch, about 1 s: only to train
+
+    return term_probes
+
+
 def collect_rows(grid: ProbeGrid, store=None, code_version: str = "unknown",
                  log: Callable[[str], None] | None = None) -> tuple[list[dict], dict[str, int]]:
     """One probe row per (grid point, seed): reused from ``store`` (an empirics.store.ResultStore or
     None) when present, computed (and stored, one row at a time) otherwise. -> (rows, counts)."""
     import torch  # the probes train float64 models: only this step, not the fits or the finite-size numbers, loads it
 
-    from recallkit.systems.token_retrieval.term_probes import check_probe_work, probe_rows
+    check_probe_work, probe_rows = _term_probes().check_probe_work, _term_probes().probe_rows
 
     configs = grid.configs()
     store_cfgs = [_store_config(c) for c in configs]
@@ -357,7 +365,7 @@ def boundary_terms(points: Iterable[Mapping[str, int]], seeds: Iterable[int] = (
     :data:`POSITION_COINCIDENCES`) among them. One thread of float64 work each; 1-10 s at V = 512."""
     import torch
 
-    from recallkit.systems.token_retrieval.term_probes import decompose, term_sizes
+    decompose, term_sizes = _term_probes().decompose, _term_probes().term_sizes
 
     # the pack's noise terms and the token coincidences, which are in none of them (DERIVATION.md §4.4)
     parts = {**PACK_TERM_COMPONENTS, COINCIDENCES: (COINCIDENCES,), POSITION_COINCIDENCES: (POSITION_COINCIDENCES,),

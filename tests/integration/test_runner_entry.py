@@ -42,7 +42,7 @@ EXPECTED = "a runner or report step returns a summary entry: a dict with a non-e
 def _toy(root: Path) -> None:
     _toy_package(root, STEPS, {name: f'[toy]\nname = "{name}"\nvalue = 3\nreturns = "{returns}"\n'
                                for name, returns in RETURNS.items()})
-    _dist_info(root, "toy_system:SYSTEM")
+    _dist_info(root, "toy_system")
 
 
 def test_a_runner_entry_without_name_or_kind_or_none_is_one_failure_line_and_the_others_are_reported(tmp_path):

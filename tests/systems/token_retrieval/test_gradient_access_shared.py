@@ -26,7 +26,7 @@ def test_scans_through_shared_instances_are_the_scans_alone():
 
 def test_one_blas_thread_inside_the_block_and_the_count_restored_after():
 
-    from recallkit.empirics.engine import _loaded_openblas, one_blas_thread
+    from recallkit.empirics.numerics import _loaded_openblas, one_blas_thread
 
     libraries = _loaded_openblas()
     if not libraries:
