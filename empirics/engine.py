@@ -18,13 +18,10 @@ informative position over the fresh samples, with the final W_KQ) and ``eval_los
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import sys
 import time
-from pathlib import Path
-from typing import Iterator
 
 import torch
 from tqdm import tqdm
@@ -37,7 +34,7 @@ from recallkit.empirics.numerics import math_path
 from recallkit.empirics.tasks import build_problem
 
 __all__ = ["chunk_budget_bytes", "CHUNK_MEMORY_FRACTION", "CPU_BATCH_PASS_BYTES", "keep_freed_heap",
-           "models_per_chunk", "one_blas_thread", "run_config", "run_configs", "split_evenly"]
+           "models_per_chunk", "run_config", "run_configs", "split_evenly"]
 
 
 CHUNK_MEMORY_FRACTION = 0.5  # of the device's free memory, for the models of one chunk together
@@ -82,53 +79,6 @@ def keep_freed_heap() -> None:
 
 
 _heap_kept = False
-
-
-# OpenBLAS's thread-count functions, by the names numpy's and scipy's bundled builds give them
-_BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
-                 "openblas_set_num_threads")
-
-
-def _loaded_openblas() -> list:
-    """(get, set) of every OpenBLAS this process has loaded (numpy's and scipy's bundle one each); [] where none
-    is found or the platform has no /proc."""
-    try:
-        paths = sorted({line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
-                        if "openblas" in line.rsplit("/", 1)[-1].lower()})
-    except OSError:
-        return []
-    found = []
-    for path in paths:
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _BLAS_SETTERS:
-            setter = getattr(library, name, None)
-            getter = getattr(library, name.replace("set_num", "get_num"), None)
-            if setter is not None and getter is not None:
-                getter.restype = ctypes.c_int
-                found.append((getter, setter))
-                break
-    return found
-
-
-@contextlib.contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """numpy's (and scipy's) BLAS on one thread for the block, then as before. The runner experiments and report
-    steps that fit and decode in numpy run in one worker beside the searches' workers, one per core: there
-    OpenBLAS's own threads spin against the other workers (a 512 x 129 least-squares fit took 23 times the CPU
-    of one thread on two busy cores), and one thread also keeps their numbers independent of the core count.
-    A no-op where no OpenBLAS is loaded; OPENBLAS_NUM_THREADS=1 in the environment does the same from the start."""
-    libraries = _loaded_openblas()
-    before = [get() for get, _ in libraries]
-    for _, set_threads in libraries:
-        set_threads(1)
-    try:
-        yield
-    finally:
-        for (_, set_threads), threads in zip(libraries, before):
-            set_threads(max(1, threads))
 
 
 def _bytes_per_model(cfg: RunConfig) -> int:

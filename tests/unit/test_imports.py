@@ -25,7 +25,8 @@ __all__ = ["HEAVY", "MAX_LOCAL_IMPORTS", "ROOTS", "local_imports"]
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("sympy", "numpy", "scipy", "matplotlib", "torch", "statsmodels")
 ROOTS = ("theory", "empirics", "compare", "reports", "recallkit", "systems")
-MAX_LOCAL_IMPORTS = 24  # each CLI command module has one (its command imports what it runs when it runs)
+MAX_LOCAL_IMPORTS = 25  # each CLI command module has one (its command imports what it runs when it runs); the
+# token-retrieval judge one, so that its pure numbers import without torch
 # a reason is a measured cost ("about 0.3 s", "1 s") or a cycle
 _REASON = re.compile(r"\d+(\.\d+)?\s*s\b|\bcycle\b")
 
