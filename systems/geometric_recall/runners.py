@@ -1116,26 +1116,32 @@ def chain_of_thought_accuracy(trained: TrainedFactModel, hops: int) -> float:
 
 
 class _ChainModels:
-    """One seed's trained models of the multi-hop experiment, each trained once: the no-CoT model of k hops at d
-    (the fact_bijections model with the R^k composites of the seed's base bijections as its relations) is asked for
-    by the grid search and again at d_fixed, and the one-hop model (k = 1: its composites are the base bijections
-    themselves, the engine's own draw) is also the model the chain-of-thought applies k times."""
+    """The trained models of the multi-hop experiment, each trained once: the no-CoT model of k hops at d (the
+    fact_bijections model with the R^k composites of the seed's base bijections as its relations) is asked for by
+    the grid search and again at d_fixed, and the one-hop model (k = 1: its composites are the base bijections
+    themselves, the engine's own draw) is also the model the chain-of-thought applies k times. The first seed to
+    ask for (k, d) trains every seed's model there in one batch: these models are so small that a step of two
+    costs about what a step of one does, the seeds' grid searches mostly visit the same d, and a model's numbers
+    do not depend on its batch (one thread)."""
 
-    def __init__(self, n_entities: int, n_relations: int, seed: int, model: str, lr: float, steps: int, device: str):
-        self.n_entities, self.n_relations, self.seed, self.model = n_entities, n_relations, seed, model
+    def __init__(self, n_entities: int, n_relations: int, seeds: list[int], model: str, lr: float, steps: int,
+                 device: str):
+        self.n_entities, self.n_relations, self.seeds, self.model = n_entities, n_relations, list(seeds), model
         self.lr, self.steps, self.device = lr, steps, device
-        self.base = engine_bijections(n_entities, n_relations, seed)
-        self._trained: dict[tuple[int, int], TrainedFactModel] = {}
+        self.base = {seed: engine_bijections(n_entities, n_relations, seed) for seed in self.seeds}
+        self._trained: dict[tuple[int, int, int], TrainedFactModel] = {}
 
-    def no_cot(self, hops: int, d: int) -> TrainedFactModel:
-        if (hops, d) not in self._trained:
-            composite = composite_bijections(self.base, hops)[0]
+    def no_cot(self, seed: int, hops: int, d: int) -> TrainedFactModel:
+        if (seed, hops, d) not in self._trained:
+            missing = [s for s in self.seeds if (s, hops, d) not in self._trained]
+            composites = [composite_bijections(self.base[s], hops)[0] for s in missing]
             # the override at k = 1 holds the engine's own bijections: the model it trains is the plain one
-            override = None if hops == 1 else [composite]
-            (self._trained[hops, d],) = train_fact_models(
-                self.n_entities, len(composite), d, self.model, [self.seed], lr=self.lr, steps=self.steps,
-                bijections_override=override, device=self.device)
-        return self._trained[hops, d]
+            override = None if hops == 1 else composites
+            trained = train_fact_models(self.n_entities, len(composites[0]), d, self.model, missing, lr=self.lr,
+                                        steps=self.steps, bijections_override=override, device=self.device)
+            for s, model in zip(missing, trained):
+                self._trained[s, hops, d] = model
+        return self._trained[seed, hops, d]
 
 
 def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int], seeds: list[int], d_grid: list[int],
@@ -1155,15 +1161,17 @@ def run_multi_hop_experiment(n_entities: int, n_relations: int, hops: list[int],
     start = time.perf_counter()
     grid = sorted(d_grid)
     rows = []
+    models = _ChainModels(n_entities, n_relations, seeds, model, lr, steps, device)
     for seed in seeds:
-        models = _ChainModels(n_entities, n_relations, seed, model, lr, steps, device)
         for k in hops:
-            d_no_cot, _ = smallest_succeeding_on_grid(grid, lambda d, k=k: models.no_cot(k, d).train_accuracy == 1.0)
+            d_no_cot, _ = smallest_succeeding_on_grid(
+                grid, lambda d, k=k: models.no_cot(seed, k, d).train_accuracy == 1.0)
             d_cot, _ = smallest_succeeding_on_grid(
-                grid, lambda d, k=k: chain_of_thought_accuracy(models.no_cot(1, d), k) == 1.0)
+                grid, lambda d, k=k: chain_of_thought_accuracy(models.no_cot(seed, 1, d), k) == 1.0)
             rows.append({"seed": seed, "hops": k, "composite_relations": n_relations**k, "d_min_no_cot": d_no_cot,
-                         "d_min_cot": d_cot, "accuracy_no_cot_at_d_fixed": models.no_cot(k, d_fixed).train_accuracy,
-                         "accuracy_cot_at_d_fixed": chain_of_thought_accuracy(models.no_cot(1, d_fixed), k)})
+                         "d_min_cot": d_cot,
+                         "accuracy_no_cot_at_d_fixed": models.no_cot(seed, k, d_fixed).train_accuracy,
+                         "accuracy_cot_at_d_fixed": chain_of_thought_accuracy(models.no_cot(seed, 1, d_fixed), k)})
 
     def median(values):
         values = [v for v in values if v is not None]

@@ -66,10 +66,23 @@ def test_meet_in_the_middle_chain_logits_are_the_dense_ones_below_the_stated_d_t
 
 def test_the_one_hop_model_is_the_no_cot_model_of_one_hop():
     # the multi-hop runner trains it once for both: with the base bijections as an explicit override it is the same
-    models = _ChainModels(16, 2, seed=3, model="learned", lr=1e-2, steps=60, device="cpu")
-    shared = models.no_cot(1, 4)
-    (overridden,) = train_fact_models(16, 2, 4, "learned", [3], lr=1e-2, steps=60, bijections_override=[models.base])
+    models = _ChainModels(16, 2, seeds=[3], model="learned", lr=1e-2, steps=60, device="cpu")
+    shared = models.no_cot(3, 1, 4)
+    (overridden,) = train_fact_models(16, 2, 4, "learned", [3], lr=1e-2, steps=60, bijections_override=[models.base[3]])
     assert np.array_equal(shared.bijections, overridden.bijections)
     for name in ("subject_embeddings", "w1", "w2", "unembedding"):
         assert np.array_equal(getattr(shared, name), getattr(overridden, name))
-    assert models.no_cot(1, 4) is shared  # asked again (d_fixed after the grid search): not retrained
+    assert models.no_cot(3, 1, 4) is shared  # asked again (d_fixed after the grid search): not retrained
+
+
+def test_the_seeds_trained_together_are_the_models_trained_alone():
+    # the multi-hop runner trains every seed's model of a (hops, d) in one batch: each must be its own model
+    together = _ChainModels(16, 2, seeds=[3, 5], model="learned", lr=1e-2, steps=60, device="cpu")
+    for seed in (3, 5):
+        alone = _ChainModels(16, 2, seeds=[seed], model="learned", lr=1e-2, steps=60, device="cpu").no_cot(seed, 2, 4)
+        batched = together.no_cot(seed, 2, 4)
+        assert batched.seed == alone.seed == seed and batched.steps_run == alone.steps_run
+        assert np.array_equal(batched.bijections, alone.bijections)
+        for name in ("subject_embeddings", "relation_embeddings", "w1", "w2", "unembedding"):
+            assert np.array_equal(getattr(batched, name), getattr(alone, name))
+    assert len(together._trained) == 2  # the second seed's model came from the first seed's batch
