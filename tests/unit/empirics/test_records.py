@@ -132,9 +132,10 @@ def test_a_sweep_holds_records_and_writes_the_dicts_it_always_wrote(tmp_path):
     doc = result.to_dict()
     first = dict(doc["boundary_points"][0])
     assert first.pop("config_hash") == result.points[0].config_hash
+    # the sizes in the one order of theory.sizes.SIZE_SYMBOLS (V, N, d, L, m, R; before it, this record had its own)
     assert json.dumps(first) == json.dumps(
         {"experiment": "fake_min", "line": LINE, "scaling": LINE, "threshold": 0.3, "seed": 0, "V": 64, "N": 266,
-         "L": 8, "d": 8, "param_count": 64, "accuracy": 0.37901758641600947, "censored": False,
+         "d": 8, "L": 8, "param_count": 64, "accuracy": 0.37901758641600947, "censored": False,
          "censor_reason": None, "non_monotone": True})
     assert doc["monotonicity_violations"][0] == {
         "line": LINE, "V": 64, "seed": 0, "threshold": 0.3, "reached_at": 8, "missed_at": [96],
