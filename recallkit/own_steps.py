@@ -64,6 +64,7 @@ class StepOutcome:
     error: str | None = None
     log: str = ""
     shown: bool = False
+    seconds: float | None = None  # from its start to its end where it ran (a worker's job may wait for a free worker)
 
 
 def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, store_path: Path) -> StepOutcome:
@@ -76,11 +77,12 @@ def _own_step_in_worker(ref: str, path: Path | None, settings: ReportSettings, s
         torch.set_num_threads(settings.threads)
     log = io.StringIO()
     context = StepContext(replace(settings, log=log), store_path, None)
+    began = time.perf_counter()
     try:
         entry = call_own_step(ref, path, context)
     except RecallkitError as exc:
-        return StepOutcome(error=str(exc), log=log.getvalue())
-    return StepOutcome(entry=entry, log=log.getvalue())
+        return StepOutcome(error=str(exc), log=log.getvalue(), seconds=time.perf_counter() - began)
+    return StepOutcome(entry=entry, log=log.getvalue(), seconds=time.perf_counter() - began)
 
 
 def _own_step_here(ref: str, path: Path | None, settings: ReportSettings, context: StepContext) -> StepOutcome:
@@ -201,7 +203,8 @@ class OwnSteps:
         if key in self._since:
             # one run in this process is timed from when it ran: it waits, unstarted, for its turn in the report
             began = getattr(job, "started_at", None)
-            self.seconds[key] = time.perf_counter() - (began if began is not None else self._since.pop(key))
+            self.seconds[key] = (outcome.seconds if outcome.seconds is not None
+                                 else time.perf_counter() - (began if began is not None else self._since.pop(key)))
             self._since.pop(key, None)
         if outcome.log and not outcome.shown:
             self.settings.log.write(outcome.log)
