@@ -47,12 +47,11 @@ import os
 import re
 import secrets
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
-
-import numpy as np
 
 from recallkit.empirics.files import TMP_PREFIX, loads_json, read_regular, write_atomic
 from recallkit.empirics.provenance import code_version, namespace_digest
@@ -66,7 +65,7 @@ SCHEMA = "recallkit.cache/2"
 DEFAULT_MB = 256
 OFF = "off"
 #: the folders under the cache root, one per kind of entry
-KINDS = ("fits", "documents", "pieces", "steps", "environment", "pages", "joined")
+KINDS = ("fits", "documents", "pieces", "steps", "environment", "pages", "joined", "reports")
 _FILE_KINDS = frozenset({"pages", "joined"})
 _LIBRARIES = ("numpy", "scipy", "statsmodels", "sympy")
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -127,7 +126,8 @@ def canonical(value: Any) -> Any:
         return value
     if kind is float:
         return value if math.isfinite(value) else {"float": repr(value)}
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # not imported: no value is one of its numbers (and --help stays light)
+    if numpy is not None and isinstance(value, numpy.generic):
         return {"numpy": value.dtype.str, "value": canonical(value.item())}
     if kind in (list, tuple):
         items = [canonical(v) for v in value]

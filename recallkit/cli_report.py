@@ -1,6 +1,7 @@
 """``recallkit report``: the main job (theory -> sweeps -> fits -> verdicts -> PDF)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, List, Mapping, Optional
 
@@ -10,7 +11,8 @@ from recallkit import registry
 from recallkit.cli_sweep import MAX_PROCESSES, MAX_THREADS
 from recallkit.empirics import cost
 from recallkit.empirics.overrides import SET_HELP, parse_settings
-from recallkit.fail_on import fail_on_verdicts, required_evidence
+from recallkit.fail_on import evidence_short, fail_on_verdicts, required_evidence, verdicts_matching
+from recallkit.report_replay import replayed_files
 from recallkit.report_settings import ReportSettings
 from recallkit.theory.errors import InputError
 
@@ -80,6 +82,13 @@ def report(
                               store=store, executor=executor, scheduler=scheduler, dask_local=dask_local,
                               device=device, threads=threads, png=png, jobs=jobs, redraw=redraw, workers=workers,
                               settings=fields, system_options=system_options)
+    pdf = replayed_files(settings)
+    if pdf is not None:  # unchanged since the report it wrote there: nothing to compute, nothing to draw
+        typer.echo("report unchanged (same settings, store, code and environment; its files as written): nothing "
+                   "recomputed", err=True)
+        if report_outcome(pdf, wanted, required)[1]:
+            raise typer.Exit(1)
+        return
     from recallkit.cli_report_run import run  # the whole pipeline: matplotlib, scipy and sympy, about 1.5 s
 
     run(settings, experiments or [], limit=limit, wanted=wanted, required=required)
@@ -137,3 +146,18 @@ def _option_value(key: str, raw: str, kind: type) -> Any:
     except (TypeError, ValueError):
         raise InputError(f"--option {key}: expected {'an' if kind is int else 'a'} "
                          f"{getattr(kind, '__name__', kind)}, got {raw!r}") from None
+
+
+def report_outcome(pdf: Path, wanted: Any, required: Any) -> tuple[dict, bool]:
+    """Say where the report is, and print the --fail-on and --require lines its summary calls for: (the summary,
+    whether either matched, for exit 1)."""
+    typer.echo(f"report: {pdf}")
+    typer.echo(f"summary: {pdf.parent / 'summary.json'}")
+    summary = json.loads((pdf.parent / "summary.json").read_text())
+    matching = verdicts_matching(summary.get("entries", []), wanted) if wanted else None
+    if matching:
+        typer.echo(matching, err=True)
+    short = evidence_short(summary.get("entries", []), required)
+    if short:
+        typer.echo(short, err=True)
+    return summary, bool(matching or short)

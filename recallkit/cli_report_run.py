@@ -7,22 +7,22 @@ pipeline (matplotlib, scipy and sympy, about 1.5 s) and ``recallkit report --hel
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from recallkit.cli_output import RunFailures, run_failures
+from recallkit.cli_report import report_outcome
 from recallkit.empirics import cost
 from recallkit.empirics.files import check_writable
 from recallkit.empirics.executors import check_dask
 from recallkit.empirics.experiment import presets_in, read_experiment_file, resolve_experiment
-from recallkit.fail_on import evidence_short, verdicts_matching
 from recallkit.interrupts import watch_store
 from recallkit.empirics.search_types import MISSING
 from recallkit.empirics.store import ResultStore
 from recallkit.pipeline import default_experiments, report_store, run_report
+from recallkit.report_replay import record as record_report, replay_key
 from recallkit.report_settings import ReportSettings
 from recallkit.reports.render import env_jobs
 from recallkit.theory.errors import InputError, RecallkitError, WorkFailed
@@ -41,21 +41,16 @@ def run(settings: ReportSettings, experiments: list[str], *, limit: float, wante
     if not (out.exists() and not out.is_dir()):  # a file there is an input error the pipeline names
         check_writable(out, "--out")  # before anything is trained: exit 3, one line
     watch_store(report_store(settings))  # Ctrl-C then names the store and its row count
+    before = replay_key(settings)
     with cost.budget(limit):  # one budget for every experiment of the report
         pdf = run_report(settings)
-    typer.echo(f"report: {pdf}")
-    typer.echo(f"summary: {pdf.parent / 'summary.json'}")
-    summary = json.loads((pdf.parent / "summary.json").read_text())
-    matching = verdicts_matching(summary.get("entries", []), wanted) if wanted else None
-    if matching:
-        typer.echo(matching, err=True)
-    short = evidence_short(summary.get("entries", []), required)
-    if short:
-        typer.echo(short, err=True)
+    summary, flagged = report_outcome(pdf, wanted, required)
     failed = _failed_work(summary, report_store(settings))
     if failed:  # exit 3: asked-for work failed (before --fail-on's exit 1)
         raise WorkFailed(failed)
-    if matching or short:
+    if before is not None and replay_key(settings) == before:  # it trained and stored nothing: the next one replays it
+        record_report(settings, before)
+    if flagged:
         raise typer.Exit(1)
 
 

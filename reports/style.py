@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import os
 import re
 import textwrap
@@ -186,14 +187,22 @@ def fill(text: str, width: int, **kwargs) -> str:
 
 def _width_pt(line: str, fontsize: float, bold: bool = False) -> float:
     """How wide ``line`` is drawn at ``fontsize`` points in the house font (mathtext measured as drawn)."""
+    return _measured_width(line, float(fontsize), bool(bold), str(RC["font.family"]), str(RC["mathtext.fontset"]))
+
+
+# the summary table wraps every cell by measuring it, line by line, at each trial width: 2.5 s of an unchanged
+# main-job report went to measuring the same strings again (a width is a function of these arguments alone)
+@functools.lru_cache(maxsize=1 << 14)
+def _measured_width(line: str, fontsize: float, bold: bool, family: str, fontset: str) -> float:
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import text_to_path
 
-    prop = FontProperties(family=RC["font.family"], size=fontsize, weight="bold" if bold else "normal")
-    ismath = line.count("$") >= 2
+    prop = FontProperties(family=family, size=fontsize, weight="bold" if bold else "normal")
+    if line.count("$") < 2:  # plain text: the mathtext font set plays no part
+        return text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0]
     try:
-        with matplotlib.rc_context({"mathtext.fontset": RC["mathtext.fontset"]}):
-            return text_to_path.get_text_width_height_descent(line, prop, ismath=ismath)[0]
+        with matplotlib.rc_context({"mathtext.fontset": fontset}):
+            return text_to_path.get_text_width_height_descent(line, prop, ismath=True)[0]
     except ValueError:  # mathtext it cannot parse: as plain text
         return text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0]
 
