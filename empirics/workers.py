@@ -160,7 +160,7 @@ def _init_worker(parent: int, kernel_signal: bool, environment: dict[str, str]) 
     # numpy came with the fork server's preload: its OpenBLAS would start one thread per core in every worker
     set_blas_threads(1)
     # these processes are the toolkit's own, not a user's: the engine keeps freed heap memory in them
-    # (empirics.engine.keep_freed_heap; same numbers, 18% less CPU on the main job's largest geometric cell), unless
+    # (empirics.engine.keep_freed_heap; same numbers, 18% less CPU on the main job's largest trained cell), unless
     # the user said RECALLKIT_KEEP_HEAP=0
     os.environ.setdefault("RECALLKIT_KEEP_HEAP", "1")
     worker_init(parent, kernel_signal)

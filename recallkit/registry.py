@@ -155,8 +155,28 @@ class PageKind:
     own_intro: bool = False
 
 
+class _SystemFolder:
+    """What a system's folder (``root``) holds: ``packs/*.toml`` and ``experiments/*.toml``."""
+
+    root: Path
+
+    @property
+    def packs_dir(self) -> Path:
+        return Path(self.root) / "packs"
+
+    @property
+    def experiments_dir(self) -> Path:
+        return Path(self.root) / "experiments"
+
+    def pack_paths(self) -> list[Path]:
+        return sorted(self.packs_dir.glob("*.toml")) if self.packs_dir.is_dir() else []
+
+    def experiment_paths(self) -> list[Path]:
+        return sorted(self.experiments_dir.glob("*.toml")) if self.experiments_dir.is_dir() else []
+
+
 @dataclass(frozen=True)
-class System:
+class System(_SystemFolder):
     """Deprecated (kept working through recallkit 0.2): a system described as one record of ``"module:function"``
     strings. A plug-in now implements the hooks of :mod:`recallkit.hookspecs`; registering a ``System`` (through an
     entry point or :func:`register`) still works, through an adapter, with one DeprecationWarning per system that
@@ -206,23 +226,9 @@ class System:
     trainers: tuple[str, ...] = ()
     page_kinds: tuple[PageKind, ...] = ()
 
-    @property
-    def packs_dir(self) -> Path:
-        return Path(self.root) / "packs"
-
-    @property
-    def experiments_dir(self) -> Path:
-        return Path(self.root) / "experiments"
-
-    def pack_paths(self) -> list[Path]:
-        return sorted(self.packs_dir.glob("*.toml")) if self.packs_dir.is_dir() else []
-
-    def experiment_paths(self) -> list[Path]:
-        return sorted(self.experiments_dir.glob("*.toml")) if self.experiments_dir.is_dir() else []
-
 
 @dataclass(frozen=True)
-class SystemRecord:
+class SystemRecord(_SystemFolder):
     """One registered system as the stages see it: what its declaration hooks returned, and its behaviour hooks
     (``search_judge``, ``finite_size``, ``all_terms``, ``probe``, ``probe_table``) as ``"module:function"``
     references of its hook implementations, or None where it implements none (a callable in place of the
@@ -252,20 +258,6 @@ class SystemRecord:
     def report_steps(self) -> tuple[Any, ...]:
         """Every report step's function reference, whether or not it applies to a report (see :func:`report_steps`)."""
         return tuple(_reference(step.function) for step in self.steps)
-
-    @property
-    def packs_dir(self) -> Path:
-        return Path(self.root) / "packs"
-
-    @property
-    def experiments_dir(self) -> Path:
-        return Path(self.root) / "experiments"
-
-    def pack_paths(self) -> list[Path]:
-        return sorted(self.packs_dir.glob("*.toml")) if self.packs_dir.is_dir() else []
-
-    def experiment_paths(self) -> list[Path]:
-        return sorted(self.experiments_dir.glob("*.toml")) if self.experiments_dir.is_dir() else []
 
 
 # ----------------------------------------------------------------------------------------------- legacy System

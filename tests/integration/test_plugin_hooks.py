@@ -160,14 +160,30 @@ def test_probes_and_its_option_with_other_values_are_one_line(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def legacy_installed(tmp_path_factory) -> dict[str, str]:
+def legacy_source(tmp_path_factory) -> Path:
+    """The legacy package, assembled: its own registration (``registry.System``), packs and experiments from the
+    fixture folder, and the example's config, task and trainer modules as they are (its trainer renamed, so that
+    both can be installed at once): the same model, kept in one place."""
+    build = tmp_path_factory.mktemp("legacy_build") / "legacy_rf_ridge"
+    shutil.copytree(LEGACY, build)
+    example = ROOT / "examples" / "rf_ridge" / "recallkit_rf_ridge"
+    for name in ("config.py", "task.py"):
+        shutil.copy(example / name, build / "legacy_rf_ridge" / name)
+    trainer = (example / "trainer.py").read_text()
+    assert trainer.count('Trainer("ridge",') == 1
+    (build / "legacy_rf_ridge" / "trainer.py").write_text(trainer.replace('Trainer("ridge",', 'Trainer("legacy_ridge",'))
+    return build
+
+
+@pytest.fixture(scope="module")
+def legacy_installed(tmp_path_factory, legacy_source) -> dict[str, str]:
     """The legacy fixture package pip-installed into a folder of its own (its entry point as pip leaves it), and the
     environment that finds it."""
     target = tmp_path_factory.mktemp("legacy") / "site"
-    build = tmp_path_factory.mktemp("legacy_build")
-    shutil.copytree(LEGACY, build / "legacy_rf_ridge")
+    build = tmp_path_factory.mktemp("legacy_pip") / "legacy_rf_ridge"
+    shutil.copytree(legacy_source, build)  # pip leaves its metadata (an entry point) in the folder it builds
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--no-index", "--target", str(target), str(build / "legacy_rf_ridge")],
+                           "--no-index", "--target", str(target), str(build)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RECALLKIT_STORE")}
@@ -189,10 +205,10 @@ def test_a_legacy_system_plugin_runs_its_experiment_with_one_deprecation_warning
     assert '"verdict": "consistent"' in result.stdout.replace("\n", " ").replace('"verdict":"', '"verdict": "')
 
 
-def test_a_legacy_system_registered_in_a_notebook_works_and_warns_once(tmp_path):
+def test_a_legacy_system_registered_in_a_notebook_works_and_warns_once(tmp_path, legacy_source):
     script = f"""
 import sys, warnings
-sys.path.insert(0, {str(LEGACY)!r})
+sys.path.insert(0, {str(legacy_source)!r})
 warnings.simplefilter("always")
 from recallkit import registry
 from legacy_rf_ridge import SYSTEM
