@@ -107,3 +107,21 @@ eta = 1.0
 gamma = 1e7
 [search]
 """
+
+
+def tiny_construction(N: list[int], R: list[int]) -> str:
+    """A geometric-recall construction experiment (a system's runner, not a search) at the sizes given."""
+    return f"""
+[geometric]
+name = "tiny_construction"
+kind = "construction"
+pack = "geometric_recall"
+description = "tiny geometric-recall construction (test)"
+
+[geometric.presets.quick]
+N = {N}
+R = {R}
+seeds = [0]
+codes = ["binary"]
+failure_probability = 0.01
+"""

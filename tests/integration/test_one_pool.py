@@ -14,24 +14,11 @@ from recallkit import pipeline
 from recallkit.compare import claims as compare_claims
 from recallkit.empirics import workers
 from recallkit.report_settings import ReportSettings
-from tests.experiment_texts import TINY_LINEAR_MEMORY
+from tests.experiment_texts import TINY_LINEAR_MEMORY, tiny_construction
 
 pytestmark = pytest.mark.integration
 
-CONSTRUCTION = """
-[geometric]
-name = "tiny_construction"
-kind = "construction"
-pack = "geometric_recall"
-description = "tiny geometric-recall construction (test)"
-
-[geometric.presets.quick]
-N = [16, 32]
-R = [1]
-seeds = [0]
-codes = ["binary"]
-failure_probability = 0.01
-"""
+CONSTRUCTION = tiny_construction(N=[16, 32], R=[1])
 
 
 def _claiming(name: str, other: str) -> str:

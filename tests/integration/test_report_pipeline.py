@@ -16,24 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiment_texts import TINY_LINEAR_MEMORY
+from tests.experiment_texts import TINY_LINEAR_MEMORY, tiny_construction
 
 pytestmark = pytest.mark.integration
 
-CONSTRUCTION = """
-[geometric]
-name = "tiny_construction"
-kind = "construction"
-pack = "geometric_recall"
-description = "tiny geometric-recall construction (test)"
-
-[geometric.presets.quick]
-N = [16, 32, 64]
-R = [1, 2]
-seeds = [0]
-codes = ["binary"]
-failure_probability = 0.01
-"""
+CONSTRUCTION = tiny_construction(N=[16, 32, 64], R=[1, 2])
 
 PROBES = """
 [geometric]
