@@ -101,6 +101,7 @@ def linear_store(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow  # 20 s: batch independence stays checked by default on each forced code path (test_forced_code_paths_...)
 def test_every_row_of_a_quick_preset_equals_the_config_trained_alone(linear_store):
     rows = stored_rows(linear_store)
     assert len(rows) >= 40

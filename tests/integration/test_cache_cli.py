@@ -31,8 +31,9 @@ def slopes(folder: Path) -> list:
             for row in json.loads((folder / "summary.json").read_text())["entries"]]
 
 
-@pytest.fixture
-def reported(tmp_path):
+@pytest.fixture(scope="module")  # one report for the module: verify leaves the cache as the store gives it, clear last
+def reported(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("cache_cli")
     shutil.copy(FIXTURE, tmp_path / "store.sqlite")
     done = run(tmp_path, "report", EXPERIMENT, "--no-probes", "--out", "clean")
     assert done.returncode == 0, done.stderr[-3000:]

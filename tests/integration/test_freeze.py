@@ -81,6 +81,7 @@ def test_freeze_show_lists_the_freeze_and_its_checks(frozen_first):
     assert json.loads(shown.stdout)["checks"][0]["slope"] == -1.0
 
 
+@pytest.mark.slow  # 15 s: the default run keeps the freeze-first and sweep-first labels; the default run must stay under 10 minutes
 def test_a_pack_edit_that_changes_no_number_keeps_the_label_and_a_changed_term_does_not(frozen_first):
     _fit(frozen_first)  # the runs exist (trained once, by the first fit or here)
     # n^-2 -> n^-3: not the dominant term along n = p^2, so the predicted slope stays -1
