@@ -125,3 +125,21 @@ seeds = [0]
 codes = ["binary"]
 failure_probability = 0.01
 """
+
+
+def attention_only_grid(name: str, description: str, scaling: str) -> str:
+    """The head of a token-retrieval grid experiment (attention-only, three-step GD, one line at threshold 0.1): the
+    caller adds its own ``[fixed]`` and presets."""
+    return f"""
+name = "{name}"
+description = "{description}"
+pack = "token_retrieval_attn"
+task = "token_retrieval"
+model = "attention-only"
+trainer = "three_step"
+kind = "grid"
+thresholds = [0.1]
+
+[[lines]]
+scaling = "{scaling}"
+"""

@@ -17,7 +17,7 @@ import pytest
 from recallkit.empirics.config import parse_config
 from recallkit.empirics.cost import MAX_COST_ENV, CostTooHigh, PricedExecutor, budget, estimate
 from recallkit.empirics.experiment import resolve_experiment
-from tests.experiment_texts import probe_grid
+from tests.experiment_texts import attention_only_grid, probe_grid
 
 pytestmark = pytest.mark.integration
 RECALLKIT = shutil.which("recallkit")
@@ -179,19 +179,8 @@ V = [16, 32]
 seeds = [0]
 """
 
-GRID = """
-name = "runaway_grid"
-description = "a heatmap of 150,000 cells, under the run limit of 200,000"
-pack = "token_retrieval_attn"
-task = "token_retrieval"
-model = "attention-only"
-trainer = "three_step"
-kind = "grid"
-thresholds = [0.1]
-
-[[lines]]
-scaling = "N=V*log(V), L=V**0.5"
-
+GRID = attention_only_grid("runaway_grid", "a heatmap of 150,000 cells, under the run limit of 200,000",
+                           "N=V*log(V), L=V**0.5") + """
 [fixed]
 eta = 0.001
 gamma = "1000.0*L**2/(1/V + 1/N)"

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from recallkit.empirics.experiment import resolve_experiment
+from tests.experiment_texts import attention_only_grid
 
 pytestmark = pytest.mark.integration
 RECALLKIT = shutil.which("recallkit")
@@ -61,19 +62,7 @@ def test_a_hundred_million_fresh_samples_are_priced_above_a_limit_of_seconds(tmp
                         line), line
 
 
-GRID = """
-name = "eval_grid"
-description = "two cells of 10^8 fresh samples each"
-pack = "token_retrieval_attn"
-task = "token_retrieval"
-model = "attention-only"
-trainer = "three_step"
-kind = "grid"
-thresholds = [0.1]
-
-[[lines]]
-scaling = "N=V*log(V), L=4"
-
+GRID = attention_only_grid("eval_grid", "two cells of 10^8 fresh samples each", "N=V*log(V), L=4") + """
 [fixed]
 eta = 1.0
 gamma = 1e7
