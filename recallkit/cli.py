@@ -20,6 +20,7 @@ from recallkit import __version__, cli_output
 from recallkit import cli_theory, cli_train, cli_sweep, cli_fit, cli_report, cli_figures, cli_probe, cli_diff, cli_freeze, cli_experiments, cli_schema, cli_cache  # noqa: I001
 from recallkit.env_check import check_environment
 from recallkit.interrupts import interrupt_message
+from recallkit.reports.dates import source_date  # no matplotlib: read before every command
 from recallkit.registry import RegistryError
 from recallkit.theory.errors import OutputError, RecallkitError, WorkFailed
 
@@ -73,8 +74,6 @@ def _check_source_date_epoch() -> None:
     if not raw.strip():
         del os.environ["SOURCE_DATE_EPOCH"]  # blank is unset to recallkit (reports.style), and so to numpy too
         return
-    from recallkit.reports.style import source_date  # matplotlib (about 0.3 s): only when the variable is set
-
     source_date()
 
 

@@ -51,7 +51,7 @@ from recallkit.own_steps import OwnSteps, StepCache, checked_entry, store_digest
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
 from recallkit.reports.output_folder import writing_report
-from recallkit.reports.style import source_date  # the one reading of SOURCE_DATE_EPOCH, as the PDF's dates
+from recallkit.reports.dates import source_date  # the one reading of SOURCE_DATE_EPOCH, as the PDF's dates
 from recallkit.theory.errors import InputError, RecallkitError
 from recallkit.theory.summary import pack_pieces
 

@@ -22,7 +22,7 @@ matplotlib.use("Agg")  # reports never open a window; Agg is the deterministic r
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from recallkit.theory.errors import InputError  # noqa: E402
+from recallkit.reports.dates import source_date  # noqa: E402  (re-exported: the one reading of the date)
 
 __all__ = ["font_to_fit", "ACCURACY_CMAP", "CREATOR", "cut_lines", "CYCLE", "FIG_SINGLE", "FIG_WIDE", "fill", "MARKERS",
            "new_figure", "PAGE_LANDSCAPE", "PAGE_PORTRAIT", "PALETTE", "pdf_metadata", "png_metadata", "RC",
@@ -90,18 +90,6 @@ def style_context() -> Iterator[None]:
     """Apply the house rcParams for the duration of a figure's construction and saving."""
     with matplotlib.rc_context(RC):
         yield
-
-
-def source_date() -> _dt.datetime | None:
-    """The build date from SOURCE_DATE_EPOCH (reproducible-builds convention), or None if unset."""
-    raw = os.environ.get("SOURCE_DATE_EPOCH")
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        return _dt.datetime.fromtimestamp(int(raw), tz=_dt.timezone.utc)
-    except (ValueError, OverflowError, OSError):  # not an integer, or a date beyond the year 9999
-        raise InputError(f"SOURCE_DATE_EPOCH: expected an integer number of seconds since 1970-01-01 (UTC), "
-                         f"up to 253402300799 (the end of 9999), got {raw!r}") from None
 
 
 def pdf_metadata(title: str | None = None, fallback_date: _dt.datetime | None = None) -> dict:

@@ -69,6 +69,20 @@ def test_cli_start_and_help_import_no_heavy_library():
     assert loaded == {}, f"heavy libraries imported (library: first command after which it was loaded): {loaded}"
 
 
+def test_a_fixed_report_date_imports_no_heavy_library():
+    """With SOURCE_DATE_EPOCH set (as every reproducible report sets it), the root callback checks the date before
+    each command: reading it must not import matplotlib (0.4 s, most of an unchanged report answered from its
+    files)."""
+    import os
+
+    code = _PROBE.format(heavy=HEAVY, commands=[["report", "--help"], ["theory", "--help"], ["diff", "--help"]])
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1764493200"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loaded == {}, f"heavy libraries imported with a fixed date (library: first command after it): {loaded}"
+
+
 def test_the_probe_sees_a_heavy_import():
     """The check above can fail: a command body that runs (theory show) imports sympy."""
     code = _PROBE.format(heavy=("sympy",), commands=[["--help"], ["theory", "show", "example"]])
