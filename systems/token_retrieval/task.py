@@ -32,6 +32,11 @@ from recallkit.systems.token_retrieval.model import (
     draw_instance, draw_samples, draw_samples_into, feature_map, sample_labels, token_dtype)
 from recallkit.theory.errors import InputError
 
+# the training features :meth:`TokenRetrieval.loss` keeps for a W that takes no gradient, at most this many floats a
+# model (32 MiB): the readout fit of the quick Fig 1(a) runs keeps all of them (N m <= 5e6), a large model only its
+# first chunks (the rest is computed each pass, as before)
+FEATURES_KEPT_ELEMENTS = 8 << 20
+
 # draw_instance and draw_samples are re-exported: reference.py, gradient_access.py and the tests read the draws here
 __all__ = ["TokenRetrieval", "draw_instance", "draw_samples", "per_model_matvec"]
 
@@ -119,12 +124,15 @@ class TokenRetrieval:
         the logits are o (U V)^T, with the [V, d] read-out U V made once per value matrix (:meth:`readout`);
         otherwise (U (V o)), the hidden state first."""
         features, attention_informative = self.features_of(params["W"], tokens, positions)
-        readout = self.readout(params["V"])
+        return self._logits(features, params["V"]), attention_informative
+
+    def _logits(self, features: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+        """[M, n, V]: the logits of what the value matrix reads (``features`` [M, n, width])."""
+        readout = self.readout(value)
         if readout is not None:
-            return torch.bmm(features, readout.transpose(1, 2)), attention_informative
-        hidden = torch.einsum("mnk,mdk->mnd", features, params["V"])
-        logits = torch.bmm(hidden, self.U.transpose(1, 2))
-        return logits, attention_informative
+            return torch.bmm(features, readout.transpose(1, 2))
+        hidden = torch.einsum("mnk,mdk->mnd", features, value)
+        return torch.bmm(hidden, self.U.transpose(1, 2))
 
     def readout(self, value: torch.Tensor) -> torch.Tensor | None:
         """[M, V, d]: U V, each label's read-out of the attended vector (attention-only), made once per value
@@ -286,11 +294,40 @@ class TokenRetrieval:
         return (informative - others).mean(1)
 
     def loss(self, params, idx: torch.Tensor | None = None):
+        labels = gather_items(self.train["labels"], idx)
+        W = params["W"]
+        span = self._training_span(idx) if not W.requires_grad else None
+        if span is not None and self._features_kept(span) <= FEATURES_KEPT_ELEMENTS * W.shape[0]:
+            # training items start..stop at a W that takes no gradient: what V reads is the same at every call while
+            # W lives unchanged (two_step_then_fit's readout fit asks 400 times per chunk), so it is made once, by the
+            # very operations the forward pass runs (the same numbers); only the read-out is computed again
+            part = slice(*span)
+            features, _ = self._kept(f"training features {span[0]}:{span[1]}", W, lambda: self.features_of(
+                W, self.train["tokens"][:, part], self.train["positions"][:, part]))
+            return cross_entropy_and_accuracy(self._logits(features, params["V"]), labels)
         tokens = gather_items(self.train["tokens"], idx)
         positions = gather_items(self.train["positions"], idx)
-        labels = gather_items(self.train["labels"], idx)
         logits, _ = self.forward(params, tokens, positions)
         return cross_entropy_and_accuracy(logits, labels)
+
+    def _training_span(self, idx: torch.Tensor | None) -> tuple[int, int] | None:
+        """(start, stop) when ``idx`` is every model's training items start..stop-1 in order (the full-batch passes'
+        chunks), else None (a minibatch)."""
+        if idx is None:
+            return 0, self.n_train
+        if idx.dim() != 2 or idx.shape[1] == 0 or (idx.shape[0] > 1 and idx.stride(0) != 0):
+            return None
+        start = int(idx[0, 0])
+        span = torch.arange(start, start + idx.shape[1], device=idx.device, dtype=idx.dtype)
+        return (start, start + idx.shape[1]) if torch.equal(idx[0], span) else None
+
+    def _features_kept(self, span: tuple[int, int]) -> int:
+        """Floats of training features kept, with those of ``span`` (kept already or not)."""
+        name = f"training features {span[0]}:{span[1]}"
+        V = self.params["V"]
+        kept = sum(value[2][0].numel() for key, value in self._kept_values.items()
+                   if key.startswith("training features") and key != name)
+        return kept + V.shape[0] * (span[1] - span[0]) * V.shape[2]
 
     @torch.no_grad()
     def _metrics_on(self, params, samples) -> dict[str, torch.Tensor]:
