@@ -30,6 +30,8 @@ entries.
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import os
 import pstats
 import re
@@ -56,7 +58,7 @@ def _env(out: Path, cache: str | None) -> dict[str, str]:
 
 
 def timed_report(out: Path, store: Path, extra: list[str], cache: str | None = None,
-                 profile: Path | None = None) -> tuple[float, float, str, str]:
+                 profile: Path | None = None, trace: Path | None = None) -> tuple[float, float, str, str]:
     """(wall s, CPU s, the report's page-count line, its stderr) of one `recallkit report` (``cache``: its
     RECALLKIT_CACHE; ``profile``: run it under cProfile, the statistics written there)."""
     run = ["-m", "cProfile", "-o", str(profile)] if profile else []
@@ -64,7 +66,10 @@ def timed_report(out: Path, store: Path, extra: list[str], cache: str | None = N
     started = time.perf_counter()
     # its own session, so that every process it starts is found, the pool's workers included: they are the fork
     # server's children, not the report's, and their CPU never reaches this process's RUSAGE_CHILDREN
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(out, cache),
+    env = _env(out, cache)
+    if trace is not None:  # each worker job appends its CPU seconds there (empirics.workers)
+        env["RECALLKIT_CPU_TRACE"] = str(trace)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
     sampler = SessionCPU(proc.pid)
     sampler.start()
@@ -132,6 +137,34 @@ def step_split(stderr: str, wall: float) -> list[str]:
             for name, seconds in steps]
 
 
+def cpu_split(trace: Path, total: float) -> list[str]:
+    """Where the cold run's CPU seconds went, from the workers' trace: training per experiment, each system step,
+    the pages, and the rest (the main process: planning, fits, judging, joining, imports, and any round it trained
+    itself; the workers' start-up)."""
+    try:
+        jobs = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+    except OSError:
+        return ["  no CPU trace"]
+    groups: dict[str, float] = collections.defaultdict(float)
+    counts: dict[str, int] = collections.defaultdict(int)
+    for job in jobs:
+        name = job["job"]
+        if name.startswith("run_with_threads"):
+            group = f"training: {job['phase']}"
+        elif name.startswith("draw_one"):
+            group = "pages"
+        else:
+            group = f"step: {name.split(':')[-1] if ':' in name else name}"
+        groups[group] += job["cpu_s"]
+        counts[group] += 1
+    rest = total - sum(groups.values())
+    width = max([len(group) for group in groups] + [12])
+    lines = [f"  {group:{width}s} {cpu:7.1f} s CPU  {100 * cpu / total:5.1f}%  ({counts[group]} jobs)"
+             for group, cpu in sorted(groups.items(), key=lambda item: -item[1])]
+    lines.append(f"  {'main process and start-up':{width}s} {rest:7.1f} s CPU  {100 * rest / total:5.1f}%")
+    return lines
+
+
 def print_profile(out: Path, store: Path, extra: list[str], root: Path) -> None:
     """The unchanged warm report once more under cProfile: its 15 largest cumulative entries."""
     stats_file = root / "unchanged.prof"
@@ -162,8 +195,10 @@ def main() -> None:
             ("unchanged warm (same folder)", root / "warm", f"<= {IMPORT_TARGET:g}x import", None),
             ("unchanged warm, cache off", root / "warm", "baseline", "off")]
     times, cpus = [], []
+    trace = root / "cold-cpu-trace.jsonl"
+    trace.unlink(missing_ok=True)
     for label, out, target, cache in runs[:1] if args.cold_only else runs:
-        wall, cpu, pages, stderr = timed_report(out, store, extra, cache)
+        wall, cpu, pages, stderr = timed_report(out, store, extra, cache, trace=trace if not times else None)
         times.append(wall)
         cpus.append(cpu)
         shutil.copyfile(out / "recallkit-report.pdf", root / f"{label.split(' (')[0].replace(' ', '-')}.pdf")
@@ -171,6 +206,7 @@ def main() -> None:
               f"{os.getloadavg()[0]:4.1f}   pages: {pages}")
         if len(times) == 1:
             print("\n".join(["where the cold run's time went:", *step_split(stderr, wall)]))
+            print("\n".join(["where the cold run's CPU went (the workers' jobs, traced):", *cpu_split(trace, cpu)]))
     if args.cold_only:
         return
     bare = import_time()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import ctypes
+import json
 import multiprocessing
 import os
 import select
@@ -36,7 +37,7 @@ from typing import Any, Callable, Sequence
 from recallkit.empirics.numerics import set_blas_threads
 from recallkit.theory.errors import InputError
 
-__all__ = ["Capped", "InlineExecutor", "PRELOAD", "START_METHOD", "WorkerPool", "completed"]
+__all__ = ["Capped", "InlineExecutor", "PRELOAD", "START_METHOD", "TRACE_ENV", "WorkerPool", "completed", "trace_label"]
 
 # what every worker needs before its first job: the toolkit (which pins MKL before torch loads) and the pages'
 # code (matplotlib, the layouts). Torch is left out, so a report that only draws never loads it (a training worker
@@ -46,6 +47,39 @@ PRELOAD = ("recallkit", "recallkit.empirics.executors", "recallkit.reports.pdf")
 
 START_METHOD = ("forkserver" if sys.platform.startswith("linux") and "forkserver" in multiprocessing.get_all_start_methods()
                 else "spawn")
+
+
+TRACE_ENV = "RECALLKIT_CPU_TRACE"  # a file: each worker job appends one JSON line (what, CPU s, wall s)
+_trace_phase = "start"  # what the submitting process is doing (an experiment's name), written with each job
+
+
+def trace_label(phase: str) -> None:
+    """Name what the jobs submitted from now on are for (the report sets each experiment's name), in the CPU
+    trace of ``$RECALLKIT_CPU_TRACE``; nothing else reads it."""
+    global _trace_phase
+    _trace_phase = phase
+
+
+def _job_name(fn: Callable, args: tuple) -> str:
+    first = f" {args[0]}" if args and isinstance(args[0], str) else ""  # a step's reference, a page's name
+    return f"{getattr(fn, '__name__', type(fn).__name__)}{first}"
+
+
+def _traced(trace: str, phase: str, fn: Callable, /, *args, **kwargs) -> Any:
+    """``fn(*args, **kwargs)`` in a worker, its CPU and wall seconds appended to ``trace`` (one line, one write,
+    so that the workers' lines never interleave)."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        line = json.dumps({"job": _job_name(fn, args), "phase": phase, "pid": os.getpid(),
+                           "cpu_s": round(time.process_time() - cpu, 4),
+                           "wall_s": round(time.perf_counter() - wall, 4)})
+        descriptor = os.open(trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(descriptor, (line + "\n").encode())
+        finally:
+            os.close(descriptor)
 
 
 def ignore_sigint() -> None:
@@ -190,6 +224,9 @@ class WorkerPool(concurrent.futures.Executor):
                 raise RuntimeError("the worker pool is closed")
             if self._pool is None:
                 self._pool = self._start()
+            trace = os.environ.get(TRACE_ENV, "").strip()
+            if trace:  # the main job's benchmark: where the workers' CPU time goes
+                return self._pool.submit(_traced, trace, _trace_phase, fn, *args, **kwargs)
             return self._pool.submit(fn, *args, **kwargs)
 
     def _start(self) -> concurrent.futures.ProcessPoolExecutor:

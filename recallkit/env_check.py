@@ -136,6 +136,11 @@ def _cache_strict(raw: str) -> bool:
     return raw.strip() in ("", "0", "1")
 
 
+def _trace(raw: str) -> bool:
+    """empirics.workers: blank is no trace; else a file each worker job appends its CPU time to."""
+    return _blank(raw) or _regular_file(raw)
+
+
 #: variable -> (validator of its text, what it must be): the one list of the environment recallkit reads
 VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "RECALLKIT_CACHE": (_cache, "'off' or a folder for the cache (one that exists or can be made)"),
@@ -143,6 +148,7 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "RECALLKIT_CACHE_KEY_FILE": (_key_file, "a file for the cache's secret (a regular file, or a path where one "
                                             "can be made)"),
     "RECALLKIT_CACHE_STRICT": (_cache_strict, "1 (a value the cache cannot keep is an error) or 0"),
+    "RECALLKIT_CPU_TRACE": (_trace, "a file the worker processes append one line per job to (their CPU seconds)"),
     "RECALLKIT_KEEP_HEAP": (_keep_heap, "1 (keep freed heap memory while training) or 0"),
     "RECALLKIT_MAX_COST": (_max_cost, "a positive duration such as 2h, 30m, 90s or inf"),
     "RECALLKIT_MAX_RUNS": (_max_runs, "a positive integer (the most trained models one experiment may plan)"),

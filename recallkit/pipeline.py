@@ -46,7 +46,7 @@ from recallkit.empirics.numerics import MKL_ENV, math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
 from recallkit.empirics.store import ResultStore, default_store_path
-from recallkit.empirics.workers import WorkerPool
+from recallkit.empirics.workers import WorkerPool, trace_label
 from recallkit.own_steps import OwnSteps, StepCache, checked_entry, store_digest
 from recallkit.report_settings import DEFAULT_OUT, ReportSettings, StepContext
 from recallkit.reports.pdf import ReportBuilder, check_output_dir, experiment_entry
@@ -503,6 +503,7 @@ class _Report:
         for index, (entry, _, _) in searched.items():
             if not isinstance(self._final[index], str):
                 self._final[index] = entry
+        trace_label("after the experiments")
         self._hand_over()
         entries = [entry for entry in self._final if isinstance(entry, dict)]
         failures.extend(line for line in self._final if isinstance(line, str))
@@ -522,6 +523,7 @@ class _Report:
         bar = tqdm(self.plans, desc="report", unit="experiment", file=self.settings.log, leave=True)
         for index, planned in enumerate(bar):
             bar.set_postfix_str(planned.path.stem)
+            trace_label(planned.path.stem)
             began = time.perf_counter()
             try:
                 if planned.is_search:

@@ -54,3 +54,35 @@ def test_a_job_here_runs_when_its_result_is_asked_for():
     future = InlineExecutor().submit(ran.append, 1)
     assert ran == [] and future.result() is None and ran == [1]
     assert completed({"name": "x"}).result() == {"name": "x"}
+
+
+def _spin(label: str, seconds: float) -> str:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return label
+
+
+def test_the_cpu_trace_has_one_line_per_job_with_its_phase_and_cpu_time(tmp_path, monkeypatch):
+    """``$RECALLKIT_CPU_TRACE``: what the main job's benchmark splits the workers' CPU time by."""
+    import json
+
+    from recallkit.empirics import workers
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv(workers.TRACE_ENV, str(trace))
+    pool = WorkerPool(2)
+    try:
+        workers.trace_label("first experiment")
+        jobs = [pool.submit(_spin, "a", 0.3), pool.submit(_spin, "b", 0.05)]
+        workers.trace_label("second experiment")
+        jobs.append(pool.submit(_pid_after, 0.2))
+        assert [job.result(timeout=120) for job in jobs][:2] == ["a", "b"]
+    finally:
+        pool.close()
+        workers.trace_label("start")
+    lines = sorted((json.loads(line) for line in trace.read_text().splitlines()), key=lambda line: line["job"])
+    assert [(line["job"], line["phase"]) for line in lines] == [
+        ("_pid_after", "second experiment"), ("_spin a", "first experiment"), ("_spin b", "first experiment")]
+    assert lines[1]["cpu_s"] >= 0.29 and lines[2]["cpu_s"] < 0.2  # the job's own CPU time, in the worker
+    assert lines[0]["cpu_s"] < 0.1 <= lines[0]["wall_s"]  # asleep: wall time, next to no CPU
