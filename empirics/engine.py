@@ -32,6 +32,7 @@ from recallkit.empirics.cost import check_free_memory
 from recallkit.empirics.device import describe, resolve_device
 from recallkit.empirics.numerics import math_path
 from recallkit.empirics.tasks import build_problem
+from recallkit.empirics.trainers import denormals_flushed
 
 __all__ = ["chunk_budget_bytes", "CHUNK_MEMORY_FRACTION", "CPU_BATCH_PASS_BYTES", "keep_freed_heap",
            "models_per_chunk", "run_config", "run_configs", "split_evenly"]
@@ -115,7 +116,8 @@ def _train_chunk(cfgs: list[RunConfig], device: torch.device) -> list[dict]:
     first = cfgs[0]
     # the configs of a chunk share a shape, hence a trainer (shape_key keeps its name)
     params, extra = trainer_spec(first.trainer).train_function()(problem, cfgs, first.task_config.sizes())
-    metrics = problem.evaluate(params)
+    with denormals_flushed(device):  # as the trainers run: subnormal attention weights cost 25x (trainers)
+        metrics = problem.evaluate(params)
     metrics.update(extra)
     if device.type == "cuda":
         torch.cuda.synchronize(device)

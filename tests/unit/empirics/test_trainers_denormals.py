@@ -36,3 +36,17 @@ def test_the_exp_floor_keeps_the_loss_of_widely_spread_logits():
     loss, _ = cross_entropy_and_accuracy(logits, labels)
     reference = torch.nn.functional.cross_entropy(logits[0], labels[0])
     assert EXP_FLOOR == -87.0 and torch.allclose(loss[0], reference, rtol=0, atol=1e-6)
+
+
+def test_the_engine_evaluates_the_trained_models_with_subnormals_flushed_too(monkeypatch):
+    """A model trained with Adam to sharp attention has subnormal attention weights; evaluated outside the trainer's
+    flush, its final evaluation took 25x the ones logged during training (tr_fig5_adam at V = 512)."""
+    from recallkit.systems.assoc_memory.task import AssocMemory
+
+    seen = []
+    evaluate = AssocMemory.evaluate
+    monkeypatch.setattr(AssocMemory, "evaluate", lambda self, params: seen.append(_subnormal_survives())
+                        or evaluate(self, params))
+    run_configs([dict(task="assoc_memory", model="linear", trainer="adamw", lr=0.1, steps=3, N=8, d=4, seed=0)],
+                device="cpu", progress=False)
+    assert seen and not any(seen) and _subnormal_survives()
