@@ -68,11 +68,11 @@ def _job_name(fn: Callable, args: tuple) -> str:
 def _traced(trace: str, phase: str, fn: Callable, /, *args, **kwargs) -> Any:
     """``fn(*args, **kwargs)`` in a worker, its CPU and wall seconds appended to ``trace`` (one line, one write,
     so that the workers' lines never interleave)."""
-    cpu, wall = time.process_time(), time.perf_counter()
+    cpu, wall, began = time.process_time(), time.perf_counter(), time.time()
     try:
         return fn(*args, **kwargs)
     finally:
-        line = json.dumps({"job": _job_name(fn, args), "phase": phase, "pid": os.getpid(),
+        line = json.dumps({"job": _job_name(fn, args), "phase": phase, "pid": os.getpid(), "began": round(began, 3),
                            "cpu_s": round(time.process_time() - cpu, 4),
                            "wall_s": round(time.perf_counter() - wall, 4)})
         descriptor = os.open(trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
