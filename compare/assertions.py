@@ -42,8 +42,8 @@ from recallkit.theory.realised import realised_prediction
 
 __all__ = ["assert_slope", "check_verdicts", "default_store_path", "describe_fit", "expected_verdicts",
            "ExperimentFits", "fit_arrays", "fit_boundary_points", "fit_experiment", "fit_law_points", "LAW_METHOD",
-           "METHOD", "predictions_for",
-           "realised_predictions", "regressor_for"]
+           "METHOD", "predictions_for", "read_store",
+           "realised_predictions", "regressor_for", "StoreReading"]
 
 
 def expected_verdicts(expect: str | Iterable[str]) -> tuple[str, ...]:
@@ -781,6 +781,30 @@ LAW_METHOD = {**METHOD,
 LAW_METHOD.pop("C")
 
 
+@dataclass(frozen=True)
+class StoreReading:
+    """What fitting one experiment reads of the results store beside its sweep's own records: the stored runs'
+    provenance (:func:`_run_provenance`), the preset's latest freeze and when the judged runs were first stored (the
+    evidence labels read both)."""
+    provenance: dict
+    freeze: Any
+    first_run_at: str | None
+
+
+def _judged_runs(sweep: Any) -> list:
+    return [r for r in (getattr(sweep, "runs", None) or []) if getattr(r, "error", None) is None]
+
+
+def read_store(experiment: Any, results_store: Any, sweep: Any) -> StoreReading:
+    """What :func:`fit_experiment` reads of an open store for ``sweep`` of ``experiment`` (a plan or loaded
+    experiment)."""
+    loaded = experiment.experiment if isinstance(experiment, Plan) else experiment
+    judged_runs = _judged_runs(sweep)
+    first_run_at = results_store.first_stored(r.config_hash for r in judged_runs) if judged_runs else None
+    return StoreReading(_run_provenance(results_store, loaded.name),
+                        latest_freeze(results_store, loaded.name, loaded.preset), first_run_at)
+
+
 def _run_provenance(results_store: Any, experiment_name: str) -> dict[str, Any]:
     """Devices, thread counts, math-library code paths, torch and code versions of the stored runs of this
     experiment (rows stored before the code path was recorded count as "unrecorded"), and the stored rows left out
@@ -814,6 +838,7 @@ def fit_experiment(
     thresholds: Iterable[float | str] | None = None,
     predicted: float | Mapping[str, Any] | None = None,
     cache: Any = None,
+    reading: StoreReading | None = None,
 ) -> ExperimentFits:
     """Fit and judge what the results store holds for ``experiment`` (an ``empirics.plan.Plan``, a loaded
     experiment, a path or a shipped name); nothing is trained here (``recallkit.sweep_and_fit`` runs the
@@ -826,6 +851,8 @@ def fit_experiment(
     ``thresholds`` keeps only those checks: a number is an absolute threshold, ``"0.5 x ceiling"`` (the report's
     label) a relative one. ``cache``: a ``compare.fit_cache.DiskCache`` the fits are kept in, under a hash of
     every input they are computed from (an unchanged report reuses them; any changed input fits again).
+    ``reading``: what :func:`read_store` read of the store for ``sweep`` (given, the store is not opened here: the
+    main job fits one experiment in a thread while the next one trains and writes the store).
     """
     plan = experiment if isinstance(experiment, Plan) else plan_of(
         experiment if isinstance(experiment, Experiment) else load_experiment(experiment, preset=preset))
@@ -836,14 +863,13 @@ def fit_experiment(
     if thresholds is not None and loaded.kind in ("grid", "law"):
         raise InputError(f"--threshold: {loaded.name} is a {loaded.kind} experiment; it has no thresholds to choose")
     thresholds = _checked_thresholds(loaded, thresholds)
-    with ResultStore(store_path, readonly=True) as results_store:
-        if sweep is None:
-            sweep = replay(plan, results_store)
-        provenance = _run_provenance(results_store, loaded.name)
-        # what the evidence labels read of the store: the preset's latest freeze and when its judged runs were stored
-        judged_runs = [r for r in (getattr(sweep, "runs", None) or []) if getattr(r, "error", None) is None]
-        freeze = latest_freeze(results_store, loaded.name, loaded.preset)
-        first_run_at = results_store.first_stored(r.config_hash for r in judged_runs) if judged_runs else None
+    if reading is None or sweep is None:
+        with ResultStore(store_path, readonly=True) as results_store:
+            if sweep is None:
+                sweep = replay(plan, results_store)
+            reading = read_store(plan, results_store, sweep)
+    provenance, freeze, first_run_at = reading.provenance, reading.freeze, reading.first_run_at
+    judged_runs = _judged_runs(sweep)
     if loaded.kind == "grid":  # no checks: the sweep's cells (sweep_result.runs) are what a report draws
         predictions, realised, fits = {}, {}, []
     else:

@@ -21,11 +21,14 @@ message is printed), so a long run is never lost to one bad file.
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import contextlib
 import datetime as _dt
 import importlib.util
 import os
+import queue
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -35,6 +38,8 @@ from tqdm import tqdm
 
 from recallkit import __version__, registry
 from recallkit.assertions import sweep_and_fit
+from recallkit.compare.assertions import StoreReading, read_store
+from recallkit.compare.assertions import fit_experiment as fit_stored
 from recallkit.empirics.cache import Cache, Uncacheable, cache_key
 from recallkit.empirics import cache as derived_cache
 from recallkit.compare.claims import judge_claims, other_experiment_fits
@@ -45,6 +50,7 @@ from recallkit.empirics.experiment import resolve_experiment
 from recallkit.empirics.numerics import MKL_ENV, math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
+from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.empirics.workers import WorkerPool, trace_label
 from recallkit.own_steps import OwnSteps, StepCache, checked_entry, store_digest
@@ -68,19 +74,41 @@ def default_experiments() -> list[Path]:
 
 
 # ----------------------------------------------------------------------------- experiment steps
+def _swept(planned: Plan, settings: ReportSettings, executor, store_path: Path) -> tuple[object, StoreReading]:
+    """A search's sweep (training what the store lacks) and what its fit reads of the store, read through the same
+    connection: the report's sweeping thread runs this while the main thread fits the experiment before it."""
+    planned.search_experiment(" (its system runs it: recallkit report)")
+    trace_label(planned.path.stem)
+    with ResultStore(str(store_path)) as results_store:
+        sweep = run_sweep(planned, results_store, executor, progress=True, log=settings.log)
+        reading = read_store(planned, results_store, sweep)
+    _say_reused(planned.experiment.name, {"reused": sweep.reused, "computed": sweep.computed,
+                                          "missing": sweep.missing}, settings.log)
+    return sweep, reading
+
+
+def _say_reused(name: str, counts: dict, log: TextIO) -> None:
+    print(f"{name}: reused {counts.get('reused', 0)} / computed {counts.get('computed', 0)}"
+          + (f" / missing {counts['missing']}" if counts.get("missing") else ""), file=log)
+
+
 def _search_entry(planned: Plan, settings: ReportSettings, executor, store_path: Path, run: bool = True,
-                  cache: Cache | None = None) -> tuple[dict, object]:
+                  cache: Cache | None = None, swept: tuple | None = None) -> tuple[dict, object]:
     """The summary entry of a planned search experiment, and its fits: sweep (``run=False``: replay the store, train
     nothing), fits, heatmap cells, boundary points, the pack's terms and phase diagram, and the system's own verdicts.
     Its comparative claims (``claims``, ``compare.claims``) are left to :func:`judge_claims_once`, once every
     experiment of the report is fitted: a claim may name another experiment. The heatmap cells and boundary points
     are the search's own records, kept with the fits: nothing is replayed. ``cache``: where the fits and the pack's
-    pieces are kept under a hash of their inputs (``empirics.cache``; None: computed)."""
+    pieces are kept under a hash of their inputs (``empirics.cache``; None: computed). ``swept``: its sweep and store
+    reading from :func:`_swept` (then nothing is trained or read of the store here)."""
     loaded = planned.experiment
-    fitted = sweep_and_fit(planned, store=store_path, preset=settings.preset, run=run, executor=executor,
-                           progress=run, log=settings.log, cache=cache)
-    print(f"{loaded.name}: reused {fitted.sweep.get('reused', 0)} / computed {fitted.sweep.get('computed', 0)}"
-          + (f" / missing {fitted.sweep['missing']}" if fitted.sweep.get("missing") else ""), file=settings.log)
+    if swept is None:
+        fitted = sweep_and_fit(planned, store=store_path, preset=settings.preset, run=run, executor=executor,
+                               progress=run, log=settings.log, cache=cache)
+        _say_reused(loaded.name, fitted.sweep, settings.log)
+    else:  # swept already (:func:`_swept`): fitted from its records and what was read of the store with them
+        fitted = fit_stored(planned, store=store_path, preset=settings.preset, sweep=swept[0], cache=cache,
+                            reading=swept[1])
     sweep = fitted.sweep_result
     lines = []
     for line in loaded.lines:
@@ -518,30 +546,48 @@ class _Report:
 
     def _fit(self) -> dict:
         """Each search swept and fitted, each runner experiment's entry taken, in order; returns {index: (entry,
-        loaded experiment, fits)} of the searches fitted (the entries with claims wait for them)."""
+        loaded experiment, fits)} of the searches fitted (the entries with claims wait for them).
+
+        The searches are swept one after another in a thread of their own (:class:`_Sweeper`), so the workers train
+        the next experiment while this thread fits the one before: a fit alone left both workers idle (tr_fig2's
+        realised predictions, 10 s). The fits, and all symbolic work with them, stay in this thread, where the
+        CPU-time limit on symbolic work applies; the sweeping thread reads the store for each fit as it sweeps."""
         searched: dict = {}
-        bar = tqdm(self.plans, desc="report", unit="experiment", file=self.settings.log, leave=True)
-        for index, planned in enumerate(bar):
-            bar.set_postfix_str(planned.path.stem)
-            trace_label(planned.path.stem)
-            began = time.perf_counter()
-            try:
-                if planned.is_search:
-                    entry, fitted = _search_entry(planned, self.settings, self.executor, self.store_path,
-                                                  cache=self.cache)
-                    searched[index] = (entry, planned.experiment, fitted)  # its fits, for every claim naming it
-                    if not planned.experiment.claims:
-                        self._final[index] = entry
-                else:
-                    self._final[index] = checked_entry(self.own.result(planned.path), planned.runner)
-            except RecallkitError as exc:
-                self._fail(index, exc)
-            if planned.is_search or planned.path not in self.own.seconds:
-                self.seconds.append((planned.path.stem, time.perf_counter() - began))
-            else:
-                self.seconds.append((planned.path.stem, self.own.seconds[planned.path]))
-            self._hand_over()
+        seconds: dict[int, float] = {}
+        sweeper = _Sweeper()
+        try:
+            swept = {index: sweeper.submit(_swept, planned, self.settings, self.executor, self.store_path)
+                     for index, planned in enumerate(self.plans) if planned.is_search}
+            bar = tqdm(self.plans, desc="report", unit="experiment", file=self.settings.log, leave=True)
+            for index, planned in enumerate(bar):
+                bar.set_postfix_str(planned.path.stem)
+                seconds[index] = self._one(index, planned, swept.get(index), searched)
+                self._hand_over()
+        finally:
+            sweeper.close()
+        self.seconds.extend((planned.path.stem, seconds[index]) for index, planned in enumerate(self.plans))
         return searched
+
+    def _one(self, index: int, planned: Plan, swept, searched: dict) -> float:
+        """Experiment ``index`` made final (a search fitted once swept; a runner experiment's entry taken); its
+        seconds: a search's sweep (in its thread) and fit, a runner's own run."""
+        began = time.perf_counter()
+        try:
+            if planned.is_search:
+                sweep, reading, sweep_seconds = swept.result()
+                fit_began = time.perf_counter()
+                entry, fitted = _search_entry(planned, self.settings, self.executor, self.store_path,
+                                              cache=self.cache, swept=(sweep, reading))
+                searched[index] = (entry, planned.experiment, fitted)  # its fits, for every claim naming it
+                if not planned.experiment.claims:
+                    self._final[index] = entry
+                return sweep_seconds + time.perf_counter() - fit_began
+            self._final[index] = checked_entry(self.own.result(planned.path), planned.runner)
+        except RecallkitError as exc:
+            self._fail(index, exc)
+        if planned.is_search or planned.path not in self.own.seconds:
+            return time.perf_counter() - began
+        return self.own.seconds[planned.path]
 
     def _fail(self, index: int, exc: Exception) -> None:
         name = self.plans[index].path.name
@@ -557,6 +603,52 @@ class _Report:
 
 
 _PENDING = object()  # an experiment whose entry is not final yet (its claims are judged once all are fitted)
+
+
+class _Sweeper:
+    """One daemon thread that runs the jobs given, in order, each future's result ``(*its result, seconds)``. A
+    daemon: after Ctrl-C or an error the process does not wait for a sweep it no longer wants (the workers are
+    stopped, so the sweep fails at its next round; what it stored stays stored). :meth:`close` drops the jobs not
+    started."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="recallkit-sweeps", daemon=True)
+        self._started = False
+
+    def submit(self, fn, *args) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._jobs.put((future, fn, args))
+        if not self._started:
+            self._started = True
+            self._thread.start()
+        return future
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:  # closed
+                return
+            future, fn, args = job
+            if self._closed.is_set() or not future.set_running_or_notify_cancel():
+                continue
+            began = time.perf_counter()
+            try:
+                future.set_result((*fn(*args), time.perf_counter() - began))
+            except BaseException as exc:  # noqa: BLE001 - handed to the thread that asks for the result
+                future.set_exception(exc)
+
+    def close(self) -> None:
+        self._closed.set()
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job[0].cancel()
+        self._jobs.put(None)
 
 
 def _failed(failures: list[str], name: str, exc: Exception, log: TextIO | None) -> None:

@@ -95,3 +95,71 @@ def test_every_claim_is_judged_once_from_the_reports_fits(tmp_path, monkeypatch)
     assert sorted(sides) == ["tiny_a", "tiny_b"]
     for name, (own, other) in sides.items():
         assert other["experiment"] != name and other["fitted_from"] == "this report", (name, other)
+
+
+def test_the_next_search_trains_while_the_one_before_is_fitted(tmp_path, monkeypatch):
+    """The searches are swept in a thread of their own: while the main thread fits tiny_a (held here until tiny_b's
+    sweep has begun), tiny_b's sweep starts; the fits stay in the main thread, in the experiments' order, and the
+    numbers are those of one experiment after the other."""
+    import threading
+
+    for name in ("tiny_a", "tiny_b"):
+        (tmp_path / f"{name}.toml").write_text(
+            TINY_LINEAR_MEMORY.replace('name = "tiny_linear_memory"', f'name = "{name}"'))
+    events: list[tuple[str, str, bool]] = []
+    b_swept = threading.Event()
+    swept, entry = pipeline._swept, pipeline._search_entry
+
+    def watched_sweep(planned, *args):
+        name = planned.experiment.name
+        events.append(("sweep", name, threading.current_thread() is threading.main_thread()))
+        if name == "tiny_b":
+            b_swept.set()
+        return swept(planned, *args)
+
+    def watched_fit(planned, *args, **kwargs):
+        name = planned.experiment.name
+        if name == "tiny_a":
+            assert b_swept.wait(120), "tiny_b's sweep did not start while tiny_a was fitted"
+        events.append(("fit", name, threading.current_thread() is threading.main_thread()))
+        return entry(planned, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_swept", watched_sweep)
+    monkeypatch.setattr(pipeline, "_search_entry", watched_fit)
+    out = tmp_path / "out"
+    settings = ReportSettings(experiments=[tmp_path / "tiny_a.toml", tmp_path / "tiny_b.toml"], out_dir=out,
+                              store=tmp_path / "store.db", workers=2, jobs=2, log=io.StringIO())
+    pipeline.run_report(settings)
+    assert [e for e in events if e[0] == "fit"] == [("fit", "tiny_a", True), ("fit", "tiny_b", True)], events
+    assert [e for e in events if e[0] == "sweep"] == [("sweep", "tiny_a", False), ("sweep", "tiny_b", False)]
+    assert events.index(("sweep", "tiny_b", False)) < events.index(("fit", "tiny_a", True))
+    entries = json.loads((out / "summary.json").read_text())["experiments"]
+    assert [e["name"] for e in entries] == ["tiny_a", "tiny_b"]
+    # the same memory twice: the same slopes, whichever ran beside what
+    slopes = [[fit["slope"] for fit in e["fits"]] for e in entries]
+    assert slopes[0] == slopes[1] and slopes[0] and all(s is not None for s in slopes[0])
+
+
+def test_the_sweeping_thread_runs_in_order_hands_errors_over_and_drops_what_was_not_started():
+    import concurrent.futures
+    import threading
+
+    release = threading.Event()
+    sweeper = pipeline._Sweeper()
+    first = sweeper.submit(lambda: (release.wait(60), "first"))
+    failing = sweeper.submit(lambda: (_ for _ in ()).throw(ValueError("bad sweep")))
+    third = sweeper.submit(lambda: ("third",))
+    release.set()
+    assert first.result(timeout=60)[:2] == (True, "first") and first.result()[2] >= 0.0  # (its seconds last)
+    with pytest.raises(ValueError, match="bad sweep"):
+        failing.result(timeout=60)
+    assert third.result(timeout=60)[0] == "third"
+    blocker, started = threading.Event(), threading.Event()
+    running = sweeper.submit(lambda: (started.set(), blocker.wait(60)))
+    waiting = sweeper.submit(lambda: ("never",))
+    assert started.wait(60)
+    sweeper.close()  # the running sweep ends on its own (its workers are stopped by the report); the next is dropped
+    blocker.set()
+    assert running.result(timeout=60)[1] is True
+    with pytest.raises(concurrent.futures.CancelledError):
+        waiting.result(timeout=60)

@@ -46,7 +46,7 @@ def test_presets_load_with_their_own_d_per_model():
     quick = load_experiment("geo_capacity", "quick")
     assert [ln.overrides.get("model", quick.model) for ln in quick.lines] == ["learned", "frozen", "learned"]
     assert quick.values_of(0) == [3, 4, 5, 6, 7] and quick.values_of(1) == [6, 8, 11, 16, 23]
-    assert quick.values_of(2) == [6, 8, 11, 16, 23] and quick.build_config(quick.lines[2], 8, 27, 0)["R"] == 16
+    assert quick.values_of(2) == [6, 8, 11, 16] and quick.build_config(quick.lines[2], 8, 27, 0)["R"] == 16
     assert quick.seeds == [0, 1] and quick.thresholds == [1.0] and quick.search.budget_factor == 3
     assert quick.search.grid == pytest.approx(2 ** 0.25)
     config = quick.build_config(quick.lines[1], 8, 38, 0)
