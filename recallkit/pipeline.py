@@ -556,7 +556,8 @@ class _Report:
         seconds: dict[int, float] = {}
         sweeper = _Sweeper()
         try:
-            swept = {index: sweeper.submit(_swept, planned, self.settings, self.executor, self.store_path)
+            executor = _StoppedWith(self.executor, sweeper.stopped)
+            swept = {index: sweeper.submit(_swept, planned, self.settings, executor, self.store_path)
                      for index, planned in enumerate(self.plans) if planned.is_search}
             bar = tqdm(self.plans, desc="report", unit="experiment", file=self.settings.log, leave=True)
             for index, planned in enumerate(bar):
@@ -605,6 +606,34 @@ class _Report:
 _PENDING = object()  # an experiment whose entry is not final yet (its claims are judged once all are fitted)
 
 
+class SweepStopped(BaseException):
+    """The report stopped while a sweep ran in its thread. Not an Exception: a sweep retries a failed batch one
+    model at a time (``except Exception``), which after Ctrl-C would print that the stopped workers' batch failed
+    and train on in this process until it exits."""
+
+
+class _StoppedWith:
+    """The report's executor as the sweeping thread uses it (``run`` and ``describe``, all a sweep asks of one):
+    once ``stopped`` is set, a round raises :class:`SweepStopped` instead of training, and so does a round whose
+    workers were stopped under it."""
+
+    def __init__(self, executor, stopped: threading.Event) -> None:
+        self._executor, self._stopped = executor, stopped
+
+    def run(self, configs):
+        if self._stopped.is_set():
+            raise SweepStopped
+        try:
+            return self._executor.run(configs)
+        except Exception:
+            if self._stopped.is_set():
+                raise SweepStopped from None
+            raise
+
+    def describe(self) -> str:
+        return self._executor.describe()
+
+
 class _Sweeper:
     """One daemon thread that runs the jobs given, in order, each future's result ``(*its result, seconds)``. A
     daemon: after Ctrl-C or an error the process does not wait for a sweep it no longer wants (the workers are
@@ -613,7 +642,7 @@ class _Sweeper:
 
     def __init__(self) -> None:
         self._jobs: queue.Queue = queue.Queue()
-        self._closed = threading.Event()
+        self._closed = self.stopped = threading.Event()  # set by close: the report stops (done, an error or Ctrl-C)
         self._thread = threading.Thread(target=self._run, name="recallkit-sweeps", daemon=True)
         self._started = False
 

@@ -163,3 +163,36 @@ def test_the_sweeping_thread_runs_in_order_hands_errors_over_and_drops_what_was_
     assert running.result(timeout=60)[1] is True
     with pytest.raises(concurrent.futures.CancelledError):
         waiting.result(timeout=60)
+
+
+def test_a_sweep_stops_instead_of_retrying_once_the_report_stops():
+    """After Ctrl-C the main thread stops the workers; the sweep in its thread must not read the broken round as a
+    failed batch (it would say so and retry each model in this process): it stops."""
+    import threading
+
+    class Broken:
+        def __init__(self):
+            self.rounds, self.stop_during = 0, False
+
+        def run(self, configs):
+            self.rounds += 1
+            if self.stop_during:  # Ctrl-C in the main thread while this round runs: its workers are stopped
+                stopped.set()
+            raise RuntimeError("the workers were stopped")
+
+        def describe(self):
+            return "local (2 processes)"
+
+    stopped = threading.Event()
+    inner = Broken()
+    executor = pipeline._StoppedWith(inner, stopped)
+    assert executor.describe() == "local (2 processes)"
+    with pytest.raises(RuntimeError, match="workers were stopped"):  # still running: a failure is the sweep's
+        executor.run([{}])
+    inner.stop_during = True
+    with pytest.raises(pipeline.SweepStopped):  # stopped during the round: the broken round stops the sweep
+        executor.run([{}])
+    assert inner.rounds == 2
+    with pytest.raises(pipeline.SweepStopped):  # stopped: nothing more is trained
+        executor.run([{}])
+    assert inner.rounds == 2 and not issubclass(pipeline.SweepStopped, Exception)
