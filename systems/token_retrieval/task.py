@@ -107,6 +107,7 @@ class TokenRetrieval:
         # full-batch gradients are accumulated over chunks of this many samples (three_step)
         self.train_chunk, self.eval_chunk = task.train_chunk, task.eval_chunk
         self._kept_values: dict[str, tuple] = {}  # name -> (weak reference to its source, version, value)
+        self._asked: dict[str, tuple] = {}  # training-feature chunk -> (weak reference to W, version) of its last pass
 
     def _samples(self, configs, stream: str, n: int) -> dict[str, torch.Tensor]:
         M = len(configs)
@@ -298,12 +299,7 @@ class TokenRetrieval:
         W = params["W"]
         span = self._training_span(idx) if not W.requires_grad else None
         if span is not None and self._features_kept(span) <= FEATURES_KEPT_ELEMENTS * W.shape[0]:
-            # training items start..stop at a W that takes no gradient: what V reads is the same at every call while
-            # W lives unchanged (two_step_then_fit's readout fit asks 400 times per chunk), so it is made once, by the
-            # very operations the forward pass runs (the same numbers); only the read-out is computed again
-            part = slice(*span)
-            features, _ = self._kept(f"training features {span[0]}:{span[1]}", W, lambda: self.features_of(
-                W, self.train["tokens"][:, part], self.train["positions"][:, part]))
+            features, _ = self._training_features(W, span)
             return cross_entropy_and_accuracy(self._logits(features, params["V"]), labels)
         tokens = gather_items(self.train["tokens"], idx)
         positions = gather_items(self.train["positions"], idx)
@@ -320,6 +316,23 @@ class TokenRetrieval:
         start = int(idx[0, 0])
         span = torch.arange(start, start + idx.shape[1], device=idx.device, dtype=idx.dtype)
         return (start, start + idx.shape[1]) if torch.equal(idx[0], span) else None
+
+    def _training_features(self, W: torch.Tensor, span: tuple[int, int]) -> tuple:
+        """What V reads of training items start..stop at a W that takes no gradient, and their attention. It is the
+        same at every pass while W lives unchanged (two_step_then_fit's readout fit asks 400 times per chunk), so from
+        the second pass on it is kept and only the read-out is computed again; a single pass (three_step's step 3)
+        keeps nothing. Made by the very operations the forward pass runs: the same numbers."""
+        name = f"training features {span[0]}:{span[1]}"
+        part = slice(*span)
+
+        def make():
+            return self.features_of(W, self.train["tokens"][:, part], self.train["positions"][:, part])
+
+        asked = self._asked.get(name)
+        if asked is None or asked[0]() is not W or asked[1] != W._version:
+            self._asked[name] = (weakref.ref(W), W._version)
+            return make()
+        return self._kept(name, W, make)
 
     def _features_kept(self, span: tuple[int, int]) -> int:
         """Floats of training features kept, with those of ``span`` (kept already or not)."""

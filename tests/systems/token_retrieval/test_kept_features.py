@@ -1,7 +1,8 @@
 """The readout fit of ``two_step_then_fit`` (W frozen, V trained by Adam) reads the same training features at every
 step: the problem keeps them per chunk of training items, for a W that takes no gradient, and computes only the
 read-out again. The kept features must give the very numbers of computing them each time (bit for bit, since they
-are made by the same operations), must be made once per chunk, must follow a changed W, and must stay within their
+are made by the same operations), must be made twice per chunk (kept from the second pass; a single pass keeps
+nothing), must follow a changed W, and must stay within their
 memory cap (beyond it, a chunk is computed each time, as before)."""
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _fit(chunk: int | None, monkeypatch, kept_cap: int | None = None):
 
 
 @pytest.mark.parametrize("chunk", [None, 70])
-def test_kept_features_give_the_same_numbers_and_are_made_once_per_chunk(chunk, monkeypatch):
+def test_kept_features_give_the_same_numbers_and_are_made_twice_per_chunk(chunk, monkeypatch):
     params, metrics, made = _fit(chunk, monkeypatch)
     with monkeypatch.context() as undo:
         reference_params, reference_metrics, remade = _fit(chunk, undo, kept_cap=0)  # nothing kept: made each step
@@ -43,9 +44,22 @@ def test_kept_features_give_the_same_numbers_and_are_made_once_per_chunk(chunk, 
     chunks = 1 if chunk is None else 3  # 200 items: 70 + 70 + 60
     # with the cap at 0 every one of the 30 fit steps makes every chunk's features again
     assert remade.count(200 if chunk is None else 70) >= 30
-    # kept: each chunk made once in the fit (the two gradient steps and the evaluation make their own)
+    # kept: each chunk made twice in the fit, at its first pass and when kept at its second (the two gradient steps
+    # and the evaluation make their own)
     fit_made = len(made) - (len(remade) - 30 * chunks)
-    assert fit_made == chunks, (made, remade)
+    assert fit_made == 2 * chunks, (made, remade)
+
+
+def test_a_single_pass_at_a_frozen_w_keeps_nothing():
+    """three_step's step 3 reads the training features once: keeping them would only hold memory."""
+    problem = build_problem([parse_config({**BASE, "seed": s}) for s in (0, 1)], CPU)
+    W = torch.randn(2, BASE["d"], BASE["d"])
+    V = torch.randn(*problem.params["V"].shape)
+    problem.loss({"W": W, "V": V})
+    assert not [name for name in problem._kept_values if name.startswith("training features")]
+    problem.loss({"W": W, "V": V})  # asked again at the same W: kept from now on
+    assert [name for name in problem._kept_values if name.startswith("training features")] == [
+        "training features 0:200"]
 
 
 def test_a_changed_w_is_not_read_from_the_kept_features(monkeypatch):
