@@ -18,19 +18,17 @@ informative position over the fresh samples, with the final W_KQ) and ``eval_los
 """
 from __future__ import annotations
 
-import ctypes
-import os
 import sys
 import time
 
 import torch
 from tqdm import tqdm
 
-from recallkit.empirics.config import (HEAP_BUFFER_MAX, RunConfig, config_hash, memory_free,
+from recallkit.empirics.config import (RunConfig, config_hash, memory_free,
                                        parse_config, shape_key, trainer_spec)
 from recallkit.empirics.cost import check_free_memory
 from recallkit.empirics.device import describe, resolve_device
-from recallkit.empirics.numerics import math_path
+from recallkit.empirics.numerics import keep_freed_heap, math_path
 from recallkit.empirics.tasks import build_problem
 from recallkit.empirics.trainers import denormals_flushed
 
@@ -54,32 +52,6 @@ def chunk_budget_bytes(device: torch.device) -> int:
     return int(CHUNK_MEMORY_FRACTION * memory_free(device))
 
 
-def keep_freed_heap() -> None:
-    """On the CPU with glibc: serve every buffer up to HEAP_BUFFER_MAX (32 MiB, glibc's largest heap
-    buffer) from the heap from the start, and never hand freed heap memory back to the kernel. By
-    default glibc maps the first buffer of each size above 128 KiB and trims the heap's free top, so a
-    training that frees and allocates the same [models, items, V] tensors every pass page-faults them
-    in again each time: the tr_fig2 and tr_fig5 cells of benchmarks/engine.py spent 4-14% of their CPU
-    time in the kernel doing it (about 10% of their time). Freed buffers are reused rather than added, but
-    they are not returned before the process ends. Once per process; a no-op without glibc.
-
-    Opt-in (environment variable RECALLKIT_KEEP_HEAP=1), not the default: it changes the allocator of the
-    whole process, a library should not do that unasked, and with it the peak RSS of small trainings is up to
-    twice what ``bytes_per_model`` estimates (the three_step bag config of tests/integration/test_memory_model.py:
-    42 MiB measured against 22 estimated; without it every config there is within 25%)."""
-    global _heap_kept
-    if _heap_kept or os.environ.get("RECALLKIT_KEEP_HEAP", "0") != "1":
-        return
-    _heap_kept = True
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, HEAP_BUFFER_MAX)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-_heap_kept = False
 
 
 def _bytes_per_model(cfg: RunConfig) -> int:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterator
 
 __all__ = ["MKL_ENV", "cpu_vendor", "math_path", "one_blas_thread", "pin_math_library", "pinned_branch",
-           "set_blas_threads"]
+           "set_blas_threads", "keep_freed_heap"]
 
 MKL_ENV = "MKL_CBWR"
 
@@ -154,3 +154,33 @@ def set_blas_threads(threads: int) -> None:
     for _, set_threads in _loaded_openblas():
         set_threads(max(1, threads))
 
+
+def keep_freed_heap() -> None:
+    """On the CPU with glibc: serve every buffer up to HEAP_BUFFER_MAX (32 MiB, glibc's largest heap
+    buffer) from the heap from the start, and never hand freed heap memory back to the kernel. By
+    default glibc maps the first buffer of each size above 128 KiB and trims the heap's free top, so a
+    training that frees and allocates the same [models, items, V] tensors every pass page-faults them
+    in again each time: the tr_fig2 and tr_fig5 cells of benchmarks/engine.py spent 4-14% of their CPU
+    time in the kernel doing it (about 10% of their time). Freed buffers are reused rather than added, but
+    they are not returned before the process ends. Once per process; a no-op without glibc.
+
+    Opt-in (environment variable RECALLKIT_KEEP_HEAP=1), not the default: it changes the allocator of the
+    whole process, a library should not do that unasked (the toolkit's own worker processes set it at their
+    start, :mod:`recallkit.empirics.workers`), and with it the peak RSS of small trainings is up to
+    twice what ``bytes_per_model`` estimates (the three_step bag config of tests/integration/test_memory_model.py:
+    42 MiB measured against 22 estimated; without it every config there is within 25%)."""
+    global _heap_kept
+    from recallkit.empirics.config import HEAP_BUFFER_MAX  # the config's constants; config imports no torch either
+
+    if _heap_kept or os.environ.get("RECALLKIT_KEEP_HEAP", "0") != "1":
+        return
+    _heap_kept = True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, HEAP_BUFFER_MAX)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, (1 << 31) - 1)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+_heap_kept = False

@@ -79,7 +79,7 @@ def _report_jobs(raw: str) -> bool:
 
 
 def _keep_heap(raw: str) -> bool:
-    """empirics.engine.keep_freed_heap: on with exactly "1"; "0" or empty is off (anything else was silently off)."""
+    """empirics.numerics.keep_freed_heap: on with exactly "1"; "0" or empty is off (anything else was silently off)."""
     return raw in ("", "0", "1")
 
 

@@ -86,3 +86,24 @@ def test_the_cpu_trace_has_one_line_per_job_with_its_phase_and_cpu_time(tmp_path
         ("_pid_after", "second experiment"), ("_spin a", "first experiment"), ("_spin b", "first experiment")]
     assert lines[1]["cpu_s"] >= 0.29 and lines[2]["cpu_s"] < 0.2  # the job's own CPU time, in the worker
     assert lines[0]["cpu_s"] < 0.1 <= lines[0]["wall_s"]  # asleep: wall time, next to no CPU
+
+
+def _heap_kept() -> bool:
+    from recallkit.empirics import numerics
+
+    return numerics._heap_kept
+
+
+@pytest.mark.parametrize("setting, kept", [(None, True), ("0", False)])
+def test_a_worker_keeps_freed_heap_from_its_first_job_unless_told_not_to(monkeypatch, setting, kept):
+    """The steps that train outside the engine (geometric runners, term probes) often run first in a fresh worker:
+    the allocator tuning must be on before them, not only after the worker's first training."""
+    if setting is None:
+        monkeypatch.delenv("RECALLKIT_KEEP_HEAP", raising=False)
+    else:
+        monkeypatch.setenv("RECALLKIT_KEEP_HEAP", setting)
+    pool = WorkerPool(1)
+    try:
+        assert pool.submit(_heap_kept).result(timeout=120) is kept
+    finally:
+        pool.close()
