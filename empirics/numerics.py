@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterator
 
 __all__ = ["MKL_ENV", "cpu_vendor", "math_path", "one_blas_thread", "pin_math_library", "pinned_branch",
-           "set_blas_threads", "keep_freed_heap"]
+           "set_blas_threads", "keep_freed_heap", "HEAP_BUFFER_MAX"]
 
 MKL_ENV = "MKL_CBWR"
 
@@ -155,6 +155,12 @@ def set_blas_threads(threads: int) -> None:
         set_threads(max(1, threads))
 
 
+# glibc's malloc (CPU) takes a buffer from its heap instead of a fresh mmap once it has freed one of that size, up to
+# DEFAULT_MMAP_THRESHOLD_MAX = 32 MiB (mallopt(3)); keep_freed_heap serves every buffer up to that size from the heap
+# from the start. The memory model (empirics.config.allocator_retention_bytes) counts what that reuse keeps.
+HEAP_BUFFER_MAX = 32 << 20
+
+
 def keep_freed_heap() -> None:
     """On the CPU with glibc: serve every buffer up to HEAP_BUFFER_MAX (32 MiB, glibc's largest heap
     buffer) from the heap from the start, and never hand freed heap memory back to the kernel. By
@@ -170,8 +176,6 @@ def keep_freed_heap() -> None:
     twice what ``bytes_per_model`` estimates (the three_step bag config of tests/integration/test_memory_model.py:
     42 MiB measured against 22 estimated; without it every config there is within 25%)."""
     global _heap_kept
-    from recallkit.empirics.config import HEAP_BUFFER_MAX  # the config's constants; config imports no torch either
-
     if _heap_kept or os.environ.get("RECALLKIT_KEEP_HEAP", "0") != "1":
         return
     _heap_kept = True

@@ -195,9 +195,9 @@ def _init_worker(parent: int, kernel_signal: bool, environment: dict[str, str]) 
     set_blas_threads(1)
     # these processes are the toolkit's own, not a user's: they keep freed heap memory (numerics.keep_freed_heap;
     # same numbers, 18% less CPU on the main job's largest trained cell), unless the user said RECALLKIT_KEEP_HEAP=0.
-    # From the start, not from the first training: the steps that train outside the engine (the geometric runners,
-    # the term probes) ran first in a fresh worker and page-faulted every buffer (geometric_probes quick on one
-    # thread: 21.8 against 15.9 CPU s, the same numbers)
+    # From the start, not from the first training: a system's own step that trains outside the engine often runs
+    # first in a fresh worker, and page-faulted every buffer (the main job's largest such step, on one thread:
+    # 21.8 against 15.9 CPU s, the same numbers)
     os.environ.setdefault("RECALLKIT_KEEP_HEAP", "1")
     keep_freed_heap()
     worker_init(parent, kernel_signal)
