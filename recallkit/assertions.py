@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from recallkit.fail_on import evidence_short, required_evidence
-from recallkit.compare.assertions import (ExperimentFits, check_verdicts, default_store_path, expected_verdicts)
+from recallkit.compare.assertions import (ExperimentFits, StoreReading, check_verdicts, default_store_path,
+                                          expected_verdicts, read_store)
 from recallkit.compare.assertions import fit_experiment as fit_stored
 from recallkit.compare.claims import CLAIM_VERDICTS, check_claims, judge_claims
 from recallkit.empirics.executors import make_executor
@@ -22,7 +23,7 @@ from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore
 from recallkit.theory.errors import InputError
 
-__all__ = ["assert_claim", "assert_scaling", "judge_experiment_claims", "sweep_and_fit"]
+__all__ = ["assert_claim", "assert_scaling", "judge_experiment_claims", "sweep_and_fit", "sweep_and_read"]
 
 
 def sweep_and_fit(
@@ -48,19 +49,29 @@ def sweep_and_fit(
     (``--set``: ``(("verdict.delta", 0.1), ...)``, :mod:`recallkit.empirics.overrides`).
     """
     planned = experiment if isinstance(experiment, Plan) else plan(experiment, preset=preset, settings=settings)
-    planned.search_experiment(" (its system runs it: recallkit report)")
     store_path = str(store) if store is not None else default_store_path()
-    sweep = None
-    if run:
-        own_executor = executor is None
-        executor = make_executor("local", threads=1) if own_executor else executor  # one thread, as sweep and report
-        try:
-            with ResultStore(store_path) as results_store:
-                sweep = run_sweep(planned, results_store, executor, progress=progress, log=log)
-        finally:
-            if own_executor:
-                executor.close()
-    return fit_stored(planned, store=store_path, preset=preset, sweep=sweep, **fit_options)
+    if not run:
+        planned.search_experiment(" (its system runs it: recallkit report)")
+        return fit_stored(planned, store=store_path, preset=preset, **fit_options)
+    own_executor = executor is None
+    executor = make_executor("local", threads=1) if own_executor else executor  # one thread, as sweep and report
+    try:
+        sweep, reading = sweep_and_read(planned, store_path, executor, progress=progress, log=log)
+    finally:
+        if own_executor:
+            executor.close()
+    return fit_stored(planned, store=store_path, preset=preset, sweep=sweep, reading=reading, **fit_options)
+
+
+def sweep_and_read(planned: Plan, store: str | Path, executor: Any, *, progress: bool = False,
+                   log: Any = sys.stderr) -> tuple[Any, StoreReading]:
+    """A search experiment's sweep (training what the store lacks) and what its fit reads of the store
+    (:func:`recallkit.compare.assertions.read_store`), through one connection: the report's sweeping thread
+    runs this while the main thread fits the experiment before, and the fit then opens no store."""
+    planned.search_experiment(" (its system runs it: recallkit report)")
+    with ResultStore(str(store)) as results_store:
+        sweep = run_sweep(planned, results_store, executor, progress=progress, log=log)
+        return sweep, read_store(planned, results_store, sweep)
 
 
 def fit_experiment(*args: Any, **kwargs: Any) -> ExperimentFits:

@@ -37,8 +37,8 @@ from typing import TextIO
 from tqdm import tqdm
 
 from recallkit import __version__, registry
-from recallkit.assertions import sweep_and_fit
-from recallkit.compare.assertions import StoreReading, read_store
+from recallkit.assertions import sweep_and_fit, sweep_and_read
+from recallkit.compare.assertions import StoreReading
 from recallkit.compare.assertions import fit_experiment as fit_stored
 from recallkit.empirics.cache import Cache, Uncacheable, cache_key
 from recallkit.empirics import cache as derived_cache
@@ -50,7 +50,6 @@ from recallkit.empirics.experiment import resolve_experiment
 from recallkit.empirics.numerics import MKL_ENV, math_path
 from recallkit.empirics.plan import Plan, plan
 from recallkit.empirics.provenance import code_version
-from recallkit.empirics.search import run_sweep
 from recallkit.empirics.store import ResultStore, default_store_path
 from recallkit.empirics.workers import WorkerPool, trace_label
 from recallkit.own_steps import OwnSteps, StepCache, checked_entry, store_digest
@@ -77,11 +76,8 @@ def default_experiments() -> list[Path]:
 def _swept(planned: Plan, settings: ReportSettings, executor, store_path: Path) -> tuple[object, StoreReading]:
     """A search's sweep (training what the store lacks) and what its fit reads of the store, read through the same
     connection: the report's sweeping thread runs this while the main thread fits the experiment before it."""
-    planned.search_experiment(" (its system runs it: recallkit report)")
     trace_label(planned.path.stem)
-    with ResultStore(str(store_path)) as results_store:
-        sweep = run_sweep(planned, results_store, executor, progress=True, log=settings.log)
-        reading = read_store(planned, results_store, sweep)
+    sweep, reading = sweep_and_read(planned, store_path, executor, progress=True, log=settings.log)
     _say_reused(planned.experiment.name, {"reused": sweep.reused, "computed": sweep.computed,
                                           "missing": sweep.missing}, settings.log)
     return sweep, reading
