@@ -9,22 +9,23 @@ Imports are read statically (``ast``), so an import inside a function counts too
 A plug-in package checks itself in one test::
 
     from pathlib import Path
-    from recallkit.layering import check_system
+    from recallkit.layering import check_layering
     import my_package
 
     def test_my_package_follows_the_layering_rules():
-        assert check_system(Path(my_package.__file__).parent, "my_package") == []
+        assert check_layering(Path(my_package.__file__).parent, "my_package") == []
 
 A file with a name of its own gets a role through ``roles`` (``{**SYSTEM_ROLES, "solver": "empirics"}``).
 """
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 from typing import Mapping
 
 __all__ = ["FORBIDDEN_LIBS", "ORCHESTRATION", "ORDER", "STAGE_MODULES", "SYSTEM_ROLES", "check_file",
-           "check_system", "imported_modules"]
+           "check_layering", "check_system", "imported_modules"]
 
 #: the stages, in the order data flows through them
 ORDER = ["theory", "empirics", "compare", "reports"]
@@ -98,10 +99,18 @@ def check_file(path: Path, system_module: str, roles: Mapping[str, str] | None =
     return [f"{path} ({role}) imports {sorted(offenders)}"] if offenders else []
 
 
-def check_system(folder: Path, system_module: str, roles: Mapping[str, str] | None = None) -> list[str]:
+def check_layering(folder: Path, system_module: str, roles: Mapping[str, str] | None = None) -> list[str]:
     """The rule breaks of every ``*.py`` file directly in a system's folder (see :func:`check_file`); empty
     when the system follows the rules."""
     files = sorted(Path(folder).glob("*.py"))
     if not files:
         return [f"{folder}: no Python files (expected the system's package folder)"]
     return [line for path in files for line in check_file(path, system_module, roles)]
+
+
+def check_system(folder: Path, system_module: str, roles: Mapping[str, str] | None = None) -> list[str]:
+    """Deprecated name of :func:`check_layering` (``recallkit.check_system`` is the plug-in check, a different
+    one); kept through version 0.2 so that a plug-in's existing layering test runs, with a DeprecationWarning."""
+    warnings.warn("recallkit.layering.check_system is now recallkit.layering.check_layering "
+                  "(recallkit.check_system checks a plug-in's hooks)", DeprecationWarning, stacklevel=2)
+    return check_layering(folder, system_module, roles)

@@ -34,9 +34,9 @@ def test_each_term_of_the_law_is_consistent(tmp_path, experiment, base):
 
 def test_the_example_follows_the_layering_rules():
     import recallkit_rf_ridge
-    from recallkit.layering import check_system
+    from recallkit.layering import check_layering
 
-    assert check_system(Path(recallkit_rf_ridge.__file__).parent, "recallkit_rf_ridge") == []
+    assert check_layering(Path(recallkit_rf_ridge.__file__).parent, "recallkit_rf_ridge") == []
 
 
 def test_a_misspelt_trainer_is_one_line_listing_every_trainer_with_the_systems_own(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from recallkit.layering import (FORBIDDEN_LIBS, ORCHESTRATION, ORDER, STAGE_MODULES, SYSTEM_ROLES, check_file,
-                                check_system)
+                                check_layering, check_system)
 from recallkit.layering import imported_modules as _imported_modules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,14 +66,18 @@ def test_a_plugin_package_is_checked_on_its_own_folder(tmp_path):
     (package / "__init__.py").write_text("from recallkit.registry import hookimpl\n")
     (package / "task.py").write_text("import torch\nfrom recallkit.empirics.tasks import generator\n")
     (package / "pages.py").write_text("from recallkit.reports import figures\nfrom my_plugin import task\n")
-    assert check_system(package, "my_plugin") == []
+    assert check_layering(package, "my_plugin") == []
     (package / "task.py").write_text("def f():\n    from my_plugin import pages\n")
     (package / "solver.py").write_text("import torch\n")
-    found = check_system(package, "my_plugin")
+    found = check_layering(package, "my_plugin")
     assert len(found) == 2
     assert "solver" in found[0] and "no role" in found[0]
     assert "task.py (empirics) imports ['my_plugin.pages']" in found[1]
-    assert check_system(package, "my_plugin", roles={**SYSTEM_ROLES, "solver": "empirics"}) == found[1:]
+    assert check_layering(package, "my_plugin", roles={**SYSTEM_ROLES, "solver": "empirics"}) == found[1:]
+    # the old name (the plug-in check is recallkit.check_system) still answers, with one warning naming the new one
+    with pytest.warns(DeprecationWarning, match="check_layering") as warned:
+        assert check_system(package, "my_plugin") == found
+    assert len(warned) == 1
 
 
 def test_checker_detects_a_violation(tmp_path):

@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _guide_test() -> str:
-    """The python block of the guide that calls check_system."""
+    """The python block of the guide that calls check_layering."""
     text = (ROOT / "docs" / "adding-a-system.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S)
-              if "check_system(" in b and "recallkit.layering" in b]  # not the plug-in check's block
+              if "check_layering(" in b and "recallkit.layering" in b]
     assert len(blocks) == 1, "expected one python block with the plugin's layering test in the guide"
     return blocks[0]
 
