@@ -130,10 +130,10 @@ TRAIN_CHUNK_ELEMENTS = 1 << 20
 THREE_STEP_PARAMETER_COPIES = 3.5
 ADAM_PARAMETER_COPIES, ADAM_UPDATE_COPIES = 4, 5
 # glibc's malloc (CPU) takes a buffer from its heap instead of a fresh mmap once it has freed one of that
-# size, up to DEFAULT_MMAP_THRESHOLD_MAX = 32 MiB (HEAP_BUFFER_MAX), and keeps up to twice that size free at the top of its
-# heap before it gives memory back (the dynamic M_TRIM_THRESHOLD, mallopt(3)). That reuse is what makes a
-# chunked pass fast, and the resident memory it costs is part of a training's peak. Larger buffers are
-# mmapped and unmapped when freed.
+# size, up to DEFAULT_MMAP_THRESHOLD_MAX = 32 MiB (HEAP_BUFFER_MAX), and keeps up to twice that size free at
+# the top of its heap before it gives memory back (the dynamic M_TRIM_THRESHOLD, mallopt(3)). That reuse is
+# what makes a chunked pass fast, and the resident memory it costs is part of a training's peak. Larger
+# buffers are mmapped and unmapped when freed.
 HEAP_RETAINED_BUFFERS = 2
 
 

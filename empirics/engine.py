@@ -52,8 +52,6 @@ def chunk_budget_bytes(device: torch.device) -> int:
     return int(CHUNK_MEMORY_FRACTION * memory_free(device))
 
 
-
-
 def _bytes_per_model(cfg: RunConfig) -> int:
     """One model's peak memory, from its task (each task config counts its own buffers)."""
     return cfg.task_config.bytes_per_model(cfg.trainer_config)

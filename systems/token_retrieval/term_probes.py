@@ -120,17 +120,9 @@ class ThreeStepModel:
     def features(self, o: torch.Tensor) -> torch.Tensor:
         return o if self.W1 is None else feature_map(o @ self.W1.T, self.cfg.features)
 
-    def logits(self, W: torch.Tensor, Vm: torch.Tensor, s: dict) -> torch.Tensor:
-        return self._logits_of(self.features(self.attend(W, s)[0]), Vm)
-
-    def _logits_of(self, phi: torch.Tensor, Vm: torch.Tensor) -> torch.Tensor:
-        return phi @ Vm.T @ self.U.T
-
-    def loss(self, W, Vm) -> torch.Tensor:
-        return self._loss_of(self.features(self.attend(W, self.train)[0]), Vm)
-
-    def _loss_of(self, phi: torch.Tensor, Vm: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self._logits_of(phi, Vm), self.train["labels"])
+    def loss(self, phi: torch.Tensor, Vm: torch.Tensor) -> torch.Tensor:
+        """The training loss at the training inputs' features ``phi`` (:meth:`features` of :meth:`attend`)."""
+        return torch.nn.functional.cross_entropy(phi @ Vm.T @ self.U.T, self.train["labels"])
 
     def three_steps(self) -> dict[str, torch.Tensor]:
         """V1 = -eta grad_V L(0,0); W1 = -gamma grad_W L(V1,0); V2 = V1 - gamma grad_V L(V1,W1). Also
@@ -145,14 +137,14 @@ class ThreeStepModel:
         W0 = torch.zeros(d, d, dtype=torch.float64, requires_grad=True)
         V0 = torch.zeros(d, width, dtype=torch.float64, requires_grad=True)
         at_zero = self.features(self.attend(W0, self.train)[0])
-        (g,) = torch.autograd.grad(self._loss_of(at_zero, V0), [V0], retain_graph=True)
+        (g,) = torch.autograd.grad(self.loss(at_zero, V0), [V0], retain_graph=True)
         V1 = -eta * g
-        (g,) = torch.autograd.grad(self._loss_of(at_zero, V1), [W0])
+        (g,) = torch.autograd.grad(self.loss(at_zero, V1), [W0])
         W1 = -gamma * g
         train_side = self.attend(W1, self.train)  # W1 carries no graph: nor does this
         train_features = self.features(train_side[0])
         Vleaf = V1.clone().requires_grad_(True)
-        (g,) = torch.autograd.grad(self._loss_of(train_features, Vleaf), [Vleaf])
+        (g,) = torch.autograd.grad(self.loss(train_features, Vleaf), [Vleaf])
         V2 = V1 - gamma * g
         return {"V1": V1, "W1": W1, "V2": V2, "train_side": train_side, "train_features": train_features}
 
