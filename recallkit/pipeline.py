@@ -638,7 +638,7 @@ class _Sweeper:
 
     def __init__(self) -> None:
         self._jobs: queue.Queue = queue.Queue()
-        self._closed = self.stopped = threading.Event()  # set by close: the report stops (done, an error or Ctrl-C)
+        self.stopped = threading.Event()  # set by close: the report stops (done, an error or Ctrl-C)
         self._thread = threading.Thread(target=self._run, name="recallkit-sweeps", daemon=True)
         self._started = False
 
@@ -656,7 +656,7 @@ class _Sweeper:
             if job is None:  # closed
                 return
             future, fn, args = job
-            if self._closed.is_set() or not future.set_running_or_notify_cancel():
+            if self.stopped.is_set() or not future.set_running_or_notify_cancel():
                 continue
             began = time.perf_counter()
             try:
@@ -665,7 +665,7 @@ class _Sweeper:
                 future.set_exception(exc)
 
     def close(self) -> None:
-        self._closed.set()
+        self.stopped.set()
         while True:
             try:
                 job = self._jobs.get_nowait()

@@ -36,6 +36,11 @@ from recallkit.theory.errors import InputError
 # model (32 MiB): the readout fit of the quick Fig 1(a) runs keeps all of them (N m <= 5e6), a large model only its
 # first chunks (the rest is computed each pass, as before)
 FEATURES_KEPT_ELEMENTS = 8 << 20
+_FEATURES_PREFIX = "training features"  # the kept values' names: this, then the chunk's span
+
+
+def _features_name(span: tuple[int, int]) -> str:
+    return f"{_FEATURES_PREFIX} {span[0]}:{span[1]}"
 
 # draw_instance and draw_samples are re-exported: reference.py, gradient_access.py and the tests read the draws here
 __all__ = ["TokenRetrieval", "draw_instance", "draw_samples", "per_model_matvec"]
@@ -322,7 +327,7 @@ class TokenRetrieval:
         same at every pass while W lives unchanged (two_step_then_fit's readout fit asks 400 times per chunk), so from
         the second pass on it is kept and only the read-out is computed again; a single pass (three_step's step 3)
         keeps nothing. Made by the very operations the forward pass runs: the same numbers."""
-        name = f"training features {span[0]}:{span[1]}"
+        name = _features_name(span)
         part = slice(*span)
 
         def make():
@@ -336,10 +341,10 @@ class TokenRetrieval:
 
     def _features_kept(self, span: tuple[int, int]) -> int:
         """Floats of training features kept, with those of ``span`` (kept already or not)."""
-        name = f"training features {span[0]}:{span[1]}"
+        name = _features_name(span)
         V = self.params["V"]
         kept = sum(value[2][0].numel() for key, value in self._kept_values.items()
-                   if key.startswith("training features") and key != name)
+                   if key.startswith(_FEATURES_PREFIX) and key != name)
         return kept + V.shape[0] * (span[1] - span[0]) * V.shape[2]
 
     @torch.no_grad()
